@@ -33,30 +33,36 @@ inline float HalfToFloat(uint16_t h) {
   return std::bit_cast<float>(bits);
 }
 
-/// \brief binary32 -> binary16, rounding to nearest even (NumPy's astype).
-inline uint16_t FloatToHalf(float f) {
-  const uint32_t bits = std::bit_cast<uint32_t>(f);
-  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  const uint32_t abs = bits & 0x7fffffffu;
-  if (abs >= 0x7f800000u) {  // inf or nan (nan stays quiet nan)
-    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0));
+/// \brief binary64 -> binary16 with one rounding to nearest even, as NumPy's
+/// float64 -> float16 cast (going through float32 would round twice). A float
+/// argument converts exactly to double first, so this serves float32 too.
+inline uint16_t DoubleToHalf(double d) {
+  const uint64_t bits = std::bit_cast<uint64_t>(d);
+  const auto sign = static_cast<uint16_t>((bits >> 48) & 0x8000u);
+  const uint64_t abs = bits & 0x7fffffffffffffffull;
+  if (abs >= 0x7ff0000000000000ull) {  // inf, or nan (kept quiet, top payload bits kept)
+    if (abs == 0x7ff0000000000000ull) return sign | 0x7c00u;
+    return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 42) & 0x3ffu));
   }
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: overflow to inf
-  if (abs < 0x38800000u) {                         // below the smallest normal half
-    if (abs < 0x33000000u) return sign;            // rounds to zero (<= 2^-25)
-    const uint32_t exponent = abs >> 23;
-    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126 - exponent;  // 14 + (112 - exponent)
-    uint32_t half = mantissa >> shift;
-    const uint32_t rest = mantissa & ((1u << shift) - 1);
-    const uint32_t halfway = 1u << (shift - 1);
+  if (abs >= 0x40effe0000000000ull) return sign | 0x7c00u;  // >= 65520 rounds to inf
+  // Round `mantissa >> shift` to nearest, ties to even.
+  auto round_shift = [](uint64_t mantissa, unsigned shift) {
+    uint64_t half = mantissa >> shift;
+    const uint64_t rest = mantissa & ((uint64_t{1} << shift) - 1);
+    const uint64_t halfway = uint64_t{1} << (shift - 1);
     if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
-    return static_cast<uint16_t>(sign | half);
+    return half;
+  };
+  if (abs < 0x3f10000000000000ull) {                 // below 2^-14: subnormal half or zero
+    if (abs <= 0x3e60000000000000ull) return sign;   // <= 2^-25 rounds to zero
+    const auto exponent = static_cast<unsigned>(abs >> 52);
+    const uint64_t mantissa = (abs & 0xfffffffffffffull) | (uint64_t{1} << 52);
+    return static_cast<uint16_t>(sign | round_shift(mantissa, 1051 - exponent));
   }
-  uint32_t half = ((abs >> 13) - (112u << 10));
-  const uint32_t rest = abs & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
-  return static_cast<uint16_t>(sign | half);
+  // Normal: rebias the exponent (1023 -> 15) and keep 10 mantissa bits; a carry
+  // out of the mantissa correctly bumps the exponent.
+  const uint64_t rebiased = abs - (uint64_t{1008} << 52);
+  return static_cast<uint16_t>(sign | round_shift(rebiased, 42));
 }
 
 }  // namespace tesscpp::internal

@@ -1,0 +1,91 @@
+// encoding.h: how arrays travel on the wire (protocol.md 4).
+//
+// An array crosses the wire as an "arraydict":
+//   {"object_type": "array", "shape": [3], "dtype": "float64",
+//    "data": {"buffer": ..., "encoding": "base64", "compression": "lz4"}}
+// with the buffer as nested JSON lists ("json"), a base64 string ("base64"), a
+// file reference "path[:offset[:compressed_size]]" ("binref"), or a CUDA IPC
+// descriptor ("cuda_ipc", GPU builds). lz4 compresses the raw bytes of base64 and
+// binref arrays. This header holds the names, the options, the binref file
+// writer and the arraydict decoder for Values built by hand.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "tesscpp/result.h"
+#include "tesscpp/tensor.h"
+#include "tesscpp/value.h"
+
+namespace tesscpp {
+
+class BufferPool;
+
+enum class ArrayEncoding : uint8_t { kJson, kBase64, kBinref, kCudaIpc };
+enum class Compression : uint8_t { kNone, kLz4 };
+
+/// \brief "json", "base64", "binref", "cuda_ipc".
+std::string_view ArrayEncodingName(ArrayEncoding encoding);
+/// \brief Parses an encoding name; kValidationError listing the valid ones.
+Result<ArrayEncoding> ArrayEncodingFromName(std::string_view name);
+/// \brief "none" or "lz4".
+std::string_view CompressionName(Compression compression);
+/// \brief Parses "lz4" (and "none"); kValidationError otherwise.
+Result<Compression> CompressionFromName(std::string_view name);
+
+struct ArrayDecodeOptions {
+  /// Directory that relative binref paths resolve in; a path that leaves it
+  /// (absolute, "..", a symlink out) is refused. Empty: binref arrays are refused.
+  std::string binref_dir;
+  /// Where decoded tensors are allocated (the default pool if null).
+  BufferPool* pool = nullptr;
+  /// Accept "raw", the legacy name of "json" that the SDK still reads in responses
+  /// (the server's request model refuses it).
+  bool accept_raw = false;
+};
+
+/// \brief Appends binref arrays to files as the reference server does: every
+/// array of one response goes into `<base_dir>/<subdir>/<uuid4>.bin`, one after
+/// another, and a new file starts once the current one holds more than
+/// `max_file_size` bytes. Buffer strings are relative to `base_dir`. Not
+/// thread-safe; one writer per response.
+class BinrefWriter {
+ public:
+  static constexpr int64_t kDefaultMaxFileSize = 100 * 1024 * 1024;
+
+  explicit BinrefWriter(std::string base_dir, std::string subdir = "",
+                        int64_t max_file_size = kDefaultMaxFileSize);
+  ~BinrefWriter();
+  BinrefWriter(BinrefWriter&&) noexcept;
+  BinrefWriter& operator=(BinrefWriter&&) noexcept;
+
+  /// \brief Appends `bytes` and returns "<subdir>/<uuid>.bin:<offset>".
+  /// kIoError naming the file when it cannot be created or written.
+  Result<std::string> Append(std::span<const uint8_t> bytes);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ArrayEncodeOptions {
+  ArrayEncoding encoding = ArrayEncoding::kJson;
+  /// Applied to base64 and binref arrays; json never compresses (as the reference).
+  Compression compression = Compression::kNone;
+  /// Required for kBinref: where the bytes go.
+  BinrefWriter* binref = nullptr;
+  /// Write "object_type": "array". Servers always do; the SDK omits it in requests.
+  bool object_type = true;
+};
+
+/// \brief Decodes an arraydict held as a Value dict. kValidationError for
+/// missing, extra or mistyped fields, an unknown dtype or encoding, or a buffer
+/// whose size does not match shape x dtype; kDecodeError for bad base64 or lz4;
+/// kNotFound / kInvalidArgument for binref files that are missing or escape
+/// `binref_dir`. Messages name the field ("data.buffer: ...").
+Result<Tensor> DecodeArray(const Value& arraydict, const ArrayDecodeOptions& options = {});
+
+}  // namespace tesscpp

@@ -1,0 +1,241 @@
+// array_codec.cc: arraydict fields -> Tensor and Tensor -> arraydict, per encoding.
+#include "codec/array_codec.h"
+
+#include <vector>
+
+#include "codec/base64.h"
+#include "codec/lz4.h"
+#include "tesscpp/buffer_pool.h"
+
+namespace tesscpp {
+
+std::string_view ArrayEncodingName(ArrayEncoding encoding) {
+  switch (encoding) {
+    case ArrayEncoding::kJson: return "json";
+    case ArrayEncoding::kBase64: return "base64";
+    case ArrayEncoding::kBinref: return "binref";
+    case ArrayEncoding::kCudaIpc: return "cuda_ipc";
+  }
+  return "unknown";
+}
+
+Result<ArrayEncoding> ArrayEncodingFromName(std::string_view name) {
+  for (ArrayEncoding e : {ArrayEncoding::kJson, ArrayEncoding::kBase64, ArrayEncoding::kBinref,
+                          ArrayEncoding::kCudaIpc}) {
+    if (ArrayEncodingName(e) == name) return e;
+  }
+  return Status::ValidationError("unknown array encoding '", name,
+                                 "' (expected 'json', 'base64', 'binref' or 'cuda_ipc')");
+}
+
+std::string_view CompressionName(Compression compression) {
+  return compression == Compression::kLz4 ? "lz4" : "none";
+}
+
+Result<Compression> CompressionFromName(std::string_view name) {
+  if (name == "lz4") return Compression::kLz4;
+  if (name == "none") return Compression::kNone;
+  return Status::ValidationError("unknown compression '", name, "' (expected 'lz4')");
+}
+
+namespace internal {
+namespace {
+
+Result<Shape> ShapeField(const Value* shape) {
+  if (shape == nullptr) return Status::ValidationError("shape: field required");
+  if (!shape->is_list()) return Status::ValidationError("shape: expected a list of integers");
+  std::vector<int64_t> dims;
+  dims.reserve(shape->as_list().size());
+  for (const Value& d : shape->as_list()) {
+    if (!d.is_int() || d.is_big_uint()) return Status::ValidationError("shape: expected a list of integers");
+    dims.push_back(d.as_int());
+  }
+  auto result = Shape::Make(std::move(dims));
+  if (!result.ok()) return result.status().WithContext("shape");
+  return result;
+}
+
+Result<Dtype> DtypeField(const Value* dtype) {
+  if (dtype == nullptr) return Status::ValidationError("dtype: field required");
+  if (!dtype->is_string()) return Status::ValidationError("dtype: expected a string");
+  auto result = DtypeFromName(dtype->as_string());
+  if (!result.ok()) return result.status().WithContext("dtype");
+  return result;
+}
+
+Result<Compression> CompressionField(const Value* compression) {
+  if (compression == nullptr || compression->is_null()) return Compression::kNone;
+  if (!compression->is_string()) return Status::ValidationError("data.compression: expected 'lz4' or null");
+  auto result = CompressionFromName(compression->as_string());
+  if (!result.ok() || *result == Compression::kNone) {
+    return Status::ValidationError("data.compression: unknown compression '", compression->as_string(),
+                                   "' (expected 'lz4')");
+  }
+  return result;
+}
+
+Result<std::string_view> BufferText(const ArrayFields& fields, std::string_view encoding) {
+  if (!fields.buffer_text) {
+    return Status::ValidationError("data.buffer: a ", encoding, " buffer must be a string");
+  }
+  return *fields.buffer_text;
+}
+
+Status DecodeBase64Buffer(std::string_view text, Compression compression, Tensor& tensor,
+                          BufferPool* pool) {
+  if (compression == Compression::kNone) {
+    auto decoded = Base64DecodedSize(text);
+    if (!decoded.ok()) return decoded.status();
+    if (static_cast<int64_t>(*decoded) != tensor.nbytes()) {
+      return Status::DecodeError("buffer holds ", *decoded, " bytes, but a ", DtypeName(tensor.dtype()),
+                                     " array of shape ", tensor.shape().ToString(), " needs ",
+                                     tensor.nbytes());
+    }
+    return Base64Decode(text, tensor.bytes());
+  }
+  TESS_ASSIGN_OR_RETURN(size_t compressed_size, Base64DecodedSize(text));
+  TESS_ASSIGN_OR_RETURN(Buffer compressed, pool->Allocate(static_cast<int64_t>(compressed_size)));
+  TESS_RETURN_IF_ERROR(Base64Decode(text, compressed.span()));
+  return Lz4FrameDecompress(compressed.span(), tensor.bytes());
+}
+
+}  // namespace
+
+Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOptions& options) {
+  BufferPool* pool = options.pool != nullptr ? options.pool : BufferPool::Default();
+  TESS_ASSIGN_OR_RETURN(Shape shape, ShapeField(fields.shape));
+  TESS_ASSIGN_OR_RETURN(Dtype dtype, DtypeField(fields.dtype));
+  if (fields.encoding == nullptr) return Status::ValidationError("data.encoding: field required");
+  if (!fields.encoding->is_string()) return Status::ValidationError("data.encoding: expected a string");
+  const std::string& encoding_name = fields.encoding->as_string();
+  const bool raw = options.accept_raw && encoding_name == "raw";
+  auto encoding = raw ? Result<ArrayEncoding>(ArrayEncoding::kJson) : ArrayEncodingFromName(encoding_name);
+  if (!encoding.ok()) return encoding.status().WithContext("data.encoding");
+  TESS_ASSIGN_OR_RETURN(Compression compression, CompressionField(fields.compression));
+
+  if (*encoding == ArrayEncoding::kJson) {
+    if (compression != Compression::kNone) {
+      return Status::ValidationError("data.compression: json arrays cannot be compressed");
+    }
+    if (fields.buffer_value == nullptr && !fields.buffer_text) {
+      return Status::ValidationError("data.buffer: field required");
+    }
+    // A string buffer is one string element (NumPy would make a 0-d str array).
+    const Value text_value = fields.buffer_text ? Value(*fields.buffer_text) : Value();
+    const Value& buffer = fields.buffer_value != nullptr ? *fields.buffer_value : text_value;
+    auto tensor = JsonBufferToTensor(buffer, dtype, shape, pool);
+    if (!tensor.ok()) return tensor.status().WithContext("data.buffer");
+    return tensor;
+  }
+  if (*encoding == ArrayEncoding::kCudaIpc) {
+    return Status::Unimplemented("data.encoding: cuda_ipc arrays need the GPU transport, which is not "
+                                 "enabled here");
+  }
+  TESS_ASSIGN_OR_RETURN(std::string_view text, BufferText(fields, ArrayEncodingName(*encoding)));
+  TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, std::move(shape), pool));
+  Status status = *encoding == ArrayEncoding::kBase64
+                      ? DecodeBase64Buffer(text, compression, tensor, pool)
+                      : ReadBinref(text, compression, options.binref_dir, tensor.bytes());
+  if (!status.ok()) return status.WithContext("data.buffer");
+  return tensor;
+}
+
+Status EncodeArray(const Tensor& tensor, const ArrayEncodeOptions& options, JsonWriter& writer) {
+  if (!tensor.device().host_accessible()) {
+    return Status::Unimplemented("a ", tensor.device().ToString(),
+                                 " tensor cannot be written with a host encoding in this build");
+  }
+  if (options.encoding == ArrayEncoding::kBinref && options.binref == nullptr) {
+    return Status::InvalidArgument("binref output needs a BinrefWriter");
+  }
+  if (options.encoding == ArrayEncoding::kCudaIpc) {
+    return Status::Unimplemented("cuda_ipc output needs the GPU transport, which is not enabled here");
+  }
+  const bool compress = options.compression == Compression::kLz4 && options.encoding != ArrayEncoding::kJson;
+  Buffer compressed;
+  std::span<const uint8_t> payload = tensor.bytes();
+  if (compress) {
+    TESS_ASSIGN_OR_RETURN(compressed, Lz4FrameCompress(payload));
+    payload = compressed.span();
+  }
+  std::string binref_spec;
+  if (options.encoding == ArrayEncoding::kBinref) {
+    TESS_ASSIGN_OR_RETURN(binref_spec, options.binref->Append(payload));
+    if (compress) binref_spec += ":" + std::to_string(payload.size());
+  }
+
+  writer.BeginObject();
+  if (options.object_type) {
+    writer.Key("object_type");
+    writer.String("array");
+  }
+  writer.Key("shape");
+  writer.BeginArray();
+  for (int64_t d : tensor.shape().dims()) writer.Int(d);
+  writer.EndArray();
+  writer.Key("dtype");
+  writer.String(DtypeName(tensor.dtype()));
+  writer.Key("data");
+  writer.BeginObject();
+  writer.Key("buffer");
+  switch (options.encoding) {
+    case ArrayEncoding::kJson: WriteJsonBuffer(tensor, writer); break;
+    case ArrayEncoding::kBase64: {
+      const size_t n = Base64EncodedSize(payload.size());
+      writer.Reserve(static_cast<int64_t>(n + 64));
+      if (char* out = writer.ReserveStringBody(n)) Base64Encode(payload, out);
+      break;
+    }
+    default: writer.String(binref_spec); break;
+  }
+  writer.Key("encoding");
+  writer.String(ArrayEncodingName(options.encoding));
+  if (compress) {
+    writer.Key("compression");
+    writer.String("lz4");
+  }
+  writer.EndObject();
+  writer.EndObject();
+  return writer.status();
+}
+
+}  // namespace internal
+
+Result<Tensor> DecodeArray(const Value& arraydict, const ArrayDecodeOptions& options) {
+  if (!arraydict.is_dict()) return Status::ValidationError("an array must be a JSON object");
+  internal::ArrayFields fields;
+  for (const auto& [key, value] : arraydict.as_dict()) {
+    if (key == "shape") {
+      fields.shape = &value;
+    } else if (key == "dtype") {
+      fields.dtype = &value;
+    } else if (key == "object_type") {
+      if (!value.is_string() || value.as_string() != "array") {
+        return Status::ValidationError("object_type: expected 'array'");
+      }
+    } else if (key == "data") {
+      if (!value.is_dict()) return Status::ValidationError("data: expected an object");
+      for (const auto& [data_key, data_value] : value.as_dict()) {
+        if (data_key == "buffer") {
+          if (data_value.is_string()) {
+            fields.buffer_text = data_value.as_string();
+          } else {
+            fields.buffer_value = &data_value;
+          }
+        } else if (data_key == "encoding") {
+          fields.encoding = &data_value;
+        } else if (data_key == "compression") {
+          fields.compression = &data_value;
+        } else {
+          return Status::ValidationError("data.", data_key, ": extra fields are not permitted");
+        }
+      }
+    } else {
+      return Status::ValidationError(key, ": extra fields are not permitted");
+    }
+  }
+  if (arraydict.as_dict().find("data") == nullptr) return Status::ValidationError("data: field required");
+  return internal::DecodeArrayFields(fields, options);
+}
+
+}  // namespace tesscpp

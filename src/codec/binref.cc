@@ -1,0 +1,178 @@
+// binref.cc: the "binref" encoding, arrays as byte ranges of files.
+//
+// A buffer string "path[:offset[:compressed_size]]" names a file relative to a
+// base directory (the server's input path, the client's view of the server's
+// output path). Paths are confined to that directory: absolute paths, URLs and
+// anything that resolves outside it (.., symlinks) are refused, so a request
+// cannot make the server read arbitrary files.
+#include <fcntl.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "codec/array_codec.h"
+#include "codec/lz4.h"
+#include "platform/file.h"
+
+namespace tesscpp {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string NewUuid4() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  uint64_t hi = rng(), lo = rng();
+  hi = (hi & 0xffffffffffff0fffull) | 0x0000000000004000ull;  // version 4
+  lo = (lo & 0x3fffffffffffffffull) | 0x8000000000000000ull;  // RFC 4122 variant
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (int i = 0; i < 32; ++i) {
+    const uint64_t word = i < 16 ? hi : lo;
+    out += kHex[(word >> (60 - 4 * (i % 16))) & 15];
+    if (i == 7 || i == 11 || i == 15 || i == 19) out += '-';
+  }
+  return out;
+}
+
+// The reference's grammar: the path is the shortest prefix after which the rest
+// is empty, ":<digits>" or ":<digits>:<digits>".
+struct BinrefSpec {
+  std::string_view path;
+  std::string_view offset;           // empty: 0
+  std::string_view compressed_size;  // empty: absent
+};
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+BinrefSpec ParseSpec(std::string_view spec) {
+  BinrefSpec out{spec, {}, {}};
+  const size_t last = spec.rfind(':');
+  if (last == std::string_view::npos || last == 0 || !AllDigits(spec.substr(last + 1))) return out;
+  const size_t before = spec.rfind(':', last - 1);
+  if (before != std::string_view::npos && before > 0 && AllDigits(spec.substr(before + 1, last - before - 1))) {
+    return {spec.substr(0, before), spec.substr(before + 1, last - before - 1), spec.substr(last + 1)};
+  }
+  return {spec.substr(0, last), spec.substr(last + 1), {}};
+}
+
+Result<int64_t> ParseCount(std::string_view digits, std::string_view what) {
+  if (digits.empty()) return int64_t{0};
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec != std::errc() || end != digits.data() + digits.size()) {
+    return Status::ValidationError("binref ", what, " '", digits, "' is out of range");
+  }
+  return value;
+}
+
+// Resolves `relative` inside `base_dir`, following symlinks, and refuses
+// anything that lands outside.
+Result<std::string> ResolveInside(const std::string& base_dir, std::string_view relative) {
+  if (base_dir.empty()) {
+    return Status::InvalidArgument("binref path '", relative, "' cannot be read: no binref directory is set");
+  }
+  const std::string rel(relative);
+  if (fs::path(rel).is_absolute()) {
+    return Status::InvalidArgument("binref path '", relative, "' is absolute; it must be relative to the ",
+                                   "binref directory");
+  }
+  const size_t scheme = rel.find("://");
+  if (scheme != std::string::npos && scheme > 1) {
+    return Status::InvalidArgument("binref path '", relative, "' is a URL; only local files are supported");
+  }
+  std::error_code ec;
+  const fs::path base = fs::canonical(base_dir, ec);
+  if (ec) return Status::NotFound("binref directory '", base_dir, "' does not exist");
+  const fs::path target = fs::weakly_canonical(base / rel, ec);
+  if (ec) return Status::IoError("cannot resolve binref path '", relative, "': ", ec.message());
+  auto [base_end, target_it] = std::mismatch(base.begin(), base.end(), target.begin(), target.end());
+  if (base_end != base.end() || target_it == target.end()) {
+    return Status::InvalidArgument("binref path '", relative, "' escapes the binref directory");
+  }
+  return target.string();
+}
+
+}  // namespace
+
+struct BinrefWriter::Impl {
+  std::string base_dir;
+  std::string subdir;
+  int64_t max_file_size;
+  std::string current_name;  // relative to base_dir
+  internal::Fd current;
+  int64_t current_size = 0;
+};
+
+BinrefWriter::BinrefWriter(std::string base_dir, std::string subdir, int64_t max_file_size)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->base_dir = std::move(base_dir);
+  impl_->subdir = std::move(subdir);
+  impl_->max_file_size = max_file_size;
+}
+
+BinrefWriter::~BinrefWriter() = default;
+BinrefWriter::BinrefWriter(BinrefWriter&&) noexcept = default;
+BinrefWriter& BinrefWriter::operator=(BinrefWriter&&) noexcept = default;
+
+Result<std::string> BinrefWriter::Append(std::span<const uint8_t> bytes) {
+  Impl& w = *impl_;
+  // Like the reference: a file that already exceeds the limit is closed, so one
+  // file holds at most one array past the limit.
+  if (!w.current.valid() || w.current_size > w.max_file_size) {
+    const std::string name = NewUuid4() + ".bin";
+    w.current_name = w.subdir.empty() ? name : w.subdir + "/" + name;
+    const fs::path dir = fs::path(w.base_dir) / w.subdir;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return Status::IoError("cannot create binref directory '", dir.string(), "': ", ec.message());
+    TESS_ASSIGN_OR_RETURN(w.current, internal::Fd::Open((dir / name).string(),
+                                                         O_WRONLY | O_CREAT | O_APPEND | O_TRUNC));
+    w.current_size = 0;
+  }
+  const int64_t offset = w.current_size;
+  Status written = w.current.WriteAll(bytes);
+  if (!written.ok()) return written.WithContext("binref file '" + w.current_name + "'");
+  w.current_size += static_cast<int64_t>(bytes.size());
+  return w.current_name + ":" + std::to_string(offset);
+}
+
+namespace internal {
+
+Status ReadBinref(std::string_view spec_text, Compression compression, const std::string& binref_dir,
+                  std::span<uint8_t> out) {
+  const BinrefSpec spec = ParseSpec(spec_text);
+  TESS_ASSIGN_OR_RETURN(int64_t offset, ParseCount(spec.offset, "offset"));
+  int64_t length = static_cast<int64_t>(out.size());
+  if (compression == Compression::kLz4) {
+    if (spec.compressed_size.empty()) {
+      return Status::ValidationError("binref buffer '", spec_text,
+                                     "' is compressed but names no compressed size "
+                                     "(expected '<path>:<offset>:<compressed_size>')");
+    }
+    TESS_ASSIGN_OR_RETURN(length, ParseCount(spec.compressed_size, "compressed size"));
+  }
+  TESS_ASSIGN_OR_RETURN(std::string path, ResolveInside(binref_dir, spec.path));
+  TESS_ASSIGN_OR_RETURN(Fd fd, Fd::Open(path, O_RDONLY));
+  TESS_ASSIGN_OR_RETURN(int64_t file_size, fd.Size());
+  if (offset > file_size || length > file_size - offset) {
+    return Status::DecodeError("binref file '", spec.path, "' holds ", file_size, " bytes; ", length,
+                               " bytes at offset ", offset, " are out of range");
+  }
+  TESS_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Map(fd, offset, length));
+  if (compression == Compression::kLz4) return Lz4FrameDecompress(mapped.bytes(), out);
+  if (!out.empty()) std::memcpy(out.data(), mapped.bytes().data(), out.size());
+  return Status::OK();
+}
+
+}  // namespace internal
+}  // namespace tesscpp

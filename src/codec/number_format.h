@@ -1,0 +1,28 @@
+// number_format.h: the number spellings the reference stack produces (internal).
+//
+// Matching them makes our json-encoded arrays byte-identical to tesseract-core's:
+//  - orjson (JSON numbers): shortest round-trip digits; plain decimal for decimal
+//    exponents -5..15 ("0.00001", "1000000000000000.0"), otherwise scientific with
+//    a bare exponent ("1e-7", "1e+16"); integral values keep ".0".
+//  - Rust's f64 Display (pydantic's spelling of complex parts, "1+2j"): shortest
+//    digits, never an exponent, no ".0" on integral values, "NaN", "inf".
+#pragma once
+
+#include <complex>
+#include <string>
+
+namespace tesscpp::internal {
+
+/// \brief Appends a finite double the way orjson writes it.
+void AppendJsonDouble(double v, std::string& out);
+
+/// \brief Appends a complex number the way pydantic serialises Python complex
+/// values in JSON mode ("1+2j", "-1j", "0j", "NaN+1j").
+void AppendPydanticComplex(std::complex<double> v, std::string& out);
+
+/// \brief Parses the complex spellings NumPy accepts from strings: Python's
+/// complex() grammar ("1+2j", "(1-2j)", "3j", "2.5", "nan+infj"). False on
+/// anything else.
+bool ParseComplex(std::string_view text, std::complex<double>* out);
+
+}  // namespace tesscpp::internal

@@ -1,0 +1,92 @@
+// file.cc: Fd and MappedFile.
+#include "platform/file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace tesscpp::internal {
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Fd& Fd::operator=(Fd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+Result<Fd> Fd::Open(const std::string& path, int flags, int mode) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return Status::NotFound("file '", path, "' does not exist");
+    return Status::IoError("cannot open '", path, "': ", std::strerror(err));
+  }
+  return Fd(fd);
+}
+
+Result<int64_t> Fd::Size() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return Status::IoError("fstat failed: ", std::strerror(errno));
+  return static_cast<int64_t>(st.st_size);
+}
+
+Status Fd::WriteAll(std::span<const uint8_t> bytes) const {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError("write failed: ", std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+MappedFile::~MappedFile() {
+  if (base_ != nullptr) ::munmap(base_, base_length_);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : base_(other.base_), base_length_(other.base_length_), data_(other.data_), length_(other.length_) {
+  other.base_ = nullptr;
+  other.data_ = nullptr;
+  other.length_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  MappedFile moved(std::move(other));
+  std::swap(base_, moved.base_);
+  std::swap(base_length_, moved.base_length_);
+  std::swap(data_, moved.data_);
+  std::swap(length_, moved.length_);
+  return *this;  // `moved` now unmaps what this object held
+}
+
+Result<MappedFile> MappedFile::Map(const Fd& fd, int64_t offset, int64_t length) {
+  MappedFile m;
+  if (length == 0) return m;
+  const int64_t page = ::sysconf(_SC_PAGESIZE);
+  const int64_t start = offset / page * page;
+  m.base_length_ = static_cast<size_t>(offset - start + length);
+  void* base = ::mmap(nullptr, m.base_length_, PROT_READ, MAP_PRIVATE, fd.get(), start);
+  if (base == MAP_FAILED) return Status::IoError("mmap failed: ", std::strerror(errno));
+  // The whole range is read right away: ask the kernel to read ahead.
+  ::madvise(base, m.base_length_, MADV_WILLNEED);
+  m.base_ = base;
+  m.data_ = static_cast<const uint8_t*>(base) + (offset - start);
+  m.length_ = length;
+  return m;
+}
+
+}  // namespace tesscpp::internal

@@ -1,0 +1,70 @@
+// file.h: RAII file descriptors and read-only memory maps (internal).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "tesscpp/result.h"
+
+namespace tesscpp::internal {
+
+/// \brief An owned file descriptor, closed on destruction. Move-only.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd();
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  /// \brief open(2); kNotFound when the file does not exist, kIoError otherwise,
+  /// both naming the path.
+  static Result<Fd> Open(const std::string& path, int flags, int mode = 0644);
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+  /// \brief The file's size (fstat).
+  Result<int64_t> Size() const;
+
+  /// \brief Writes all of `bytes` (retrying short writes and EINTR).
+  Status WriteAll(std::span<const uint8_t> bytes) const;
+
+ private:
+  int fd_ = -1;
+};
+
+/// \brief A read-only private mapping of part of a file; unmapped on destruction.
+/// Reading from a mapping is ~2x faster than pread into a warm buffer
+/// (cpp-stack.md 1.13). The file must not shrink while mapped (SIGBUS).
+class MappedFile {
+ public:
+  MappedFile() = default;
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  /// \brief Maps bytes [offset, offset + length) of `fd`. Any offset is allowed
+  /// (the mapping starts at the page below it). A zero length maps nothing.
+  static Result<MappedFile> Map(const Fd& fd, int64_t offset, int64_t length);
+
+  std::span<const uint8_t> bytes() const { return {data_, static_cast<size_t>(length_)}; }
+
+ private:
+  void* base_ = nullptr;
+  size_t base_length_ = 0;
+  const uint8_t* data_ = nullptr;
+  int64_t length_ = 0;
+};
+
+}  // namespace tesscpp::internal

@@ -1,5 +1,5 @@
 # Helpers that register tests with CTest.
-if(TESS_BUILD_TESTS)
+if(TESS_BUILD_TESTS OR TESS_FUZZ)
   enable_testing()
   include(GoogleTest)
 endif()

@@ -29,8 +29,7 @@ class Buffer {
   /// \brief Wraps memory owned by `owner`; the buffer keeps `owner` alive.
   /// \param readable_tail bytes after `data + size` that may be read (0 unless the
   ///        caller knows better).
-  static Buffer Wrap(void* data, int64_t size, std::shared_ptr<void> owner,
-                     int64_t readable_tail = 0) {
+  static Buffer Wrap(void* data, int64_t size, std::shared_ptr<void> owner, int64_t readable_tail = 0) {
     Buffer b;
     b.data_ = static_cast<uint8_t*>(data);
     b.size_ = size;

@@ -25,10 +25,10 @@ struct BufferPoolOptions {
 };
 
 struct BufferPoolStats {
-  int64_t fresh_blocks = 0;    ///< blocks mapped from the OS so far
-  int64_t reused_blocks = 0;   ///< allocations served from kept blocks
-  int64_t blocks_in_use = 0;   ///< pooled blocks currently held by buffers
-  int64_t cached_bytes = 0;    ///< bytes kept for reuse
+  int64_t fresh_blocks = 0;   ///< blocks mapped from the OS so far
+  int64_t reused_blocks = 0;  ///< allocations served from kept blocks
+  int64_t blocks_in_use = 0;  ///< pooled blocks currently held by buffers
+  int64_t cached_bytes = 0;   ///< bytes kept for reuse
 };
 
 /// \brief Hands out 64-byte-aligned buffers with >= 64 readable (zeroed) bytes

@@ -33,8 +33,8 @@ enum class Dtype : uint8_t {
 
 /// \brief Every dtype, in enum order.
 inline constexpr std::array<Dtype, 14> kAllDtypes = {
-    Dtype::kBool,    Dtype::kInt8,    Dtype::kInt16,   Dtype::kInt32,     Dtype::kInt64,
-    Dtype::kUInt8,   Dtype::kUInt16,  Dtype::kUInt32,  Dtype::kUInt64,    Dtype::kFloat16,
+    Dtype::kBool,    Dtype::kInt8,    Dtype::kInt16,     Dtype::kInt32,     Dtype::kInt64,
+    Dtype::kUInt8,   Dtype::kUInt16,  Dtype::kUInt32,    Dtype::kUInt64,    Dtype::kFloat16,
     Dtype::kFloat32, Dtype::kFloat64, Dtype::kComplex64, Dtype::kComplex128};
 
 /// \brief NumPy's kinds, in NumPy's casting order (a value of a kind may be cast

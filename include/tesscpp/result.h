@@ -39,10 +39,10 @@ class [[nodiscard]] Result {
   /// \brief A value result.
   Result(T value) : storage_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
   /// \brief A value result from anything T is constructible from.
-  template <typename U, typename = std::enable_if_t<std::is_constructible_v<T, U&&> &&
-                                                    !std::is_same_v<std::decay_t<U>, T> &&
-                                                    !std::is_same_v<std::decay_t<U>, Status> &&
-                                                    !std::is_same_v<std::decay_t<U>, Result>>>
+  template <typename U,
+            typename = std::enable_if_t<
+                std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, T> &&
+                !std::is_same_v<std::decay_t<U>, Status> && !std::is_same_v<std::decay_t<U>, Result>>>
   Result(U&& value) : storage_(T(std::forward<U>(value))) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const noexcept { return std::holds_alternative<T>(storage_); }

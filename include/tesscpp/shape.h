@@ -26,9 +26,7 @@ class Shape {
   /// \brief Validates `dims`. kValidationError for a negative dimension or an
   /// element count above kMaxElements.
   static Result<Shape> Make(std::vector<int64_t> dims);
-  static Result<Shape> Make(std::initializer_list<int64_t> dims) {
-    return Make(std::vector<int64_t>(dims));
-  }
+  static Result<Shape> Make(std::initializer_list<int64_t> dims) { return Make(std::vector<int64_t>(dims)); }
 
   int rank() const { return static_cast<int>(dims_.size()); }
   std::span<const int64_t> dims() const { return dims_; }

@@ -25,19 +25,19 @@ namespace tesscpp {
 /// code to one HTTP status (see the runtime's error table).
 enum class StatusCode : int {
   kOk = 0,
-  kInvalidArgument,   ///< the caller passed something malformed (a bad path, a bad option)
-  kDecodeError,       ///< wire data could not be decoded (base64, lz4, JSON, array bytes)
-  kValidationError,   ///< data decoded but does not fit its schema
-  kNotFound,          ///< a named thing (file, key, endpoint) does not exist
-  kOutOfRange,        ///< a size, index or value outside what is representable or allowed
-  kUnimplemented,     ///< the feature exists in the protocol but not in this build or component
-  kNotAcceptable,     ///< an encoding or content type the peer cannot produce
-  kPayloadTooLarge,   ///< a body or array above a configured limit
-  kIoError,           ///< an operating-system call failed
-  kResourceExhausted, ///< memory could not be obtained
-  kDeadlineExceeded,  ///< a timeout expired
-  kUnavailable,       ///< the peer could not be reached
-  kInternal,          ///< a broken invariant inside tesscpp
+  kInvalidArgument,    ///< the caller passed something malformed (a bad path, a bad option)
+  kDecodeError,        ///< wire data could not be decoded (base64, lz4, JSON, array bytes)
+  kValidationError,    ///< data decoded but does not fit its schema
+  kNotFound,           ///< a named thing (file, key, endpoint) does not exist
+  kOutOfRange,         ///< a size, index or value outside what is representable or allowed
+  kUnimplemented,      ///< the feature exists in the protocol but not in this build or component
+  kNotAcceptable,      ///< an encoding or content type the peer cannot produce
+  kPayloadTooLarge,    ///< a body or array above a configured limit
+  kIoError,            ///< an operating-system call failed
+  kResourceExhausted,  ///< memory could not be obtained
+  kDeadlineExceeded,   ///< a timeout expired
+  kUnavailable,        ///< the peer could not be reached
+  kInternal,           ///< a broken invariant inside tesscpp
 };
 
 /// \brief The lowercase name of a code ("invalid_argument", ...).
@@ -149,8 +149,8 @@ std::ostream& operator<<(std::ostream& os, const Status& status);
 }  // namespace tesscpp
 
 /// \brief Returns from the enclosing function if `expr` (a Status) is not OK.
-#define TESS_RETURN_IF_ERROR(expr)                  \
-  do {                                              \
-    ::tesscpp::Status tess_status_ = (expr);        \
-    if (!tess_status_.ok()) return tess_status_;    \
+#define TESS_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::tesscpp::Status tess_status_ = (expr);     \
+    if (!tess_status_.ok()) return tess_status_; \
   } while (false)

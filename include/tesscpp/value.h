@@ -32,8 +32,8 @@ class ValueDict {
   ValueDict() = default;
   ValueDict(std::initializer_list<Item> items);
 
-  size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
+  size_t size() const;
+  bool empty() const;
 
   /// \brief The value for `key`, or nullptr.
   const Value* find(std::string_view key) const;
@@ -50,10 +50,13 @@ class ValueDict {
   /// \brief Removes `key`; returns whether it was present.
   bool erase(std::string_view key);
 
-  auto begin() const { return items_.begin(); }
-  auto end() const { return items_.end(); }
-  auto begin() { return items_.begin(); }
-  auto end() { return items_.end(); }
+  // Members that touch items_ are defined after Value, which must be complete.
+  using const_iterator = std::vector<Item>::const_iterator;
+  using iterator = std::vector<Item>::iterator;
+  const_iterator begin() const;
+  const_iterator end() const;
+  iterator begin();
+  iterator end();
 
   friend bool operator==(const ValueDict& a, const ValueDict& b);
 
@@ -68,13 +71,12 @@ class Value {
   using List = std::vector<Value>;
   using Dict = ValueDict;
 
-  Value() = default;  ///< null
-  Value(std::nullptr_t) {}  // NOLINT(google-explicit-constructor)
+  Value() = default;           ///< null
+  Value(std::nullptr_t) {}     // NOLINT(google-explicit-constructor)
   Value(bool b) : data_(b) {}  // NOLINT(google-explicit-constructor)
   /// \brief Any integer type. Values above INT64_MAX (from uint64) are kept exactly.
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  Value(T i) {  // NOLINT(google-explicit-constructor)
+  requires(!std::same_as<T, bool>) Value(T i) {  // NOLINT(google-explicit-constructor)
     if constexpr (std::is_unsigned_v<T>) {
       if (static_cast<uint64_t>(i) > static_cast<uint64_t>(INT64_MAX)) {
         data_ = static_cast<uint64_t>(i);
@@ -83,13 +85,13 @@ class Value {
     }
     data_ = static_cast<int64_t>(i);
   }
-  Value(double f) : data_(f) {}  // NOLINT(google-explicit-constructor)
-  Value(std::string s) : data_(std::move(s)) {}  // NOLINT(google-explicit-constructor)
+  Value(double f) : data_(f) {}                         // NOLINT(google-explicit-constructor)
+  Value(std::string s) : data_(std::move(s)) {}         // NOLINT(google-explicit-constructor)
   Value(std::string_view s) : data_(std::string(s)) {}  // NOLINT(google-explicit-constructor)
-  Value(const char* s) : data_(std::string(s)) {}  // NOLINT(google-explicit-constructor)
-  Value(List list) : data_(std::move(list)) {}  // NOLINT(google-explicit-constructor)
-  Value(Dict dict) : data_(std::move(dict)) {}  // NOLINT(google-explicit-constructor)
-  Value(Tensor tensor) : data_(std::move(tensor)) {}  // NOLINT(google-explicit-constructor)
+  Value(const char* s) : data_(std::string(s)) {}       // NOLINT(google-explicit-constructor)
+  Value(List list) : data_(std::move(list)) {}          // NOLINT(google-explicit-constructor)
+  Value(Dict dict) : data_(std::move(dict)) {}          // NOLINT(google-explicit-constructor)
+  Value(Tensor tensor) : data_(std::move(tensor)) {}    // NOLINT(google-explicit-constructor)
 
   Kind kind() const;
   bool is_null() const { return kind() == Kind::kNull; }
@@ -130,5 +132,12 @@ class Value {
  private:
   std::variant<std::monostate, bool, int64_t, uint64_t, double, std::string, List, Dict, Tensor> data_;
 };
+
+inline size_t ValueDict::size() const { return items_.size(); }
+inline bool ValueDict::empty() const { return items_.empty(); }
+inline ValueDict::const_iterator ValueDict::begin() const { return items_.begin(); }
+inline ValueDict::const_iterator ValueDict::end() const { return items_.end(); }
+inline ValueDict::iterator ValueDict::begin() { return items_.begin(); }
+inline ValueDict::iterator ValueDict::end() { return items_.end(); }
 
 }  // namespace tesscpp

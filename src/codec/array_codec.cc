@@ -20,8 +20,8 @@ std::string_view ArrayEncodingName(ArrayEncoding encoding) {
 }
 
 Result<ArrayEncoding> ArrayEncodingFromName(std::string_view name) {
-  for (ArrayEncoding e : {ArrayEncoding::kJson, ArrayEncoding::kBase64, ArrayEncoding::kBinref,
-                          ArrayEncoding::kCudaIpc}) {
+  for (ArrayEncoding e :
+       {ArrayEncoding::kJson, ArrayEncoding::kBase64, ArrayEncoding::kBinref, ArrayEncoding::kCudaIpc}) {
     if (ArrayEncodingName(e) == name) return e;
   }
   return Status::ValidationError("unknown array encoding '", name,
@@ -81,22 +81,27 @@ Result<std::string_view> BufferText(const ArrayFields& fields, std::string_view 
   return *fields.buffer_text;
 }
 
-Status DecodeBase64Buffer(std::string_view text, Compression compression, Tensor& tensor,
-                          BufferPool* pool) {
+// Sizes are checked before the tensor is allocated, so a small request cannot
+// make us reserve memory for a large shape it does not carry.
+Result<Tensor> DecodeBase64(std::string_view text, Compression compression, Dtype dtype, Shape shape,
+                            BufferPool* pool) {
+  TESS_ASSIGN_OR_RETURN(size_t decoded_size, Base64DecodedSize(text));
+  const int64_t nbytes = shape.num_elements() * ItemSize(dtype);
   if (compression == Compression::kNone) {
-    auto decoded = Base64DecodedSize(text);
-    if (!decoded.ok()) return decoded.status();
-    if (static_cast<int64_t>(*decoded) != tensor.nbytes()) {
-      return Status::DecodeError("buffer holds ", *decoded, " bytes, but a ", DtypeName(tensor.dtype()),
-                                     " array of shape ", tensor.shape().ToString(), " needs ",
-                                     tensor.nbytes());
+    if (static_cast<int64_t>(decoded_size) != nbytes) {
+      return Status::DecodeError("buffer holds ", decoded_size, " bytes, but a ", DtypeName(dtype),
+                                 " array of shape ", shape.ToString(), " needs ", nbytes);
     }
-    return Base64Decode(text, tensor.bytes());
+    TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, std::move(shape), pool));
+    TESS_RETURN_IF_ERROR(Base64Decode(text, tensor.bytes()));
+    return tensor;
   }
-  TESS_ASSIGN_OR_RETURN(size_t compressed_size, Base64DecodedSize(text));
-  TESS_ASSIGN_OR_RETURN(Buffer compressed, pool->Allocate(static_cast<int64_t>(compressed_size)));
+  TESS_ASSIGN_OR_RETURN(Buffer compressed, pool->Allocate(static_cast<int64_t>(decoded_size)));
   TESS_RETURN_IF_ERROR(Base64Decode(text, compressed.span()));
-  return Lz4FrameDecompress(compressed.span(), tensor.bytes());
+  TESS_RETURN_IF_ERROR(Lz4CheckContentSize(compressed.span(), nbytes));
+  TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, std::move(shape), pool));
+  TESS_RETURN_IF_ERROR(Lz4FrameDecompress(compressed.span(), tensor.bytes()));
+  return tensor;
 }
 
 }  // namespace
@@ -117,26 +122,32 @@ Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOpt
     if (compression != Compression::kNone) {
       return Status::ValidationError("data.compression: json arrays cannot be compressed");
     }
-    if (fields.buffer_value == nullptr && !fields.buffer_text) {
-      return Status::ValidationError("data.buffer: field required");
+    Result<JsonLeaves> flattened = JsonLeaves{};
+    const JsonLeaves* leaves = fields.buffer_leaves;
+    if (leaves == nullptr) {
+      if (fields.buffer_value == nullptr && !fields.buffer_text) {
+        return Status::ValidationError("data.buffer: field required");
+      }
+      // A string buffer is one string element (NumPy would make a 0-d str array).
+      flattened = FlattenJsonValue(fields.buffer_value != nullptr ? *fields.buffer_value
+                                                                  : Value(*fields.buffer_text));
+      if (!flattened.ok()) return flattened.status().WithContext("data.buffer");
+      leaves = &*flattened;
     }
-    // A string buffer is one string element (NumPy would make a 0-d str array).
-    const Value text_value = fields.buffer_text ? Value(*fields.buffer_text) : Value();
-    const Value& buffer = fields.buffer_value != nullptr ? *fields.buffer_value : text_value;
-    auto tensor = JsonBufferToTensor(buffer, dtype, shape, pool);
+    auto tensor = JsonLeavesToTensor(*leaves, dtype, shape, pool);
     if (!tensor.ok()) return tensor.status().WithContext("data.buffer");
     return tensor;
   }
   if (*encoding == ArrayEncoding::kCudaIpc) {
-    return Status::Unimplemented("data.encoding: cuda_ipc arrays need the GPU transport, which is not "
-                                 "enabled here");
+    return Status::Unimplemented(
+        "data.encoding: cuda_ipc arrays need the GPU transport, which is not "
+        "enabled here");
   }
   TESS_ASSIGN_OR_RETURN(std::string_view text, BufferText(fields, ArrayEncodingName(*encoding)));
-  TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, std::move(shape), pool));
-  Status status = *encoding == ArrayEncoding::kBase64
-                      ? DecodeBase64Buffer(text, compression, tensor, pool)
-                      : ReadBinref(text, compression, options.binref_dir, tensor.bytes());
-  if (!status.ok()) return status.WithContext("data.buffer");
+  auto tensor = *encoding == ArrayEncoding::kBase64
+                    ? DecodeBase64(text, compression, dtype, std::move(shape), pool)
+                    : ReadBinref(text, compression, options.binref_dir, dtype, std::move(shape), pool);
+  if (!tensor.ok()) return tensor.status().WithContext("data.buffer");
   return tensor;
 }
 

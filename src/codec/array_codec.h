@@ -2,7 +2,9 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "codec/json_writer.h"
 #include "tesscpp/encoding.h"
@@ -10,6 +12,47 @@
 #include "tesscpp/value.h"
 
 namespace tesscpp::internal {
+
+/// \brief The leaves of a json-encoded buffer, flattened in order, with the
+/// rectangular nesting they came in. 9 bytes per element: a JSON array of 30 M
+/// numbers stays compact, where a Value tree would take gigabytes.
+struct JsonLeaves {
+  enum Kind : uint8_t { kBool, kInt, kUInt, kFloat, kNull, kString };
+  std::vector<int64_t> dims;         ///< the nesting (NumPy's inferred shape)
+  std::vector<uint8_t> kinds;        ///< one Kind per leaf
+  std::vector<uint64_t> bits;        ///< bool 0/1, int64, uint64 or double bits; kString: index
+  std::vector<std::string> strings;  ///< the kString leaves
+};
+
+/// \brief Builds JsonLeaves from a stream of list and leaf events, checking
+/// that the lists are rectangular (what np.asarray requires).
+class JsonLeavesBuilder {
+ public:
+  void BeginList() { ++depth_; }
+  /// \brief Closes the innermost list, which held `count` children.
+  Status EndList(int64_t count);
+  Status AddBool(bool b) { return AddLeaf(JsonLeaves::kBool, b ? 1 : 0); }
+  Status AddInt(int64_t i) { return AddLeaf(JsonLeaves::kInt, static_cast<uint64_t>(i)); }
+  Status AddUInt(uint64_t u) { return AddLeaf(JsonLeaves::kUInt, u); }
+  Status AddDouble(double d);
+  Status AddNull() { return AddLeaf(JsonLeaves::kNull, 0); }
+  Status AddString(std::string s);
+  JsonLeaves Finish() { return std::move(leaves_); }
+
+ private:
+  Status AddLeaf(JsonLeaves::Kind kind, uint64_t bits);
+  static Status Ragged(int depth);
+
+  JsonLeaves leaves_;
+  int depth_ = 0;
+  int leaf_depth_ = -1;
+};
+
+/// \brief The leaves of a Value holding nested lists of numbers.
+Result<JsonLeaves> FlattenJsonValue(const Value& buffer);
+
+/// \brief The nested lists back as a Value (for objects that were not arrays).
+Value JsonLeavesToValue(const JsonLeaves& leaves);
 
 /// \brief The fields of one arraydict, borrowed from wherever they were parsed.
 struct ArrayFields {
@@ -23,6 +66,8 @@ struct ArrayFields {
   std::optional<std::string_view> buffer_text;
   /// data.buffer when it is anything else (the json encoding's nested lists).
   const Value* buffer_value = nullptr;
+  /// data.buffer as flattened leaves, when the reader parsed it that way.
+  const JsonLeaves* buffer_leaves = nullptr;
 };
 
 /// \brief Decodes one arraydict. Errors name the field, e.g. "data.buffer: ...".
@@ -31,16 +76,20 @@ Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOpt
 /// \brief Writes `tensor` as an arraydict value.
 Status EncodeArray(const Tensor& tensor, const ArrayEncodeOptions& options, JsonWriter& writer);
 
-/// \brief The json encoding's nested lists -> tensor, with NumPy's conversion
-/// rules (np.asarray(buffer).reshape(shape), then the reference's checked cast).
-Result<Tensor> JsonBufferToTensor(const Value& buffer, Dtype dtype, const Shape& shape, BufferPool* pool);
+/// \brief The json encoding's leaves -> tensor, with NumPy's conversion rules
+/// (np.asarray(buffer).reshape(shape), then the reference's checked cast that
+/// refuses to lose values). Integers convert exactly even next to floats, where
+/// NumPy would round them through float64 first.
+Result<Tensor> JsonLeavesToTensor(const JsonLeaves& leaves, Dtype dtype, const Shape& shape,
+                                  BufferPool* pool);
 
 /// \brief Writes the tensor's elements as arr.tolist() would, nested by shape.
 void WriteJsonBuffer(const Tensor& tensor, JsonWriter& writer);
 
 /// \brief binref: parses "path[:offset[:compressed_size]]", resolves the path
-/// inside `binref_dir`, and reads (and decompresses) the bytes into `out`.
-Status ReadBinref(std::string_view spec, Compression compression, const std::string& binref_dir,
-                  std::span<uint8_t> out);
+/// inside `binref_dir`, checks the byte range, then reads (and decompresses) it
+/// into a new tensor.
+Result<Tensor> ReadBinref(std::string_view spec, Compression compression, const std::string& binref_dir,
+                          Dtype dtype, Shape shape, BufferPool* pool);
 
 }  // namespace tesscpp::internal

@@ -51,7 +51,9 @@ Tensor JsonSafeTensor(Dtype dtype, std::vector<int64_t> dims, uint32_t seed) {
       case Dtype::kFloat16: t.data_as<uint16_t>()[i] = 0x3c00 + static_cast<uint16_t>(rng() % 0x2000); break;
       case Dtype::kFloat32: t.data_as<float>()[i] = static_cast<float>(normal(rng)); break;
       case Dtype::kFloat64: t.data_as<double>()[i] = normal(rng); break;
-      case Dtype::kComplex64: t.data_as<std::complex<float>>()[i] = {float(normal(rng)), float(normal(rng))}; break;
+      case Dtype::kComplex64:
+        t.data_as<std::complex<float>>()[i] = {float(normal(rng)), float(normal(rng))};
+        break;
       case Dtype::kComplex128: t.data_as<std::complex<double>>()[i] = {normal(rng), normal(rng)}; break;
       default: break;
     }
@@ -91,7 +93,7 @@ void ExpectError(std::string_view arraydict_json, StatusCode code, std::string_v
   ASSERT_FALSE(streamed.ok());
   EXPECT_EQ(streamed.status().code(), code) << streamed.status();
   EXPECT_NE(streamed.status().message().find(fragment), std::string::npos) << streamed.status();
-  EXPECT_EQ(streamed.status().message().rfind("x: ", 0), 0u) << streamed.status();
+  EXPECT_EQ(streamed.status().message().rfind("x", 0), 0u) << streamed.status();  // the array's path
 }
 
 TEST(ArrayCodec, EveryDtypeEncodingAndCompressionRoundTrips) {
@@ -99,20 +101,22 @@ TEST(ArrayCodec, EveryDtypeEncodingAndCompressionRoundTrips) {
   for (Dtype dtype : kAllDtypes) {
     for (ArrayEncoding encoding : {ArrayEncoding::kJson, ArrayEncoding::kBase64, ArrayEncoding::kBinref}) {
       for (Compression compression : {Compression::kNone, Compression::kLz4}) {
-        for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{}, {0}, {7}, {3, 4}, {2, 0, 3}}) {
+        for (const std::vector<int64_t>& dims :
+             std::vector<std::vector<int64_t>>{{}, {0}, {7}, {3, 4}, {2, 0, 3}}) {
           const Tensor t = encoding == ArrayEncoding::kJson ? JsonSafeTensor(dtype, dims, 11)
-                                                           : RandomTensor(dtype, dims, 11);
+                                                            : RandomTensor(dtype, dims, 11);
           BinrefWriter binref(dir.path());
           ArrayEncodeOptions enc;
           enc.encoding = encoding;
           enc.compression = compression;
           enc.binref = &binref;
           auto back = RoundTrip(Value::Dict{{"t", t}}, enc, dir.path());
-          ASSERT_TRUE(back.ok()) << DtypeName(dtype) << " " << ArrayEncodingName(encoding) << ": " << back.status();
+          ASSERT_TRUE(back.ok()) << DtypeName(dtype) << " " << ArrayEncodingName(encoding) << ": "
+                                 << back.status();
           const Value& got = back->as_dict().at("t");
           ASSERT_TRUE(got.is_tensor()) << DtypeName(dtype) << " " << ArrayEncodingName(encoding);
-          EXPECT_TRUE(got.as_tensor().Equals(t)) << DtypeName(dtype) << " " << ArrayEncodingName(encoding)
-                                                 << " rank " << dims.size();
+          EXPECT_TRUE(got.as_tensor().Equals(t))
+              << DtypeName(dtype) << " " << ArrayEncodingName(encoding) << " rank " << dims.size();
         }
       }
     }
@@ -154,7 +158,8 @@ TEST(ArrayCodec, JsonDecodingFollowsNumpy) {
   t = *DecodeText(R"({"shape":[2],"dtype":"complex128","data":{"buffer":["1+2j",3],"encoding":"json"}})");
   EXPECT_EQ(t.data_as<std::complex<double>>()[0], std::complex<double>(1, 2));
   EXPECT_EQ(t.data_as<std::complex<double>>()[1], std::complex<double>(3, 0));
-  t = *DecodeText(R"({"shape":[1],"dtype":"uint64","data":{"buffer":[18446744073709551615],"encoding":"json"}})");
+  t = *DecodeText(
+      R"({"shape":[1],"dtype":"uint64","data":{"buffer":[18446744073709551615],"encoding":"json"}})");
   EXPECT_EQ(t.data_as<uint64_t>()[0], 18446744073709551615u);
   // "raw" is refused by default, and accepted where the SDK accepts it.
   const Value raw = *ReadJson(R"({"shape":[1],"dtype":"float64","data":{"buffer":[1],"encoding":"raw"}})");
@@ -166,7 +171,8 @@ TEST(ArrayCodec, JsonDecodingFollowsNumpy) {
 
 TEST(ArrayCodec, BadJsonBuffers) {
   ExpectError(R"({"shape":[2],"dtype":"int8","data":{"buffer":[1.5,2],"encoding":"json"}})",
-              StatusCode::kValidationError, "Expected integer data, but array contains floating point values");
+              StatusCode::kValidationError,
+              "Expected integer data, but array contains floating point values");
   ExpectError(R"({"shape":[2],"dtype":"int8","data":{"buffer":[1,300],"encoding":"json"}})",
               StatusCode::kValidationError, "Array values do not fit into dtype 'int8' (e.g. 300)");
   ExpectError(R"({"shape":[2],"dtype":"uint16","data":{"buffer":[-1,3],"encoding":"json"}})",
@@ -183,8 +189,9 @@ TEST(ArrayCodec, BadJsonBuffers) {
               StatusCode::kValidationError, "null cannot be converted to int32");
   ExpectError(R"({"shape":[1],"dtype":"float64","data":{"buffer":[{"a":1}],"encoding":"json"}})",
               StatusCode::kValidationError, "could not parse value as a numeric array");
-  ExpectError(R"({"shape":[1],"dtype":"float64","data":{"buffer":[1],"encoding":"json","compression":"lz4"}})",
-              StatusCode::kValidationError, "json arrays cannot be compressed");
+  ExpectError(
+      R"({"shape":[1],"dtype":"float64","data":{"buffer":[1],"encoding":"json","compression":"lz4"}})",
+      StatusCode::kValidationError, "json arrays cannot be compressed");
 }
 
 TEST(ArrayCodec, BadFields) {
@@ -192,23 +199,26 @@ TEST(ArrayCodec, BadFields) {
               StatusCode::kValidationError, "dtype: dtype 'float8' is not one of");
   // Unknown encodings: an error for DecodeArray; for the streaming reader the
   // object is not an arraydict at all (see ArrayDetection.LookAlikesStayDicts).
-  EXPECT_EQ(DecodeText(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AA==","encoding":"base65"}})")
-                .status()
-                .message(),
-            "data.encoding: unknown array encoding 'base65' (expected 'json', 'base64', 'binref' or 'cuda_ipc')");
+  EXPECT_EQ(
+      DecodeText(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AA==","encoding":"base65"}})")
+          .status()
+          .message(),
+      "data.encoding: unknown array encoding 'base65' (expected 'json', 'base64', 'binref' or 'cuda_ipc')");
   ExpectError(R"({"shape":[-1],"dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64"}})",
               StatusCode::kValidationError, "shape: shape dimension -1 is negative");
   ExpectError(R"({"shape":"3","dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64"}})",
               StatusCode::kValidationError, "shape: expected a list of integers");
   ExpectError(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64","x":1}})",
               StatusCode::kValidationError, "data.x: extra fields are not permitted");
-  ExpectError(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64","compression":"zstd"}})",
-              StatusCode::kValidationError, "unknown compression 'zstd'");
+  ExpectError(
+      R"({"shape":[1],"dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64","compression":"zstd"}})",
+      StatusCode::kValidationError, "unknown compression 'zstd'");
   ExpectError(R"({"shape":[1],"dtype":"float32","data":{"buffer":7,"encoding":"base64"}})",
               StatusCode::kValidationError, "data.buffer: a base64 buffer must be a string");
   auto missing = DecodeText(R"({"shape":[1],"dtype":"float32"})");
   EXPECT_EQ(missing.status().message(), "data: field required");
-  auto extra = DecodeText(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64"},"z":0})");
+  auto extra =
+      DecodeText(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64"},"z":0})");
   EXPECT_EQ(extra.status().message(), "z: extra fields are not permitted");
 }
 
@@ -219,17 +229,21 @@ TEST(ArrayCodec, BadBase64Buffers) {
               StatusCode::kDecodeError, "data.buffer: invalid base64 character '%' at offset 3");
   ExpectError(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AAAAAA=","encoding":"base64"}})",
               StatusCode::kDecodeError, "not a multiple of 4");
-  ExpectError(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64","compression":"lz4"}})",
-              StatusCode::kDecodeError, "lz4");
+  ExpectError(
+      R"({"shape":[1],"dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64","compression":"lz4"}})",
+      StatusCode::kDecodeError, "lz4");
 }
 
 TEST(ArrayCodec, EscapedBase64IsUnescapedLikePython) {
   // JSON lets a peer escape any character; Python's json decoder unescapes first.
-  Tensor t = *DecodeText(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AACAPw\u003d\u003d","encoding":"base64"}})");
+  Tensor t = *DecodeText(
+      R"({"shape":[1],"dtype":"float32","data":{"buffer":"AACAPw\u003d\u003d","encoding":"base64"}})");
   EXPECT_EQ(t.data_as<float>()[0], 1.0f);
   JsonReadOptions read;
   read.arrays = ArrayDetection::kShaped;
-  auto v = ReadJson(R"({"x":{"shape":[1],"dtype":"float32","data":{"buffer":"AACAPw\u003d\u003d","encoding":"base64"}}})", read);
+  auto v = ReadJson(
+      R"({"x":{"shape":[1],"dtype":"float32","data":{"buffer":"AACAPw\u003d\u003d","encoding":"base64"}}})",
+      read);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->as_dict().at("x").as_tensor().data_as<float>()[0], 1.0f);
 }
@@ -241,11 +255,13 @@ class BinrefTest : public ::testing::Test {
     fs::create_directories(fs::path(base_.path()) / "secret");
     std::ofstream(fs::path(base_.path()) / "in" / "ok.bin", std::ios::binary).write("\0\0\x80?\0\0\0@", 8);
     std::ofstream(fs::path(base_.path()) / "secret" / "key.bin", std::ios::binary).write("\0\0\x80?", 4);
-    fs::create_symlink(fs::path(base_.path()) / "secret" / "key.bin", fs::path(base_.path()) / "in" / "link.bin");
+    fs::create_symlink(fs::path(base_.path()) / "secret" / "key.bin",
+                       fs::path(base_.path()) / "in" / "link.bin");
   }
   std::string in() const { return base_.path() + "/in"; }
   static std::string Doc(const std::string& spec, const std::string& extra = "") {
-    return R"({"shape":[1],"dtype":"float32","data":{"buffer":")" + spec + R"(","encoding":"binref")" + extra + "}}";
+    return R"({"shape":[1],"dtype":"float32","data":{"buffer":")" + spec + R"(","encoding":"binref")" +
+           extra + "}}";
   }
   TempDir base_;
 };
@@ -289,7 +305,8 @@ TEST_F(BinrefTest, WriterFollowsTheReferenceLayout) {
 
 TEST(ArrayDetection, TaggedOnlyTakesTaggedObjects) {
   const std::string untagged = R"({"shape":[1],"dtype":"float64","data":{"buffer":[1.5],"encoding":"json"}})";
-  const std::string tagged = R"({"object_type":"array","shape":[1],"dtype":"float64","data":{"buffer":[1.5],"encoding":"json"}})";
+  const std::string tagged =
+      R"({"object_type":"array","shape":[1],"dtype":"float64","data":{"buffer":[1.5],"encoding":"json"}})";
   JsonReadOptions read;
   read.arrays = ArrayDetection::kTagged;
   EXPECT_TRUE(ReadJson(untagged, read)->is_dict());
@@ -304,7 +321,8 @@ TEST(ArrayDetection, LookAlikesStayDicts) {
   JsonReadOptions read;
   read.arrays = ArrayDetection::kShaped;
   // Other keys, or no known encoding: a user's dict, kept as it was (strings unescaped).
-  Value v = *ReadJson(R"({"shape":1,"dtype":"x","data":{"buffer":"a\"b","encoding":"letters"},"more":0})", read);
+  Value v =
+      *ReadJson(R"({"shape":1,"dtype":"x","data":{"buffer":"a\"b","encoding":"letters"},"more":0})", read);
   ASSERT_TRUE(v.is_dict());
   EXPECT_EQ(v.as_dict().at("data").as_dict().at("buffer").as_string(), "a\"b");
   EXPECT_EQ(v.as_dict().at("data").as_dict().begin()->first, "buffer");

@@ -24,8 +24,8 @@ namespace {
 
 TESS_AVX2 inline __m256i EncodeReshuffle(__m256i in) {
   // Each 32-bit lane holds one 3-byte group as bytes (b1, b0, b2, b1).
-  in = _mm256_shuffle_epi8(in, _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10,
-                                                1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10));
+  in = _mm256_shuffle_epi8(in, _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10, 1, 0, 2, 1,
+                                                4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10));
   const __m256i t0 = _mm256_and_si256(in, _mm256_set1_epi32(0x0fc0fc00));
   const __m256i t1 = _mm256_mulhi_epu16(t0, _mm256_set1_epi32(0x04000040));
   const __m256i t2 = _mm256_and_si256(in, _mm256_set1_epi32(0x003f03f0));
@@ -35,8 +35,8 @@ TESS_AVX2 inline __m256i EncodeReshuffle(__m256i in) {
 
 TESS_AVX2 inline __m256i EncodeTranslate(__m256i values) {
   // Offsets per range: 0-25 -> 'A', 26-51 -> 'a' - 26, 52-61 -> '0' - 52, 62 '+', 63 '/'.
-  const __m256i offsets = _mm256_setr_epi8(65, 71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19, -16, 0, 0,
-                                           65, 71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19, -16, 0, 0);
+  const __m256i offsets = _mm256_setr_epi8(65, 71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19, -16, 0, 0, 65,
+                                           71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19, -16, 0, 0);
   __m256i index = _mm256_subs_epu8(values, _mm256_set1_epi8(51));
   const __m256i above25 = _mm256_cmpgt_epi8(values, _mm256_set1_epi8(25));
   index = _mm256_sub_epi8(index, above25);
@@ -66,11 +66,11 @@ TESS_AVX2 Status Avx2Decode(std::string_view src, uint8_t* dst) {
   const __m256i lut_hi = _mm256_setr_epi8(0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10,
                                           0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x01, 0x02, 0x04, 0x08,
                                           0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10);
-  const __m256i lut_roll = _mm256_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0,
-                                            0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m256i lut_roll = _mm256_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16,
+                                            19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m256i mask_2f = _mm256_set1_epi8(0x2f);
-  const __m256i pack_shuffle = _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1,
-                                                2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
+  const __m256i pack_shuffle = _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1, 2, 1,
+                                                0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
   const __m256i pack_permute = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, -1, -1);
 
   const char* s = src.data();
@@ -91,7 +91,8 @@ TESS_AVX2 Status Avx2Decode(std::string_view src, uint8_t* dst) {
     const __m256i values = _mm256_add_epi8(in, roll);
     const __m256i merged = _mm256_maddubs_epi16(values, _mm256_set1_epi32(0x01400140));
     const __m256i packed = _mm256_madd_epi16(merged, _mm256_set1_epi32(0x00011000));
-    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(packed, pack_shuffle), pack_permute);
+    const __m256i bytes =
+        _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(packed, pack_shuffle), pack_permute);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), bytes);
     out += 24;
     done += 32;

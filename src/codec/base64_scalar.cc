@@ -77,9 +77,7 @@ void ScalarEncode(std::span<const uint8_t> src, char* dst) {
   }
 }
 
-Status ScalarDecode(std::string_view src, uint8_t* dst) {
-  return Base64DecodeTail(src, 0, dst);
-}
+Status ScalarDecode(std::string_view src, uint8_t* dst) { return Base64DecodeTail(src, 0, dst); }
 
 }  // namespace
 

@@ -59,7 +59,8 @@ BinrefSpec ParseSpec(std::string_view spec) {
   const size_t last = spec.rfind(':');
   if (last == std::string_view::npos || last == 0 || !AllDigits(spec.substr(last + 1))) return out;
   const size_t before = spec.rfind(':', last - 1);
-  if (before != std::string_view::npos && before > 0 && AllDigits(spec.substr(before + 1, last - before - 1))) {
+  if (before != std::string_view::npos && before > 0 &&
+      AllDigits(spec.substr(before + 1, last - before - 1))) {
     return {spec.substr(0, before), spec.substr(before + 1, last - before - 1), spec.substr(last + 1)};
   }
   return {spec.substr(0, last), spec.substr(last + 1), {}};
@@ -135,8 +136,8 @@ Result<std::string> BinrefWriter::Append(std::span<const uint8_t> bytes) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) return Status::IoError("cannot create binref directory '", dir.string(), "': ", ec.message());
-    TESS_ASSIGN_OR_RETURN(w.current, internal::Fd::Open((dir / name).string(),
-                                                         O_WRONLY | O_CREAT | O_APPEND | O_TRUNC));
+    TESS_ASSIGN_OR_RETURN(w.current,
+                          internal::Fd::Open((dir / name).string(), O_WRONLY | O_CREAT | O_APPEND | O_TRUNC));
     w.current_size = 0;
   }
   const int64_t offset = w.current_size;
@@ -148,11 +149,12 @@ Result<std::string> BinrefWriter::Append(std::span<const uint8_t> bytes) {
 
 namespace internal {
 
-Status ReadBinref(std::string_view spec_text, Compression compression, const std::string& binref_dir,
-                  std::span<uint8_t> out) {
+Result<Tensor> ReadBinref(std::string_view spec_text, Compression compression, const std::string& binref_dir,
+                          Dtype dtype, Shape shape, BufferPool* pool) {
   const BinrefSpec spec = ParseSpec(spec_text);
   TESS_ASSIGN_OR_RETURN(int64_t offset, ParseCount(spec.offset, "offset"));
-  int64_t length = static_cast<int64_t>(out.size());
+  const int64_t nbytes = shape.num_elements() * ItemSize(dtype);
+  int64_t length = nbytes;
   if (compression == Compression::kLz4) {
     if (spec.compressed_size.empty()) {
       return Status::ValidationError("binref buffer '", spec_text,
@@ -169,9 +171,14 @@ Status ReadBinref(std::string_view spec_text, Compression compression, const std
                                " bytes at offset ", offset, " are out of range");
   }
   TESS_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Map(fd, offset, length));
-  if (compression == Compression::kLz4) return Lz4FrameDecompress(mapped.bytes(), out);
-  if (!out.empty()) std::memcpy(out.data(), mapped.bytes().data(), out.size());
-  return Status::OK();
+  if (compression == Compression::kLz4) TESS_RETURN_IF_ERROR(Lz4CheckContentSize(mapped.bytes(), nbytes));
+  TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, std::move(shape), pool));
+  if (compression == Compression::kLz4) {
+    TESS_RETURN_IF_ERROR(Lz4FrameDecompress(mapped.bytes(), tensor.bytes()));
+  } else if (nbytes > 0) {
+    std::memcpy(tensor.data(), mapped.bytes().data(), static_cast<size_t>(nbytes));
+  }
+  return tensor;
 }
 
 }  // namespace internal

@@ -7,6 +7,7 @@
 // overflow to inf are errors. Encoding writes arr.tolist() the way orjson prints
 // it (floats widened to double, NaN and Inf as null, complex as pydantic's
 // strings such as "1+2j").
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -18,15 +19,89 @@
 #include "core/float16.h"
 
 namespace tesscpp::internal {
+
+Status JsonLeavesBuilder::Ragged(int depth) {
+  return Status::DecodeError("the nested lists are not rectangular (inhomogeneous shape after ", depth,
+                             " dimensions)");
+}
+
+Status JsonLeavesBuilder::EndList(int64_t count) {
+  --depth_;  // now the list's own depth (the outermost list has depth 0)
+  if (leaf_depth_ >= 0 && depth_ >= leaf_depth_) return Ragged(leaf_depth_);
+  // Inner lists close first, so depths fill in any order; -1 marks "not seen yet".
+  auto& dims = leaves_.dims;
+  const auto d = static_cast<size_t>(depth_);
+  if (dims.size() <= d) dims.resize(d + 1, -1);
+  if (dims[d] == -1) {
+    dims[d] = count;  // the first list closed at this depth fixes its length
+  } else if (dims[d] != count) {
+    return Ragged(depth_);
+  }
+  return Status::OK();
+}
+
+Status JsonLeavesBuilder::AddLeaf(JsonLeaves::Kind kind, uint64_t bits) {
+  if (leaf_depth_ < 0) leaf_depth_ = depth_;
+  // Leaves all sit at one depth, below every list.
+  if (depth_ != leaf_depth_ || static_cast<size_t>(depth_) < leaves_.dims.size()) {
+    return Ragged(std::min(depth_, leaf_depth_));
+  }
+  leaves_.kinds.push_back(kind);
+  leaves_.bits.push_back(bits);
+  return Status::OK();
+}
+
+Status JsonLeavesBuilder::AddDouble(double d) {
+  return AddLeaf(JsonLeaves::kFloat, std::bit_cast<uint64_t>(d));
+}
+
+Status JsonLeavesBuilder::AddString(std::string s) {
+  leaves_.strings.push_back(std::move(s));
+  return AddLeaf(JsonLeaves::kString, leaves_.strings.size() - 1);
+}
+
 namespace {
+
+Status AddValue(const Value& v, JsonLeavesBuilder& b) {
+  switch (v.kind()) {
+    case Value::Kind::kList: {
+      b.BeginList();
+      for (const Value& item : v.as_list()) TESS_RETURN_IF_ERROR(AddValue(item, b));
+      return b.EndList(static_cast<int64_t>(v.as_list().size()));
+    }
+    case Value::Kind::kBool: return b.AddBool(v.as_bool());
+    case Value::Kind::kInt: return v.is_big_uint() ? b.AddUInt(v.as_uint()) : b.AddInt(v.as_int());
+    case Value::Kind::kFloat: return b.AddDouble(v.as_number());
+    case Value::Kind::kNull: return b.AddNull();
+    case Value::Kind::kString: return b.AddString(v.as_string());
+    default:
+      return Status::ValidationError("could not parse value as a numeric array (contains ",
+                                     Value::KindName(v.kind()), " data)");
+  }
+}
 
 // What np.asarray would infer for the leaves, from narrowest to widest.
 enum class SourceKind { kBool, kInt, kUInt64, kFloat, kString };
 
-struct Leaves {
-  std::vector<const Value*> items;
+struct Summary {
   bool any_float = false, any_int = false, any_big_uint = false, any_negative = false;
   bool any_null = false, any_string = false;
+
+  explicit Summary(const JsonLeaves& leaves) {
+    for (size_t i = 0; i < leaves.kinds.size(); ++i) {
+      switch (leaves.kinds[i]) {
+        case JsonLeaves::kInt:
+          any_int = true;
+          any_negative = any_negative || static_cast<int64_t>(leaves.bits[i]) < 0;
+          break;
+        case JsonLeaves::kUInt: any_int = any_big_uint = true; break;
+        case JsonLeaves::kFloat: any_float = true; break;
+        case JsonLeaves::kNull: any_null = true; break;
+        case JsonLeaves::kString: any_string = true; break;
+        default: break;
+      }
+    }
+  }
 
   SourceKind kind() const {
     if (any_string) return SourceKind::kString;
@@ -36,47 +111,16 @@ struct Leaves {
   }
 };
 
-Status CollectLeaves(const Value& v, const std::vector<int64_t>& dims, size_t depth, Leaves& out) {
-  if (depth < dims.size()) {
-    if (!v.is_list() || static_cast<int64_t>(v.as_list().size()) != dims[depth]) {
-      return Status::DecodeError("the nested lists are not rectangular (inhomogeneous shape after ",
-                                 depth, " dimensions)");
-    }
-    for (const Value& item : v.as_list()) TESS_RETURN_IF_ERROR(CollectLeaves(item, dims, depth + 1, out));
-    return Status::OK();
+double AsDouble(const JsonLeaves& l, size_t i) {
+  const uint64_t bits = l.bits[i];
+  switch (l.kinds[i]) {
+    case JsonLeaves::kBool: return static_cast<double>(bits);
+    case JsonLeaves::kInt: return static_cast<double>(static_cast<int64_t>(bits));
+    case JsonLeaves::kUInt: return static_cast<double>(bits);
+    case JsonLeaves::kFloat: return std::bit_cast<double>(bits);
+    default: return std::numeric_limits<double>::quiet_NaN();  // null
   }
-  switch (v.kind()) {
-    case Value::Kind::kBool: break;
-    case Value::Kind::kInt:
-      out.any_int = true;
-      if (v.is_big_uint()) {
-        out.any_big_uint = true;
-      } else if (v.as_int() < 0) {
-        out.any_negative = true;
-      }
-      break;
-    case Value::Kind::kFloat: out.any_float = true; break;
-    case Value::Kind::kNull: out.any_null = true; break;
-    case Value::Kind::kString: out.any_string = true; break;
-    case Value::Kind::kList:
-      return Status::DecodeError("the nested lists are not rectangular (inhomogeneous shape after ",
-                                 depth, " dimensions)");
-    default:
-      return Status::ValidationError("could not parse value as a numeric array (contains ",
-                                     Value::KindName(v.kind()), " data)");
-  }
-  out.items.push_back(&v);
-  return Status::OK();
 }
-
-double AsDouble(const Value& v) {
-  if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
-  if (v.is_bool()) return v.as_bool() ? 1.0 : 0.0;
-  return v.as_number();
-}
-
-int64_t AsInt(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1 : 0) : v.as_int(); }
-uint64_t AsUInt(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1 : 0) : v.as_uint(); }
 
 std::string ShowNumber(double v) {
   std::string s;
@@ -90,77 +134,60 @@ Status OutOfRange(Dtype dtype, const std::string& example) {
 }
 
 template <typename T>
-void Store(uint8_t* data, int64_t i, T value) {
-  std::memcpy(data + i * static_cast<int64_t>(sizeof(T)), &value, sizeof(T));
+void Store(uint8_t* data, size_t i, T value) {
+  std::memcpy(data + i * sizeof(T), &value, sizeof(T));
 }
 
-// Integers: check the fraction (float sources) and the range, then store.
+// Integers: check fractions (float sources) and the range, then store.
 template <typename T>
-Status ToInteger(const Leaves& leaves, SourceKind kind, Dtype dtype, uint8_t* data) {
-  const int64_t n = static_cast<int64_t>(leaves.items.size());
+Status ToInteger(const JsonLeaves& l, SourceKind kind, Dtype dtype, uint8_t* data) {
+  const size_t n = l.kinds.size();
+  if (n == 0) return Status::OK();
   if (kind == SourceKind::kFloat) {
-    for (const Value* v : leaves.items) {
-      const double d = AsDouble(*v);
+    double low = INFINITY, high = -INFINITY;
+    for (size_t i = 0; i < n; ++i) {
+      const double d = AsDouble(l, i);
       if (!std::isfinite(d) || d != std::floor(d)) {
         return Status::ValidationError("Expected integer data, but array contains floating point values");
       }
+      low = std::min(low, d);
+      high = std::max(high, d);
     }
     // Bounds as exactly representable doubles: [lo, hi_exclusive).
-    const double lo = static_cast<double>(std::numeric_limits<T>::min());
-    const double hi_exclusive = std::ldexp(1.0, std::numeric_limits<T>::digits);
-    double low = INFINITY, high = -INFINITY;
-    for (const Value* v : leaves.items) {
-      low = std::min(low, AsDouble(*v));
-      high = std::max(high, AsDouble(*v));
+    if (low < static_cast<double>(std::numeric_limits<T>::min())) return OutOfRange(dtype, ShowNumber(low));
+    if (high >= std::ldexp(1.0, std::numeric_limits<T>::digits)) return OutOfRange(dtype, ShowNumber(high));
+    for (size_t i = 0; i < n; ++i) {
+      // Integer leaves convert exactly; float leaves are integral and in range.
+      const uint64_t b = l.bits[i];
+      switch (l.kinds[i]) {
+        case JsonLeaves::kFloat: Store<T>(data, i, static_cast<T>(std::bit_cast<double>(b))); break;
+        case JsonLeaves::kInt: Store<T>(data, i, static_cast<T>(static_cast<int64_t>(b))); break;
+        default: Store<T>(data, i, static_cast<T>(b)); break;
+      }
     }
-    if (n > 0 && low < lo) return OutOfRange(dtype, ShowNumber(low));
-    if (n > 0 && high >= hi_exclusive) return OutOfRange(dtype, ShowNumber(high));
-    for (int64_t i = 0; i < n; ++i) Store<T>(data, i, static_cast<T>(AsDouble(*leaves.items[i])));
     return Status::OK();
   }
-  if (kind == SourceKind::kUInt64) {
+  if (kind == SourceKind::kUInt64) {  // every leaf is non-negative
     uint64_t high = 0;
-    for (const Value* v : leaves.items) high = std::max(high, AsUInt(*v));
-    if (high > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+    for (size_t i = 0; i < n; ++i) high = std::max(high, l.bits[i]);
+    if (high > static_cast<uint64_t>(std::numeric_limits<T>::max()))
       return OutOfRange(dtype, std::to_string(high));
-    }
-    for (int64_t i = 0; i < n; ++i) Store<T>(data, i, static_cast<T>(AsUInt(*leaves.items[i])));
+    for (size_t i = 0; i < n; ++i) Store<T>(data, i, static_cast<T>(l.bits[i]));
     return Status::OK();
   }
   int64_t low = std::numeric_limits<int64_t>::max(), high = std::numeric_limits<int64_t>::min();
-  for (const Value* v : leaves.items) {
-    low = std::min(low, AsInt(*v));
-    high = std::max(high, AsInt(*v));
+  for (size_t i = 0; i < n; ++i) {
+    low = std::min(low, static_cast<int64_t>(l.bits[i]));
+    high = std::max(high, static_cast<int64_t>(l.bits[i]));
   }
-  if (n > 0) {
-    if (std::is_unsigned_v<T> ? low < 0 : low < static_cast<int64_t>(std::numeric_limits<T>::min())) {
-      return OutOfRange(dtype, std::to_string(low));
-    }
-    if (high > 0 && static_cast<uint64_t>(high) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-      return OutOfRange(dtype, std::to_string(high));
-    }
+  if (std::is_unsigned_v<T> ? low < 0 : low < static_cast<int64_t>(std::numeric_limits<T>::min())) {
+    return OutOfRange(dtype, std::to_string(low));
   }
-  for (int64_t i = 0; i < n; ++i) Store<T>(data, i, static_cast<T>(AsInt(*leaves.items[i])));
+  if (high > 0 && static_cast<uint64_t>(high) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+    return OutOfRange(dtype, std::to_string(high));
+  }
+  for (size_t i = 0; i < n; ++i) Store<T>(data, i, static_cast<T>(static_cast<int64_t>(l.bits[i])));
   return Status::OK();
-}
-
-// Values as doubles (complex: pairs), the widest a float or complex target needs.
-// int64 -> float64 is exact only up to 2^53, as in NumPy.
-Result<std::vector<std::complex<double>>> ComplexValues(const Leaves& leaves) {
-  std::vector<std::complex<double>> values;
-  values.reserve(leaves.items.size());
-  for (const Value* v : leaves.items) {
-    if (v->is_string()) {
-      std::complex<double> c;
-      if (!ParseComplex(v->as_string(), &c)) {
-        return Status::ValidationError("could not convert string '", v->as_string(), "' to a complex number");
-      }
-      values.push_back(c);
-    } else {
-      values.emplace_back(AsDouble(*v), 0.0);
-    }
-  }
-  return values;
 }
 
 // A finite value that became infinite was too large for the target.
@@ -169,10 +196,9 @@ Status CheckOverflow(double before, double after, Dtype dtype) {
   return Status::OK();
 }
 
-Status ToFloating(const Leaves& leaves, Dtype dtype, uint8_t* data) {
-  const int64_t n = static_cast<int64_t>(leaves.items.size());
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = AsDouble(*leaves.items[i]);
+Status ToFloating(const JsonLeaves& l, Dtype dtype, uint8_t* data) {
+  for (size_t i = 0; i < l.kinds.size(); ++i) {
+    const double d = AsDouble(l, i);
     switch (dtype) {
       case Dtype::kFloat16: {
         const uint16_t h = DoubleToHalf(d);
@@ -192,30 +218,51 @@ Status ToFloating(const Leaves& leaves, Dtype dtype, uint8_t* data) {
   return Status::OK();
 }
 
-Status ToComplex(const Leaves& leaves, Dtype dtype, uint8_t* data) {
-  TESS_ASSIGN_OR_RETURN(std::vector<std::complex<double>> values, ComplexValues(leaves));
-  for (size_t i = 0; i < values.size(); ++i) {
-    const std::complex<double> c = values[i];
+Status ToComplex(const JsonLeaves& l, Dtype dtype, uint8_t* data) {
+  for (size_t i = 0; i < l.kinds.size(); ++i) {
+    std::complex<double> c(AsDouble(l, i), 0.0);
+    if (l.kinds[i] == JsonLeaves::kString) {
+      const std::string& text = l.strings[l.bits[i]];
+      if (!ParseComplex(text, &c)) {
+        return Status::ValidationError("could not convert string '", text, "' to a complex number");
+      }
+    }
     if (dtype == Dtype::kComplex128) {
-      Store<std::complex<double>>(data, static_cast<int64_t>(i), c);
+      Store<std::complex<double>>(data, i, c);
       continue;
     }
     const std::complex<float> f(static_cast<float>(c.real()), static_cast<float>(c.imag()));
     TESS_RETURN_IF_ERROR(CheckOverflow(c.real(), f.real(), dtype));
     TESS_RETURN_IF_ERROR(CheckOverflow(c.imag(), f.imag(), dtype));
-    Store<std::complex<float>>(data, static_cast<int64_t>(i), f);
+    Store<std::complex<float>>(data, i, f);
   }
   return Status::OK();
 }
 
-Status ToBool(const Leaves& leaves, uint8_t* data) {
-  for (size_t i = 0; i < leaves.items.size(); ++i) {
-    const Value& v = *leaves.items[i];
-    // NumPy: null -> False, NaN -> True, any nonzero number -> True.
-    const bool b = v.is_null() ? false : v.is_bool() ? v.as_bool() : v.is_big_uint() || v.as_number() != 0;
-    data[i] = b ? 1 : 0;
+void ToBool(const JsonLeaves& l, uint8_t* data) {
+  // NumPy: null -> False, NaN -> True, any nonzero number -> True.
+  for (size_t i = 0; i < l.kinds.size(); ++i) {
+    data[i] = l.kinds[i] == JsonLeaves::kFloat ? std::bit_cast<double>(l.bits[i]) != 0 : l.bits[i] != 0;
   }
-  return Status::OK();
+}
+
+Value LeafValue(const JsonLeaves& l, size_t i) {
+  const uint64_t b = l.bits[i];
+  switch (l.kinds[i]) {
+    case JsonLeaves::kBool: return Value(b != 0);
+    case JsonLeaves::kInt: return Value(static_cast<int64_t>(b));
+    case JsonLeaves::kUInt: return Value(b);
+    case JsonLeaves::kFloat: return Value(std::bit_cast<double>(b));
+    case JsonLeaves::kString: return Value(l.strings[b]);
+    default: return Value();
+  }
+}
+
+Value NestedValue(const JsonLeaves& l, size_t axis, size_t& next) {
+  if (axis == l.dims.size()) return LeafValue(l, next++);
+  Value::List list;
+  for (int64_t i = 0; i < l.dims[axis]; ++i) list.push_back(NestedValue(l, axis + 1, next));
+  return Value(std::move(list));
 }
 
 void WriteElement(const Tensor& t, int64_t i, JsonWriter& w) {
@@ -225,6 +272,7 @@ void WriteElement(const Tensor& t, int64_t i, JsonWriter& w) {
     std::memcpy(&v, p, sizeof(T));
     return v;
   };
+  std::string complex_text;
   switch (t.dtype()) {
     case Dtype::kBool: w.Bool(*p != 0); break;
     case Dtype::kInt8: w.Int(load(static_cast<int8_t*>(nullptr))); break;
@@ -240,17 +288,14 @@ void WriteElement(const Tensor& t, int64_t i, JsonWriter& w) {
     case Dtype::kFloat64: w.Double(load(static_cast<double*>(nullptr))); break;
     case Dtype::kComplex64: {
       const auto c = load(static_cast<std::complex<float>*>(nullptr));
-      std::string s;
-      AppendPydanticComplex({c.real(), c.imag()}, s);
-      w.String(s);
+      AppendPydanticComplex({c.real(), c.imag()}, complex_text);
+      w.String(complex_text);
       break;
     }
-    case Dtype::kComplex128: {
-      std::string s;
-      AppendPydanticComplex(load(static_cast<std::complex<double>*>(nullptr)), s);
-      w.String(s);
+    case Dtype::kComplex128:
+      AppendPydanticComplex(load(static_cast<std::complex<double>*>(nullptr)), complex_text);
+      w.String(complex_text);
       break;
-    }
   }
 }
 
@@ -267,31 +312,36 @@ void WriteNested(const Tensor& t, int axis, int64_t offset, JsonWriter& w) {
 
 }  // namespace
 
-Result<Tensor> JsonBufferToTensor(const Value& buffer, Dtype dtype, const Shape& shape, BufferPool* pool) {
-  // The nesting NumPy would see: follow first elements down.
-  std::vector<int64_t> dims;
-  for (const Value* v = &buffer; v->is_list(); v = &v->as_list().front()) {
-    dims.push_back(static_cast<int64_t>(v->as_list().size()));
-    if (v->as_list().empty()) break;
-  }
-  Leaves leaves;
-  TESS_RETURN_IF_ERROR(CollectLeaves(buffer, dims, 0, leaves));
-  if (static_cast<int64_t>(leaves.items.size()) != shape.num_elements()) {
-    return Status::DecodeError("cannot reshape array of size ", leaves.items.size(), " into shape ",
+Result<JsonLeaves> FlattenJsonValue(const Value& buffer) {
+  JsonLeavesBuilder builder;
+  TESS_RETURN_IF_ERROR(AddValue(buffer, builder));
+  return builder.Finish();
+}
+
+Value JsonLeavesToValue(const JsonLeaves& leaves) {
+  size_t next = 0;
+  return NestedValue(leaves, 0, next);
+}
+
+Result<Tensor> JsonLeavesToTensor(const JsonLeaves& leaves, Dtype dtype, const Shape& shape,
+                                  BufferPool* pool) {
+  if (static_cast<int64_t>(leaves.kinds.size()) != shape.num_elements()) {
+    return Status::DecodeError("cannot reshape array of size ", leaves.kinds.size(), " into shape ",
                                shape.ToString());
   }
-  const SourceKind kind = leaves.kind();
+  const Summary summary(leaves);
+  const SourceKind kind = summary.kind();
   if (kind == SourceKind::kString && !IsComplex(dtype)) {
     return Status::ValidationError("could not parse value as a numeric array (contains string data)");
   }
-  if (leaves.any_null && IsInteger(dtype)) {
+  if (summary.any_null && IsInteger(dtype)) {
     return Status::ValidationError("null cannot be converted to ", DtypeName(dtype));
   }
   TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, shape, pool));
   uint8_t* data = tensor.data();
   Status status;
   switch (dtype) {
-    case Dtype::kBool: status = ToBool(leaves, data); break;
+    case Dtype::kBool: ToBool(leaves, data); break;
     case Dtype::kInt8: status = ToInteger<int8_t>(leaves, kind, dtype, data); break;
     case Dtype::kInt16: status = ToInteger<int16_t>(leaves, kind, dtype, data); break;
     case Dtype::kInt32: status = ToInteger<int32_t>(leaves, kind, dtype, data); break;

@@ -83,7 +83,10 @@ struct PendingData {
   // and its raw text kept in `buffer`.
   Value::Dict fields;
   std::optional<std::string_view> buffer;  // raw text between the quotes
-  bool extra_keys = false;                 // keys other than buffer/encoding/compression
+  // A list buffer parsed straight into compact leaves (only once shape and dtype
+  // were seen, i.e. the object is almost surely an array).
+  std::optional<internal::JsonLeaves> leaves;
+  bool extra_keys = false;  // keys other than buffer/encoding/compression
 };
 
 class Reader {
@@ -99,7 +102,8 @@ class Reader {
  private:
   Result<Value> ParseObject(od::object object, int depth);
   Result<Value> ParseArray(od::array array, int depth);
-  Result<PendingData> ParseData(od::object object, int depth);
+  Result<PendingData> ParseData(od::object object, int depth, bool buffer_as_leaves);
+  Status ParseLeaves(od::array array, internal::JsonLeavesBuilder& builder, int depth);
   Result<Value> FinishObject(Value::Dict dict, std::optional<PendingData> pending);
   Result<Tensor> DecodePending(const Value::Dict& dict, const PendingData& pending);
 
@@ -163,8 +167,8 @@ Result<Value> Reader::ParseNumber(V& v) {
   // range; Python reads them (an exact int, or inf for 1e400). The nearest
   // double is the closest we can carry, for any token that is a valid number.
   std::string_view token = RawToken(v);
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
-                            token.back() == '\t')) {
+  while (!token.empty() &&
+         (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
     token.remove_suffix(1);
   }
   if (!IsJsonNumber(token)) return Status::DecodeError("invalid JSON number '", token, "'");
@@ -203,7 +207,10 @@ Result<Value> Reader::ParseObject(od::object object, int depth) {
       if (type == od::json_type::object) {
         od::object data_object;
         if (auto error = value.get_object().get(data_object)) return JsonError(error);
-        auto data = ParseData(data_object, depth + 1);
+        // The reference and its SDK write shape and dtype before data; then a
+        // list buffer goes straight into compact leaves instead of a Value tree.
+        const bool as_leaves = dict.contains("shape") && dict.contains("dtype");
+        auto data = ParseData(data_object, depth + 1, as_leaves);
         if (!data.ok()) {
           error_path.push_back(PathSegment::Field("data"));
           return data.status();
@@ -223,7 +230,55 @@ Result<Value> Reader::ParseObject(od::object object, int depth) {
   return FinishObject(std::move(dict), std::move(pending));
 }
 
-Result<PendingData> Reader::ParseData(od::object object, int depth) {
+Status Reader::ParseLeaves(od::array array, internal::JsonLeavesBuilder& builder, int depth) {
+  if (depth > options_.max_depth) {
+    return Status::DecodeError("JSON nesting is deeper than ", options_.max_depth, " levels");
+  }
+  builder.BeginList();
+  int64_t count = 0;
+  for (auto element : array) {
+    od::value value;
+    if (auto error = std::move(element).get(value)) return JsonError(error);
+    od::json_type type;
+    if (auto error = value.type().get(type)) return JsonError(error);
+    switch (type) {
+      case od::json_type::array: {
+        od::array inner;
+        if (auto error = value.get_array().get(inner)) return JsonError(error);
+        TESS_RETURN_IF_ERROR(ParseLeaves(inner, builder, depth + 1));
+        break;
+      }
+      case od::json_type::number: {
+        TESS_ASSIGN_OR_RETURN(Value number, ParseNumber(value));
+        if (number.is_float()) {
+          TESS_RETURN_IF_ERROR(builder.AddDouble(number.as_number()));
+        } else if (number.is_big_uint()) {
+          TESS_RETURN_IF_ERROR(builder.AddUInt(number.as_uint()));
+        } else {
+          TESS_RETURN_IF_ERROR(builder.AddInt(number.as_int()));
+        }
+        break;
+      }
+      default: {
+        TESS_ASSIGN_OR_RETURN(Value leaf, ParseAny(value, depth + 1));
+        if (leaf.is_bool()) {
+          TESS_RETURN_IF_ERROR(builder.AddBool(leaf.as_bool()));
+        } else if (leaf.is_null()) {
+          TESS_RETURN_IF_ERROR(builder.AddNull());
+        } else if (leaf.is_string()) {
+          TESS_RETURN_IF_ERROR(builder.AddString(leaf.as_string()));
+        } else {
+          return Status::ValidationError("could not parse value as a numeric array (contains ",
+                                         Value::KindName(leaf.kind()), " data)");
+        }
+      }
+    }
+    ++count;
+  }
+  return builder.EndList(count);
+}
+
+Result<PendingData> Reader::ParseData(od::object object, int depth, bool buffer_as_leaves) {
   PendingData data;
   for (auto field_result : object) {
     od::field field;
@@ -240,6 +295,19 @@ Result<PendingData> Reader::ParseData(od::object object, int depth) {
         const size_t close = token.rfind('"');
         if (close == 0 || close == std::string_view::npos) return Status::DecodeError("invalid JSON string");
         data.buffer = token.substr(1, close - 1);
+        data.fields.set("buffer", Value());
+        continue;
+      }
+      if (type == od::json_type::array && buffer_as_leaves) {
+        od::array array;
+        if (auto error = value.get_array().get(array)) return JsonError(error);
+        internal::JsonLeavesBuilder builder;
+        Status parsed = ParseLeaves(array, builder, depth + 1);
+        if (!parsed.ok()) {
+          error_path.push_back(PathSegment::Field("buffer"));
+          return parsed;
+        }
+        data.leaves = builder.Finish();
         data.fields.set("buffer", Value());
         continue;
       }
@@ -278,7 +346,8 @@ bool IsArrayKey(std::string_view key) {
 Result<Value> Reader::FinishObject(Value::Dict dict, std::optional<PendingData> pending) {
   if (pending) {
     const Value* object_type = dict.find("object_type");
-    const bool tagged = object_type != nullptr && object_type->is_string() && object_type->as_string() == "array";
+    const bool tagged =
+        object_type != nullptr && object_type->is_string() && object_type->as_string() == "array";
     bool is_array = false;
     if (options_.arrays == ArrayDetection::kTagged) {
       is_array = tagged;  // the SDK decodes any dict tagged so, ignoring other keys
@@ -299,6 +368,8 @@ Result<Value> Reader::FinishObject(Value::Dict dict, std::optional<PendingData> 
     if (pending->buffer) {
       TESS_ASSIGN_OR_RETURN(std::string text, Unescape(*pending->buffer));
       pending->fields.set("buffer", Value(std::move(text)));
+    } else if (pending->leaves) {
+      pending->fields.set("buffer", internal::JsonLeavesToValue(*pending->leaves));
     }
     dict.set("data", Value(std::move(pending->fields)));
   }
@@ -319,7 +390,8 @@ Result<Tensor> Reader::DecodePending(const Value::Dict& dict, const PendingData&
   fields.encoding = pending.fields.find("encoding");
   fields.compression = pending.fields.find("compression");
   fields.buffer_text = pending.buffer;
-  if (!pending.buffer) fields.buffer_value = pending.fields.find("buffer");
+  if (pending.leaves) fields.buffer_leaves = &*pending.leaves;
+  if (!pending.buffer && !pending.leaves) fields.buffer_value = pending.fields.find("buffer");
   auto tensor = internal::DecodeArrayFields(fields, options_.array_options);
   if (tensor.ok() || !pending.buffer || pending.buffer->find('\\') == std::string_view::npos) {
     return tensor;
@@ -332,7 +404,8 @@ Result<Tensor> Reader::DecodePending(const Value::Dict& dict, const PendingData&
 
 Result<Value> Parse(const simdjson::padded_string_view& json, const JsonReadOptions& options) {
   if (json.length() >= simdjson::SIMDJSON_MAXSIZE_BYTES) {
-    return Status::PayloadTooLarge("JSON documents must be smaller than 4 GiB (got ", json.length(), " bytes)");
+    return Status::PayloadTooLarge("JSON documents must be smaller than 4 GiB (got ", json.length(),
+                                   " bytes)");
   }
   // One parser per thread: its index buffers are reused across documents.
   thread_local od::parser parser;
@@ -372,7 +445,8 @@ Result<Value> ReadJson(const Buffer& document, const JsonReadOptions& options) {
 }
 
 Result<Value> ReadJson(std::string_view document, const JsonReadOptions& options) {
-  BufferPool* pool = options.array_options.pool != nullptr ? options.array_options.pool : BufferPool::Default();
+  BufferPool* pool =
+      options.array_options.pool != nullptr ? options.array_options.pool : BufferPool::Default();
   TESS_ASSIGN_OR_RETURN(Buffer copy, pool->Allocate(static_cast<int64_t>(document.size())));
   if (!document.empty()) std::memcpy(copy.data(), document.data(), document.size());
   return ReadJson(copy, options);

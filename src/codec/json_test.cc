@@ -33,12 +33,12 @@ TEST(JsonRead, Scalars) {
 }
 
 TEST(JsonRead, NumbersRoundTripExactly) {
-  for (double v : {0.1, 1.0 / 3, 5e-324, 1.7976931348623157e308, -2.2250738585072014e-308, 1e16,
-                   123456.789, 0.30000000000000004}) {
+  for (double v : {0.1, 1.0 / 3, 5e-324, 1.7976931348623157e308, -2.2250738585072014e-308, 1e16, 123456.789,
+                   0.30000000000000004}) {
     EXPECT_EQ(ReadJson(Write(Value(v)))->as_number(), v) << Write(Value(v));
   }
-  for (int64_t v : {std::numeric_limits<int64_t>::min(), int64_t{-1}, int64_t{0},
-                    std::numeric_limits<int64_t>::max()}) {
+  for (int64_t v :
+       {std::numeric_limits<int64_t>::min(), int64_t{-1}, int64_t{0}, std::numeric_limits<int64_t>::max()}) {
     EXPECT_EQ(ReadJson(Write(Value(v)))->as_int(), v);
   }
 }
@@ -63,9 +63,9 @@ TEST(JsonRead, DuplicateKeysKeepTheLastValueLikePython) {
 }
 
 TEST(JsonRead, MalformedDocumentsAreDecodeErrors) {
-  for (const char* bad : {"", "{", "[1, 2", "{\"a\": }", "[1,]", "{\"a\" 1}", "tru", "nul", "01",
-                          "\"unterminated", "[1] 2", "{}}", "\"\\x\"", "1.", "-", "{\"a\":1,}",
-                          "\xff", "[\"\xc3\"]", "NaN", "Infinity"}) {
+  for (const char* bad : {"",    "{",          "[1, 2",          "{\"a\": }",  "[1,]", "{\"a\" 1}", "tru",
+                          "nul", "01",         "\"unterminated", "[1] 2",      "{}}",  "\"\\x\"",   "1.",
+                          "-",   "{\"a\":1,}", "\xff",           "[\"\xc3\"]", "NaN",  "Infinity"}) {
     Status s = ReadError(bad);
     EXPECT_EQ(s.code(), StatusCode::kDecodeError) << bad << " -> " << s;
   }
@@ -93,10 +93,9 @@ TEST(JsonWrite, CompactWithOrjsonSpellings) {
   Value v = Value::Dict{{"a", Value::List{1, 2.0, 0.1, -0.0, 1e16, 1e-7, true, nullptr}},
                         {"s", "q\"\\\n\t\x01\x7f\xc3\xa9"},
                         {"big", uint64_t{18446744073709551615u}}};
-  EXPECT_EQ(Write(v),
-            R"({"a":[1,2.0,0.1,-0.0,1e+16,1e-7,true,null],"s":"q\"\\\n\t\u0001)"
-            "\x7f\xc3\xa9"
-            R"(","big":18446744073709551615})");
+  EXPECT_EQ(Write(v), R"({"a":[1,2.0,0.1,-0.0,1e+16,1e-7,true,null],"s":"q\"\\\n\t\u0001)"
+                      "\x7f\xc3\xa9"
+                      R"(","big":18446744073709551615})");
 }
 
 TEST(JsonWrite, NonFiniteFloatsBecomeNullLikeOrjson) {

@@ -7,8 +7,8 @@
 
 #include "codec/array_codec.h"
 #include "codec/number_format.h"
-#include "tesscpp/json.h"
 #include "tesscpp/buffer_pool.h"
+#include "tesscpp/json.h"
 
 namespace tesscpp::internal {
 
@@ -118,9 +118,8 @@ void JsonWriter::Double(double d) {
     return;
   }
   BeforeValue();
-  scratch_.clear();
-  AppendJsonDouble(d, scratch_);
-  Append(scratch_);
+  char buf[kMaxJsonDoubleChars];
+  Append({buf, FormatJsonDouble(d, buf)});
 }
 
 void JsonWriter::String(std::string_view s) {

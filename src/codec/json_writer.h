@@ -68,7 +68,6 @@ class JsonWriter {
   // One entry per open container: whether a value has been written in it yet.
   std::vector<bool> has_value_;
   bool after_key_ = false;
-  std::string scratch_;
 };
 
 }  // namespace tesscpp::internal

@@ -25,6 +25,27 @@ struct DctxDeleter {
   void operator()(LZ4F_dctx* ctx) const noexcept { LZ4F_freeDecompressionContext(ctx); }
 };
 
+// Reads the frame header with `ctx`: returns LZ4F's size hint for the next
+// call, and sets `consumed` to the header's length.
+Result<size_t> ReadHeader(LZ4F_dctx* ctx, std::span<const uint8_t> src, int64_t expected, size_t* consumed) {
+  LZ4F_frameInfo_t info{};
+  *consumed = src.size();
+  const size_t hint = LZ4F_getFrameInfo(ctx, &info, src.data(), consumed);
+  if (LZ4F_isError(hint)) return Status::DecodeError("invalid lz4 frame header: ", LZ4F_getErrorName(hint));
+  if (info.contentSize != 0 && info.contentSize != static_cast<uint64_t>(expected)) {
+    return Status::DecodeError("lz4 frame holds ", info.contentSize, " bytes, expected ", expected);
+  }
+  return hint;
+}
+
+Result<std::unique_ptr<LZ4F_dctx, DctxDeleter>> NewContext() {
+  LZ4F_dctx* raw = nullptr;
+  if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION))) {
+    return Status::ResourceExhausted("cannot create an lz4 decompression context");
+  }
+  return std::unique_ptr<LZ4F_dctx, DctxDeleter>(raw);
+}
+
 }  // namespace
 
 Result<Buffer> Lz4FrameCompress(std::span<const uint8_t> src, BufferPool* pool) {
@@ -39,36 +60,27 @@ Result<Buffer> Lz4FrameCompress(std::span<const uint8_t> src, BufferPool* pool) 
   return out.Slice(0, static_cast<int64_t>(written));
 }
 
+Status Lz4CheckContentSize(std::span<const uint8_t> src, int64_t expected) {
+  TESS_ASSIGN_OR_RETURN(auto ctx, NewContext());
+  size_t consumed = 0;
+  return ReadHeader(ctx.get(), src, expected, &consumed).status();
+}
+
 Status Lz4FrameDecompress(std::span<const uint8_t> src, std::span<uint8_t> dst) {
-  LZ4F_dctx* raw = nullptr;
-  if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION))) {
-    return Status::ResourceExhausted("cannot create an lz4 decompression context");
-  }
-  std::unique_ptr<LZ4F_dctx, DctxDeleter> ctx(raw);
-
-  // Read the header first: a stored content size lets us refuse a wrong size
-  // before spending time on the payload.
-  LZ4F_frameInfo_t info{};
-  size_t consumed = src.size();
-  size_t hint = LZ4F_getFrameInfo(ctx.get(), &info, src.data(), &consumed);
-  if (LZ4F_isError(hint)) {
-    return Status::DecodeError("invalid lz4 frame header: ", LZ4F_getErrorName(hint));
-  }
-  if (info.contentSize != 0 && info.contentSize != dst.size()) {
-    return Status::DecodeError("lz4 frame holds ", info.contentSize, " bytes, expected ", dst.size());
-  }
-
+  TESS_ASSIGN_OR_RETURN(auto ctx, NewContext());
+  // A stored content size lets us refuse a wrong size before touching the payload.
+  size_t consumed = 0;
+  TESS_ASSIGN_OR_RETURN(size_t hint, ReadHeader(ctx.get(), src, static_cast<int64_t>(dst.size()), &consumed));
   size_t in_pos = consumed;
   size_t out_pos = 0;
   while (hint != 0) {
     if (in_pos == src.size()) {
-      return Status::DecodeError("lz4 frame is truncated after ", out_pos, " of ", dst.size(),
-                                 " bytes");
+      return Status::DecodeError("lz4 frame is truncated after ", out_pos, " of ", dst.size(), " bytes");
     }
     size_t out_size = dst.size() - out_pos;
     size_t in_size = src.size() - in_pos;
-    hint = LZ4F_decompress(ctx.get(), dst.data() + out_pos, &out_size, src.data() + in_pos,
-                           &in_size, nullptr);
+    hint =
+        LZ4F_decompress(ctx.get(), dst.data() + out_pos, &out_size, src.data() + in_pos, &in_size, nullptr);
     if (LZ4F_isError(hint)) {
       return Status::DecodeError("corrupt lz4 frame: ", LZ4F_getErrorName(hint));
     }

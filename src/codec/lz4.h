@@ -22,6 +22,11 @@ namespace tesscpp::internal {
 /// The buffer comes from `pool` (the default pool if null).
 Result<Buffer> Lz4FrameCompress(std::span<const uint8_t> src, BufferPool* pool = nullptr);
 
+/// \brief Checks, from the frame header alone, that a frame can expand to
+/// `expected` bytes: kDecodeError for a bad header or a stored content size
+/// that differs. A frame without a stored size passes (decoding checks it).
+Status Lz4CheckContentSize(std::span<const uint8_t> src, int64_t expected);
+
 /// \brief Decompresses one frame that must expand to exactly dst.size() bytes.
 /// kDecodeError for a corrupt or truncated frame, or a size other than
 /// dst.size() (checked against the header before decoding when the frame stores

@@ -32,23 +32,26 @@ Digits ShortestDigits(double v) {
   return d;
 }
 
-// Plain decimal notation of the digits; `integral_suffix` is appended when the
-// value has no fractional digits (".0" for orjson, "" for Rust).
-void AppendPlain(const Digits& d, const char* integral_suffix, std::string& out) {
+// Plain decimal notation of the digits at `out`; `integral_suffix` is appended
+// when the value has no fractional digits (".0" for orjson, "" for Rust).
+// Returns the end of what was written.
+char* WritePlain(const Digits& d, const char* integral_suffix, char* out) {
   if (d.exponent >= 0) {
     const int int_digits = d.exponent + 1;
-    for (int i = 0; i < int_digits; ++i) out += i < d.count ? d.digits[i] : '0';
+    for (int i = 0; i < int_digits; ++i) *out++ = i < d.count ? d.digits[i] : '0';
     if (d.count > int_digits) {
-      out += '.';
-      out.append(d.digits + int_digits, static_cast<size_t>(d.count - int_digits));
+      *out++ = '.';
+      for (int i = int_digits; i < d.count; ++i) *out++ = d.digits[i];
     } else {
-      out += integral_suffix;
+      while (*integral_suffix != 0) *out++ = *integral_suffix++;
     }
   } else {
-    out += "0.";
-    out.append(static_cast<size_t>(-d.exponent - 1), '0');
-    out.append(d.digits, static_cast<size_t>(d.count));
+    *out++ = '0';
+    *out++ = '.';
+    for (int i = 0; i < -d.exponent - 1; ++i) *out++ = '0';
+    for (int i = 0; i < d.count; ++i) *out++ = d.digits[i];
   }
+  return out;
 }
 
 void AppendRustDouble(double v, std::string& out) {
@@ -65,7 +68,10 @@ void AppendRustDouble(double v, std::string& out) {
     out += '0';
     return;
   }
-  AppendPlain(ShortestDigits(v), "", out);
+  // Rust never uses an exponent: 5e-324 takes 327 characters.
+  std::string plain(400, '\0');
+  plain.resize(static_cast<size_t>(WritePlain(ShortestDigits(v), "", plain.data()) - plain.data()));
+  out += plain;
 }
 
 bool ParseReal(std::string_view text, double* out) {
@@ -99,25 +105,25 @@ bool ParseReal(std::string_view text, double* out) {
 
 }  // namespace
 
-void AppendJsonDouble(double v, std::string& out) {
-  if (std::signbit(v)) out += '-';
+size_t FormatJsonDouble(double v, char* out) {
+  char* p = out;
+  if (std::signbit(v)) *p++ = '-';
   if (v == 0) {
-    out += "0.0";
-    return;
+    std::memcpy(p, "0.0", 3);
+    return static_cast<size_t>(p + 3 - out);
   }
   const Digits d = ShortestDigits(v);
-  if (d.exponent >= -5 && d.exponent <= 15) {
-    AppendPlain(d, ".0", out);
-    return;
-  }
-  out += d.digits[0];
+  if (d.exponent >= -5 && d.exponent <= 15) return static_cast<size_t>(WritePlain(d, ".0", p) - out);
+  *p++ = d.digits[0];
   if (d.count > 1) {
-    out += '.';
-    out.append(d.digits + 1, static_cast<size_t>(d.count - 1));
+    *p++ = '.';
+    std::memcpy(p, d.digits + 1, static_cast<size_t>(d.count - 1));
+    p += d.count - 1;
   }
-  out += 'e';
-  if (d.exponent > 0) out += '+';
-  out += std::to_string(d.exponent);
+  *p++ = 'e';
+  if (d.exponent > 0) *p++ = '+';
+  p = std::to_chars(p, out + kMaxJsonDoubleChars, d.exponent).ptr;
+  return static_cast<size_t>(p - out);
 }
 
 void AppendPydanticComplex(std::complex<double> v, std::string& out) {

@@ -13,8 +13,18 @@
 
 namespace tesscpp::internal {
 
+/// \brief Room FormatJsonDouble needs.
+inline constexpr size_t kMaxJsonDoubleChars = 32;
+
+/// \brief Writes a finite double the way orjson writes it into `out` (at least
+/// kMaxJsonDoubleChars bytes) and returns the length.
+size_t FormatJsonDouble(double v, char* out);
+
 /// \brief Appends a finite double the way orjson writes it.
-void AppendJsonDouble(double v, std::string& out);
+inline void AppendJsonDouble(double v, std::string& out) {
+  char buf[kMaxJsonDoubleChars];
+  out.append(buf, FormatJsonDouble(v, buf));
+}
 
 /// \brief Appends a complex number the way pydantic serialises Python complex
 /// values in JSON mode ("1+2j", "-1j", "0j", "NaN+1j").

@@ -16,13 +16,39 @@ namespace tesscpp {
 // power of two (2^k, 1.25, 1.5, 1.75 x 2^k), so a buffer wastes at most 25 % of
 // address space, and only address space: pages are touched as they are written.
 struct BufferPool::State {
+  struct Kept {
+    void* block;
+    uint64_t released_at;  // release counter, for evicting the least recently used
+  };
+
   BufferPoolOptions options;
   mutable std::mutex mu;
-  std::multimap<int64_t, void*> cached;  // capacity -> block
+  std::multimap<int64_t, Kept> cached;  // capacity -> block
+  uint64_t releases = 0;
   BufferPoolStats stats;
 
   ~State() {
-    for (auto& [capacity, block] : cached) munmap(block, static_cast<size_t>(capacity));
+    for (auto& [capacity, kept] : cached) munmap(kept.block, static_cast<size_t>(capacity));
+  }
+
+  // Keeps a released block, evicting the least recently released ones when the
+  // cap would be exceeded: the block just used is the likeliest to be wanted again.
+  void Keep(void* block, int64_t capacity) {
+    if (capacity > options.max_cached_bytes) {
+      munmap(block, static_cast<size_t>(capacity));
+      return;
+    }
+    while (stats.cached_bytes + capacity > options.max_cached_bytes) {
+      auto oldest = cached.begin();
+      for (auto it = cached.begin(); it != cached.end(); ++it) {
+        if (it->second.released_at < oldest->second.released_at) oldest = it;
+      }
+      munmap(oldest->second.block, static_cast<size_t>(oldest->first));
+      stats.cached_bytes -= oldest->first;
+      cached.erase(oldest);
+    }
+    cached.emplace(capacity, Kept{block, ++releases});
+    stats.cached_bytes += capacity;
   }
 };
 
@@ -46,19 +72,12 @@ struct BlockReturner {
   void operator()(void* block) const noexcept {
     std::lock_guard<std::mutex> lock(state->mu);
     state->stats.blocks_in_use--;
-    if (state->stats.cached_bytes + capacity <= state->options.max_cached_bytes) {
-      state->cached.emplace(capacity, block);
-      state->stats.cached_bytes += capacity;
-    } else {
-      munmap(block, static_cast<size_t>(capacity));
-    }
+    state->Keep(block, capacity);
   }
 };
 
 struct AlignedDeleter {
-  void operator()(void* p) const noexcept {
-    ::operator delete(p, std::align_val_t(Buffer::kAlignment));
-  }
+  void operator()(void* p) const noexcept { ::operator delete(p, std::align_val_t(Buffer::kAlignment)); }
 };
 
 }  // namespace
@@ -76,8 +95,8 @@ Result<Buffer> BufferPool::Allocate(int64_t size) {
 
   if (needed < state_->options.pooled_threshold) {
     const int64_t capacity = (needed + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment;
-    void* p = ::operator new(static_cast<size_t>(capacity), std::align_val_t(Buffer::kAlignment),
-                             std::nothrow);
+    void* p =
+        ::operator new(static_cast<size_t>(capacity), std::align_val_t(Buffer::kAlignment), std::nothrow);
     if (p == nullptr) return Status::ResourceExhausted("cannot allocate ", capacity, " bytes");
     std::memset(static_cast<uint8_t*>(p) + size, 0, static_cast<size_t>(Buffer::kPadding));
     return Buffer::Wrap(p, size, std::shared_ptr<void>(p, AlignedDeleter{}), capacity - size);
@@ -92,15 +111,15 @@ Result<Buffer> BufferPool::Allocate(int64_t size) {
     auto it = state_->cached.lower_bound(size_class);
     if (it != state_->cached.end() && it->first <= 2 * size_class) {
       capacity = it->first;
-      block = it->second;
+      block = it->second.block;
       state_->cached.erase(it);
       state_->stats.cached_bytes -= capacity;
       state_->stats.reused_blocks++;
     }
   }
   if (block == nullptr) {
-    block = mmap(nullptr, static_cast<size_t>(capacity), PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    block = mmap(nullptr, static_cast<size_t>(capacity), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
     if (block == MAP_FAILED) {
       return Status::ResourceExhausted("mmap of ", capacity, " bytes failed: ", std::strerror(errno));
     }
@@ -123,13 +142,13 @@ BufferPoolStats BufferPool::stats() const {
 }
 
 void BufferPool::Trim() {
-  std::multimap<int64_t, void*> released;
+  std::multimap<int64_t, State::Kept> released;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     released.swap(state_->cached);
     state_->stats.cached_bytes = 0;
   }
-  for (auto& [capacity, block] : released) munmap(block, static_cast<size_t>(capacity));
+  for (auto& [capacity, kept] : released) munmap(kept.block, static_cast<size_t>(capacity));
 }
 
 BufferPool* BufferPool::Default() {

@@ -102,6 +102,21 @@ TEST(BufferPool, RespectsTheCacheCap) {
   EXPECT_EQ(pool.stats().fresh_blocks, 2);
 }
 
+TEST(BufferPool, EvictsTheLeastRecentlyUsedToStayUnderTheCap) {
+  BufferPoolOptions options;
+  options.max_cached_bytes = 8 << 20;
+  BufferPool pool(options);
+  {
+    Buffer a = *pool.Allocate(2 << 20);
+    Buffer b = *pool.Allocate(3 << 20);
+  }                                        // both kept: 2.x + 3.x MiB classes
+  { Buffer c = *pool.Allocate(5 << 20); }  // kept by evicting the older blocks
+  const int64_t fresh = pool.stats().fresh_blocks;
+  EXPECT_LE(pool.stats().cached_bytes, 8 << 20);
+  { Buffer c = *pool.Allocate(5 << 20); }  // the recent block is still there
+  EXPECT_EQ(pool.stats().fresh_blocks, fresh);
+}
+
 TEST(BufferPool, BuffersOutliveThePool) {
   Buffer survivor;
   {

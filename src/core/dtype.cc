@@ -95,8 +95,7 @@ bool CanCastSafe(Dtype from, Dtype to) {
 bool CanCastSameKind(Dtype from, Dtype to) {
   if (CanCastSafe(from, to)) return true;
   // Within a kind, or towards a later kind in bool < uint < int < float < complex.
-  return static_cast<int>(KindOf(to)) >= static_cast<int>(KindOf(from)) &&
-         KindOf(from) != DtypeKind::kBool;
+  return static_cast<int>(KindOf(to)) >= static_cast<int>(KindOf(from)) && KindOf(from) != DtypeKind::kBool;
 }
 
 DlpackDtype ToDlpack(Dtype dtype) {
@@ -110,8 +109,8 @@ Result<Dtype> DtypeFromDlpack(DlpackDtype dl) {
       if (ToDlpack(d) == dl) return d;
     }
   }
-  return Status::Unimplemented("DLPack dtype (code ", int{dl.code}, ", bits ", int{dl.bits},
-                               ", lanes ", dl.lanes, ") has no Tesseract dtype");
+  return Status::Unimplemented("DLPack dtype (code ", int{dl.code}, ", bits ", int{dl.bits}, ", lanes ",
+                               dl.lanes, ") has no Tesseract dtype");
 }
 
 }  // namespace tesscpp

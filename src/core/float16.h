@@ -53,8 +53,8 @@ inline uint16_t DoubleToHalf(double d) {
     if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
     return half;
   };
-  if (abs < 0x3f10000000000000ull) {                 // below 2^-14: subnormal half or zero
-    if (abs <= 0x3e60000000000000ull) return sign;   // <= 2^-25 rounds to zero
+  if (abs < 0x3f10000000000000ull) {                // below 2^-14: subnormal half or zero
+    if (abs <= 0x3e60000000000000ull) return sign;  // <= 2^-25 rounds to zero
     const auto exponent = static_cast<unsigned>(abs >> 52);
     const uint64_t mantissa = (abs & 0xfffffffffffffull) | (uint64_t{1} << 52);
     return static_cast<uint16_t>(sign | round_shift(mantissa, 1051 - exponent));

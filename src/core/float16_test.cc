@@ -33,7 +33,7 @@ TEST(Float16, KnownValues) {
   EXPECT_EQ(DoubleToHalf(65520.0f), 0x7c00);  // rounds up to inf
   EXPECT_EQ(DoubleToHalf(65519.0f), 0x7bff);
   EXPECT_EQ(DoubleToHalf(std::numeric_limits<float>::quiet_NaN()), 0x7e00);
-  EXPECT_EQ(DoubleToHalf(std::ldexp(1.0f, -25)), 0x0000);      // tie to even: 0
+  EXPECT_EQ(DoubleToHalf(std::ldexp(1.0f, -25)), 0x0000);  // tie to even: 0
   EXPECT_EQ(DoubleToHalf(std::ldexp(1.5f, -25)), 0x0001);
   EXPECT_EQ(DoubleToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
   EXPECT_EQ(DoubleToHalf(1.0f + std::ldexp(3.0f, -11)), 0x3c02);

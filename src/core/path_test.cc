@@ -27,9 +27,8 @@ TEST(Path, DotsAndEscapesInsideKeys) {
 }
 
 TEST(Path, PrintsWhatItParses) {
-  for (const char* text : {"mesh.points", "layers.[0].weight", "cell_data.{temperature}",
-                           "cell_data.{}", "layers.[].w", "d.{a.b}", "d.{x\\}y}", "d.{k\\\\}",
-                           "a.[-1]"}) {
+  for (const char* text : {"mesh.points", "layers.[0].weight", "cell_data.{temperature}", "cell_data.{}",
+                           "layers.[].w", "d.{a.b}", "d.{x\\}y}", "d.{k\\\\}", "a.[-1]"}) {
     Path p = *Path::Parse(text);
     EXPECT_EQ(p.ToString(), text);
     EXPECT_EQ(*Path::Parse(p.ToString()), p);
@@ -40,8 +39,8 @@ TEST(Path, PrintsWhatItParses) {
 }
 
 TEST(Path, RejectsMalformed) {
-  for (const char* text : {"", "a..b", ".a", "a.", "1abc", "a-b", "[x]", "[1", "{a", "a.{b}c",
-                           "a.{b", "[+1]", "[1.5]", "a b"}) {
+  for (const char* text :
+       {"", "a..b", ".a", "a.", "1abc", "a-b", "[x]", "[1", "{a", "a.{b}c", "a.{b", "[+1]", "[1.5]", "a b"}) {
     auto r = Path::Parse(text);
     EXPECT_FALSE(r.ok()) << text;
     if (!r.ok()) {

@@ -29,8 +29,8 @@ Tensor::Tensor(Dtype dtype, Shape shape, Buffer buffer, Device device)
 Result<Tensor> Tensor::Make(Dtype dtype, Shape shape, Buffer buffer, Device device) {
   const int64_t needed = shape.num_elements() * ItemSize(dtype);
   if (buffer.size() < needed) {
-    return Status::ValidationError("a ", DtypeName(dtype), " array of shape ", shape.ToString(),
-                                   " needs ", needed, " bytes, the buffer holds ", buffer.size());
+    return Status::ValidationError("a ", DtypeName(dtype), " array of shape ", shape.ToString(), " needs ",
+                                   needed, " bytes, the buffer holds ", buffer.size());
   }
   return Tensor(dtype, std::move(shape), std::move(buffer), device);
 }
@@ -42,8 +42,8 @@ Result<Tensor> Tensor::Allocate(Dtype dtype, Shape shape, BufferPool* pool) {
 }
 
 TensorView Tensor::view() const {
-  return TensorView{buffer_.data(), device_,          shape_.rank(), ToDlpack(dtype_),
-                    shape_.dims().data(), strides_.data(), 0};
+  return TensorView{buffer_.data(),  device_, shape_.rank(), ToDlpack(dtype_), shape_.dims().data(),
+                    strides_.data(), 0};
 }
 
 bool Tensor::Equals(const Tensor& other) const {

@@ -9,8 +9,7 @@ namespace {
 
 [[noreturn]] void WrongKind(Value::Kind actual, std::string_view wanted) {
   std::fprintf(stderr, "tesscpp: Value of kind %s accessed as %.*s\n",
-               std::string(Value::KindName(actual)).c_str(), static_cast<int>(wanted.size()),
-               wanted.data());
+               std::string(Value::KindName(actual)).c_str(), static_cast<int>(wanted.size()), wanted.data());
   std::abort();
 }
 
@@ -41,8 +40,7 @@ Value* ValueDict::find(std::string_view key) {
 const Value& ValueDict::at(std::string_view key) const {
   const Value* v = find(key);
   if (v == nullptr) {
-    std::fprintf(stderr, "tesscpp: ValueDict has no key '%.*s'\n", static_cast<int>(key.size()),
-                 key.data());
+    std::fprintf(stderr, "tesscpp: ValueDict has no key '%.*s'\n", static_cast<int>(key.size()), key.data());
     std::abort();
   }
   return *v;

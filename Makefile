@@ -1,0 +1,58 @@
+# tesscpp: thin entry points over scripts/ and CMake presets (CMakePresets.json).
+# The two commands a fresh machine needs are `make demo` and `make test`.
+
+SHELL := /bin/bash
+BOOTSTRAP := scripts/bootstrap.sh
+PYTHON := .venv/bin/python
+FUZZ_SECONDS ?= 300
+
+.PHONY: all bootstrap build demo test bench fuzz asan tsan format lint clean
+
+all: build
+
+bootstrap:
+	@$(BOOTSTRAP)
+
+# Optimised build (RelWithDebInfo) in build/release.
+build: bootstrap
+	cmake --preset release >/dev/null
+	cmake --build --preset release
+
+# Builds, then runs the demo (scripts/demo.sh).
+demo: build
+	scripts/demo.sh build/release
+
+# Every test: unit, golden and conformance suites (-Werror build), then each
+# fuzz target for a few seconds under ASan+UBSan.
+test: bootstrap
+	cmake --workflow --preset ci
+	cmake --workflow --preset fuzz
+
+# Benchmarks next to the Python stack; the table lands in bench/results/.
+bench: build
+	scripts/bench.sh build/release
+
+# Longer fuzzing: every target for FUZZ_SECONDS (default 300).
+fuzz: bootstrap
+	cmake --preset fuzz -DTESS_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
+	cmake --build --preset fuzz
+	ctest --preset fuzz
+
+# Unit and conformance suites under sanitizers.
+asan: bootstrap
+	cmake --workflow --preset asan
+tsan: bootstrap
+	cmake --workflow --preset tsan
+
+SOURCES = $(shell git ls-files '*.h' '*.cc')
+
+format:
+	clang-format-14 -i $(SOURCES)
+
+# clang-tidy on every first-party file, through the tidy preset's clang build.
+lint: bootstrap
+	cmake --preset tidy >/dev/null
+	cmake --build --preset tidy
+
+clean:
+	rm -rf build

@@ -183,9 +183,14 @@ int Demo(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   if (argc < 2) return tesscpp::Usage();
-  const std::string command = argv[1];
-  const std::vector<std::string> args(argv + 2, argv + argc);
-  if (command == "reencode") return tesscpp::Reencode(args);
-  if (command == "demo") return tesscpp::Demo(args);
+  try {
+    const std::string command = argv[1];
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    if (command == "reencode") return tesscpp::Reencode(args);
+    if (command == "demo") return tesscpp::Demo(args);
+  } catch (const std::exception& e) {  // std::bad_alloc, filesystem errors
+    std::cerr << "tesscpp-codec: " << e.what() << "\n";
+    return 1;
+  }
   return tesscpp::Usage();
 }

@@ -54,7 +54,7 @@ struct ArrayDecodeOptions {
 /// thread-safe; one writer per response.
 class BinrefWriter {
  public:
-  static constexpr int64_t kDefaultMaxFileSize = 100 * 1024 * 1024;
+  static constexpr int64_t kDefaultMaxFileSize = int64_t{100} << 20;  // 100 MiB, as the reference
 
   explicit BinrefWriter(std::string base_dir, std::string subdir = "",
                         int64_t max_file_size = kDefaultMaxFileSize);

@@ -86,7 +86,10 @@ class [[nodiscard]] Result {
 #define TESS_ASSIGN_OR_RETURN(lhs, rexpr) \
   TESS_ASSIGN_OR_RETURN_IMPL(TESS_CONCAT(tess_result_, __LINE__), lhs, rexpr)
 
+// `lhs` may be a declaration ("Dtype d"), so it cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define TESS_ASSIGN_OR_RETURN_IMPL(result_name, lhs, rexpr) \
   auto result_name = (rexpr);                               \
   if (!result_name.ok()) return result_name.status();       \
   lhs = std::move(result_name).value()
+// NOLINTEND(bugprone-macro-parentheses)

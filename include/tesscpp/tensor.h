@@ -23,13 +23,13 @@ class BufferPool;
 /// \brief Non-owning description of a tensor with DLTensor's fields. Valid while
 /// the Tensor it came from lives.
 struct TensorView {
-  void* data;
+  void* data = nullptr;
   Device device;
-  int32_t ndim;
-  DlpackDtype dtype;
-  const int64_t* shape;
-  const int64_t* strides;  ///< in elements, never null
-  uint64_t byte_offset;
+  int32_t ndim = 0;
+  DlpackDtype dtype{};
+  const int64_t* shape = nullptr;
+  const int64_t* strides = nullptr;  ///< in elements, never null
+  uint64_t byte_offset = 0;
 };
 
 /// \brief A typed, shaped, C-contiguous array whose bytes live in a Buffer.

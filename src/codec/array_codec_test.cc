@@ -52,7 +52,8 @@ Tensor JsonSafeTensor(Dtype dtype, std::vector<int64_t> dims, uint32_t seed) {
       case Dtype::kFloat32: t.data_as<float>()[i] = static_cast<float>(normal(rng)); break;
       case Dtype::kFloat64: t.data_as<double>()[i] = normal(rng); break;
       case Dtype::kComplex64:
-        t.data_as<std::complex<float>>()[i] = {float(normal(rng)), float(normal(rng))};
+        t.data_as<std::complex<float>>()[i] = {static_cast<float>(normal(rng)),
+                                               static_cast<float>(normal(rng))};
         break;
       case Dtype::kComplex128: t.data_as<std::complex<double>>()[i] = {normal(rng), normal(rng)}; break;
       default: break;
@@ -93,7 +94,7 @@ void ExpectError(std::string_view arraydict_json, StatusCode code, std::string_v
   ASSERT_FALSE(streamed.ok());
   EXPECT_EQ(streamed.status().code(), code) << streamed.status();
   EXPECT_NE(streamed.status().message().find(fragment), std::string::npos) << streamed.status();
-  EXPECT_EQ(streamed.status().message().rfind("x", 0), 0u) << streamed.status();  // the array's path
+  EXPECT_EQ(streamed.status().message().rfind('x', 0), 0u) << streamed.status();  // the array's path
 }
 
 TEST(ArrayCodec, EveryDtypeEncodingAndCompressionRoundTrips) {

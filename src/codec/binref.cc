@@ -108,7 +108,7 @@ Result<std::string> ResolveInside(const std::string& base_dir, std::string_view 
 struct BinrefWriter::Impl {
   std::string base_dir;
   std::string subdir;
-  int64_t max_file_size;
+  int64_t max_file_size = 0;
   std::string current_name;  // relative to base_dir
   internal::Fd current;
   int64_t current_size = 0;

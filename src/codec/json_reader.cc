@@ -110,14 +110,17 @@ class Reader {
   template <typename V>
   Result<Value> ParseNumber(V& v);
 
+  Status CheckDepth(int depth) const {
+    if (depth <= options_.max_depth) return Status::OK();
+    return Status::DecodeError("JSON nesting is deeper than ", options_.max_depth, " levels");
+  }
+
   const JsonReadOptions& options_;
 };
 
 template <typename V>
 Result<Value> Reader::ParseAny(V& v, int depth) {
-  if (depth > options_.max_depth) {
-    return Status::DecodeError("JSON nesting is deeper than ", options_.max_depth, " levels");
-  }
+  TESS_RETURN_IF_ERROR(CheckDepth(depth));
   od::json_type type;
   if (auto error = v.type().get(type)) return JsonError(error);
   switch (type) {
@@ -180,7 +183,7 @@ Result<Value> Reader::ParseArray(od::array array, int depth) {
   int64_t index = 0;
   for (auto element : array) {
     od::value value;
-    if (auto error = std::move(element).get(value)) return JsonError(error);
+    if (auto error = element.get(value)) return JsonError(error);
     auto child = ParseAny(value, depth + 1);
     if (!child.ok()) {
       error_path.push_back(PathSegment::Index(index));
@@ -231,14 +234,12 @@ Result<Value> Reader::ParseObject(od::object object, int depth) {
 }
 
 Status Reader::ParseLeaves(od::array array, internal::JsonLeavesBuilder& builder, int depth) {
-  if (depth > options_.max_depth) {
-    return Status::DecodeError("JSON nesting is deeper than ", options_.max_depth, " levels");
-  }
+  TESS_RETURN_IF_ERROR(CheckDepth(depth));
   builder.BeginList();
   int64_t count = 0;
   for (auto element : array) {
     od::value value;
-    if (auto error = std::move(element).get(value)) return JsonError(error);
+    if (auto error = element.get(value)) return JsonError(error);
     od::json_type type;
     if (auto error = value.type().get(type)) return JsonError(error);
     switch (type) {

@@ -60,26 +60,15 @@ void JsonWriter::BeforeValue() {
   }
 }
 
-void JsonWriter::BeginObject() {
+void JsonWriter::Open(char bracket) {
   BeforeValue();
-  AppendChar('{');
+  AppendChar(bracket);
   has_value_.push_back(false);
 }
 
-void JsonWriter::EndObject() {
+void JsonWriter::Close(char bracket) {
   has_value_.pop_back();
-  AppendChar('}');
-}
-
-void JsonWriter::BeginArray() {
-  BeforeValue();
-  AppendChar('[');
-  has_value_.push_back(false);
-}
-
-void JsonWriter::EndArray() {
-  has_value_.pop_back();
-  AppendChar(']');
+  AppendChar(bracket);
 }
 
 void JsonWriter::Key(std::string_view key) {

@@ -25,10 +25,10 @@ class JsonWriter {
  public:
   explicit JsonWriter(BufferPool* pool = nullptr, int64_t initial_capacity = 4096);
 
-  void BeginObject();
-  void EndObject();
-  void BeginArray();
-  void EndArray();
+  void BeginObject() { Open('{'); }
+  void EndObject() { Close('}'); }
+  void BeginArray() { Open('['); }
+  void EndArray() { Close(']'); }
   /// \brief An object key; the next call writes its value.
   void Key(std::string_view key);
 
@@ -57,6 +57,8 @@ class JsonWriter {
 
  private:
   void BeforeValue();
+  void Open(char bracket);
+  void Close(char bracket);
   char* Grow(size_t n);  // room for n more bytes, or nullptr after an error
   void Append(std::string_view s);
   void AppendChar(char c);

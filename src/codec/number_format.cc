@@ -109,8 +109,10 @@ size_t FormatJsonDouble(double v, char* out) {
   char* p = out;
   if (std::signbit(v)) *p++ = '-';
   if (v == 0) {
-    std::memcpy(p, "0.0", 3);
-    return static_cast<size_t>(p + 3 - out);
+    *p++ = '0';
+    *p++ = '.';
+    *p++ = '0';
+    return static_cast<size_t>(p - out);
   }
   const Digits d = ShortestDigits(v);
   if (d.exponent >= -5 && d.exponent <= 15) return static_cast<size_t>(WritePlain(d, ".0", p) - out);

@@ -77,7 +77,9 @@ struct BlockReturner {
 };
 
 struct AlignedDeleter {
-  void operator()(void* p) const noexcept { ::operator delete(p, std::align_val_t(Buffer::kAlignment)); }
+  void operator()(void* p) const noexcept {
+    ::operator delete(p, static_cast<std::align_val_t>(Buffer::kAlignment));
+  }
 };
 
 }  // namespace
@@ -95,8 +97,8 @@ Result<Buffer> BufferPool::Allocate(int64_t size) {
 
   if (needed < state_->options.pooled_threshold) {
     const int64_t capacity = (needed + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment;
-    void* p =
-        ::operator new(static_cast<size_t>(capacity), std::align_val_t(Buffer::kAlignment), std::nothrow);
+    void* p = ::operator new(static_cast<size_t>(capacity), static_cast<std::align_val_t>(Buffer::kAlignment),
+                             std::nothrow);
     if (p == nullptr) return Status::ResourceExhausted("cannot allocate ", capacity, " bytes");
     std::memset(static_cast<uint8_t*>(p) + size, 0, static_cast<size_t>(Buffer::kPadding));
     return Buffer::Wrap(p, size, std::shared_ptr<void>(p, AlignedDeleter{}), capacity - size);

@@ -135,6 +135,7 @@ TEST(BufferPool, RejectsNegativeSizes) {
 TEST(BufferPool, ConcurrentUse) {
   BufferPool pool;
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&pool, t] {
       for (int i = 0; i < 50; ++i) {

@@ -3,7 +3,9 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -53,6 +55,25 @@ Status Fd::WriteAll(std::span<const uint8_t> bytes) const {
   return Status::OK();
 }
 
+Status Fd::ReadAt(int64_t offset, std::span<uint8_t> out) const {
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, offset + static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError("read failed: ", std::strerror(errno));
+    }
+    if (n == 0) return Status::IoError("file ended ", out.size() - done, " bytes early");
+    done += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+bool Fd::OnTmpfs() const {
+  struct statfs fs {};
+  return ::fstatfs(fd_, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+}
+
 MappedFile::~MappedFile() {
   if (base_ != nullptr) ::munmap(base_, base_length_);
 }
@@ -81,8 +102,6 @@ Result<MappedFile> MappedFile::Map(const Fd& fd, int64_t offset, int64_t length)
   m.base_length_ = static_cast<size_t>(offset - start + length);
   void* base = ::mmap(nullptr, m.base_length_, PROT_READ, MAP_PRIVATE, fd.get(), start);
   if (base == MAP_FAILED) return Status::IoError("mmap failed: ", std::strerror(errno));
-  // The whole range is read right away: ask the kernel to read ahead.
-  ::madvise(base, m.base_length_, MADV_WILLNEED);
   m.base_ = base;
   m.data_ = static_cast<const uint8_t*>(base) + (offset - start);
   m.length_ = length;

@@ -38,6 +38,13 @@ class Fd {
   /// \brief Writes all of `bytes` (retrying short writes and EINTR).
   Status WriteAll(std::span<const uint8_t> bytes) const;
 
+  /// \brief Reads exactly out.size() bytes at `offset` (pread; kIoError if the
+  /// file is shorter).
+  Status ReadAt(int64_t offset, std::span<uint8_t> out) const;
+
+  /// \brief True for a file on tmpfs (/dev/shm).
+  bool OnTmpfs() const;
+
  private:
   int fd_ = -1;
 };

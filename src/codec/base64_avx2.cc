@@ -59,41 +59,57 @@ TESS_AVX2 void Avx2Encode(std::span<const uint8_t> src, char* dst) {
   ScalarBase64().encode({s, n}, dst);
 }
 
-TESS_AVX2 Status Avx2Decode(std::string_view src, uint8_t* dst) {
-  const __m256i lut_lo = _mm256_setr_epi8(0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13,
-                                          0x1A, 0x1B, 0x1B, 0x1B, 0x1A, 0x15, 0x11, 0x11, 0x11, 0x11, 0x11,
-                                          0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A);
-  const __m256i lut_hi = _mm256_setr_epi8(0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10,
-                                          0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x01, 0x02, 0x04, 0x08,
-                                          0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10);
-  const __m256i lut_roll = _mm256_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16,
-                                            19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m256i mask_2f = _mm256_set1_epi8(0x2f);
-  const __m256i pack_shuffle = _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1, 2, 1,
-                                                0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
-  const __m256i pack_permute = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, -1, -1);
+// The decoding tables (see the file comment).
+struct DecodeTables {
+  __m256i lut_lo, lut_hi, lut_roll, mask_2f, pack_shuffle, pack_permute;
+};
 
+TESS_AVX2 inline DecodeTables MakeDecodeTables() {
+  DecodeTables t;
+  t.lut_lo = _mm256_setr_epi8(0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B,
+                              0x1B, 0x1B, 0x1A, 0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+                              0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A);
+  t.lut_hi = _mm256_setr_epi8(0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10,
+                              0x10, 0x10, 0x10, 0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10,
+                              0x10, 0x10, 0x10, 0x10, 0x10, 0x10);
+  t.lut_roll = _mm256_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 19, 4, -65,
+                                -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
+  t.mask_2f = _mm256_set1_epi8(0x2f);
+  t.pack_shuffle = _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1, 2, 1, 0, 6, 5, 4,
+                                    10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
+  t.pack_permute = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, -1, -1);
+  return t;
+}
+
+// 32 characters -> 24 bytes in the low 24 lanes. `invalid` is nonzero when a
+// character is outside the alphabet.
+TESS_AVX2 inline __m256i DecodeBlock(const DecodeTables& t, __m256i in, __m256i* invalid) {
+  const __m256i hi_nibbles = _mm256_and_si256(_mm256_srli_epi32(in, 4), t.mask_2f);
+  const __m256i lo_nibbles = _mm256_and_si256(in, t.mask_2f);
+  const __m256i lo = _mm256_shuffle_epi8(t.lut_lo, lo_nibbles);
+  const __m256i hi = _mm256_shuffle_epi8(t.lut_hi, hi_nibbles);
+  *invalid = _mm256_and_si256(lo, hi);
+  const __m256i eq_2f = _mm256_cmpeq_epi8(in, t.mask_2f);
+  const __m256i roll = _mm256_shuffle_epi8(t.lut_roll, _mm256_add_epi8(eq_2f, hi_nibbles));
+  const __m256i values = _mm256_add_epi8(in, roll);
+  const __m256i merged = _mm256_maddubs_epi16(values, _mm256_set1_epi32(0x01400140));
+  const __m256i packed = _mm256_madd_epi16(merged, _mm256_set1_epi32(0x00011000));
+  return _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(packed, t.pack_shuffle), t.pack_permute);
+}
+
+TESS_AVX2 Status Avx2Decode(std::string_view src, uint8_t* dst) {
+  const DecodeTables t = MakeDecodeTables();
   const char* s = src.data();
   uint8_t* out = dst;
   size_t done = 0;
-  // Each step stores 32 bytes of which 24 are output; keeping 48 characters in
-  // reserve leaves >= 34 bytes of room and leaves the padded final quad to the
-  // scalar tail.
+  // Each block stores 32 bytes of which 24 are output; keeping 48 characters in
+  // reserve leaves >= 34 bytes of room after a block and leaves the padded final
+  // quad to the scalar tail. (Two blocks per step measured no faster here.)
   while (src.size() - done >= 48) {
-    const __m256i in = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + done));
-    const __m256i hi_nibbles = _mm256_and_si256(_mm256_srli_epi32(in, 4), mask_2f);
-    const __m256i lo_nibbles = _mm256_and_si256(in, mask_2f);
-    const __m256i lo = _mm256_shuffle_epi8(lut_lo, lo_nibbles);
-    const __m256i hi = _mm256_shuffle_epi8(lut_hi, hi_nibbles);
-    if (!_mm256_testz_si256(lo, hi)) break;  // the scalar tail reports the exact byte
-    const __m256i eq_2f = _mm256_cmpeq_epi8(in, mask_2f);
-    const __m256i roll = _mm256_shuffle_epi8(lut_roll, _mm256_add_epi8(eq_2f, hi_nibbles));
-    const __m256i values = _mm256_add_epi8(in, roll);
-    const __m256i merged = _mm256_maddubs_epi16(values, _mm256_set1_epi32(0x01400140));
-    const __m256i packed = _mm256_madd_epi16(merged, _mm256_set1_epi32(0x00011000));
-    const __m256i bytes =
-        _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(packed, pack_shuffle), pack_permute);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), bytes);
+    __m256i bad;
+    const __m256i a = DecodeBlock(t, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + done)), &bad);
+    if (!_mm256_testz_si256(bad, bad)) break;  // the scalar tail reports the exact byte
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), a);
     out += 24;
     done += 32;
   }

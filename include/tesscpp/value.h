@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -23,8 +24,9 @@ namespace tesscpp {
 
 class Value;
 
-/// \brief An insertion-ordered string-keyed map of Values. Lookup is linear:
-/// protocol dicts are small, and order matters more than asymptotics here.
+/// \brief An insertion-ordered string-keyed map of Values. Small dicts (the
+/// usual case) are searched linearly; from kIndexFrom keys on a hash index keeps
+/// lookups O(1), so a request with a huge object cannot make parsing quadratic.
 class ValueDict {
  public:
   using Item = std::pair<std::string, Value>;
@@ -60,8 +62,17 @@ class ValueDict {
 
   friend bool operator==(const ValueDict& a, const ValueDict& b);
 
+  static constexpr size_t kIndexFrom = 16;
+
  private:
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+  };
+
   std::vector<Item> items_;
+  // key -> position in items_; empty while items_ is shorter than kIndexFrom.
+  std::unordered_map<std::string, size_t, KeyHash, std::equal_to<>> index_;
 };
 
 /// \brief One node of a JSON-like tree whose leaves may be tensors.

@@ -65,20 +65,20 @@ struct DecodeTables {
 };
 
 TESS_AVX2 inline DecodeTables MakeDecodeTables() {
-  DecodeTables t;
-  t.lut_lo = _mm256_setr_epi8(0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B,
-                              0x1B, 0x1B, 0x1A, 0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
-                              0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A);
-  t.lut_hi = _mm256_setr_epi8(0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10,
-                              0x10, 0x10, 0x10, 0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10,
-                              0x10, 0x10, 0x10, 0x10, 0x10, 0x10);
-  t.lut_roll = _mm256_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 19, 4, -65,
-                                -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
-  t.mask_2f = _mm256_set1_epi8(0x2f);
-  t.pack_shuffle = _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1, 2, 1, 0, 6, 5, 4,
-                                    10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
-  t.pack_permute = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, -1, -1);
-  return t;
+  return DecodeTables{
+      .lut_lo = _mm256_setr_epi8(0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B,
+                                 0x1B, 0x1B, 0x1A, 0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+                                 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A),
+      .lut_hi = _mm256_setr_epi8(0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10,
+                                 0x10, 0x10, 0x10, 0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10,
+                                 0x10, 0x10, 0x10, 0x10, 0x10, 0x10),
+      .lut_roll = _mm256_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 19, 4,
+                                   -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0),
+      .mask_2f = _mm256_set1_epi8(0x2f),
+      .pack_shuffle = _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1, 2, 1, 0, 6, 5,
+                                       4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1),
+      .pack_permute = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, -1, -1),
+  };
 }
 
 // 32 characters -> 24 bytes in the low 24 lanes. `invalid` is nonzero when a
@@ -126,13 +126,13 @@ const Base64Codec* Avx2Base64() {
 }
 
 const Base64Codec& ActiveBase64() {
-  static const Base64Codec* const active = [] {
+  static const Base64Codec* const kActive = [] {
     const char* forced = std::getenv("TESSCPP_BASE64");
     const Base64Codec* avx2 = Avx2Base64();
     const bool scalar = (forced != nullptr && std::strcmp(forced, "scalar") == 0) || avx2 == nullptr;
     return scalar ? &ScalarBase64() : avx2;
   }();
-  return *active;
+  return *kActive;
 }
 
 }  // namespace tesscpp::internal

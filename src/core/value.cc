@@ -27,6 +27,10 @@ ValueDict::ValueDict(std::initializer_list<Item> items) {
 }
 
 const Value* ValueDict::find(std::string_view key) const {
+  if (!index_.empty()) {
+    auto it = index_.find(key);
+    return it == index_.end() ? nullptr : &items_[it->second].second;
+  }
   for (const Item& item : items_) {
     if (item.first == key) return &item.second;
   }
@@ -56,6 +60,11 @@ Value& ValueDict::set(std::string key, Value value) {
     return *existing;
   }
   items_.emplace_back(std::move(key), std::move(value));
+  if (!index_.empty()) {
+    index_.emplace(items_.back().first, items_.size() - 1);
+  } else if (items_.size() >= kIndexFrom) {
+    for (size_t i = 0; i < items_.size(); ++i) index_.emplace(items_[i].first, i);
+  }
   return items_.back().second;
 }
 
@@ -63,6 +72,11 @@ bool ValueDict::erase(std::string_view key) {
   for (auto it = items_.begin(); it != items_.end(); ++it) {
     if (it->first == key) {
       items_.erase(it);
+      // Positions after the erased item shift; rebuilding is simplest and erase is rare.
+      index_.clear();
+      if (items_.size() >= kIndexFrom) {
+        for (size_t i = 0; i < items_.size(); ++i) index_.emplace(items_[i].first, i);
+      }
       return true;
     }
   }

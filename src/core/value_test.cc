@@ -46,6 +46,24 @@ TEST(Value, DictKeepsInsertionOrder) {
   EXPECT_EQ(d.size(), 2u);
 }
 
+TEST(Value, LargeDictsStayIndexed) {
+  // 200k keys: a linear scan per insert would take minutes (and hit the CTest
+  // timeout); the index keeps it linear overall.
+  Value::Dict d;
+  for (int i = 0; i < 200000; ++i) d.set("key" + std::to_string(i), i);
+  EXPECT_EQ(d.size(), 200000u);
+  EXPECT_EQ(d.at("key123456").as_int(), 123456);
+  d.set("key5", -5);
+  EXPECT_EQ(d.at("key5").as_int(), -5);
+  EXPECT_EQ(d.size(), 200000u);
+  EXPECT_TRUE(d.erase("key0"));
+  EXPECT_EQ(d.find("key0"), nullptr);
+  EXPECT_EQ(d.at("key199999").as_int(), 199999);  // positions after the erase moved
+  EXPECT_EQ(d.begin()->first, "key1");
+  Value::Dict copy = d;
+  EXPECT_EQ(copy.at("key77").as_int(), 77);
+}
+
 TEST(Value, DeepEquality) {
   Value a = Value::Dict{{"x", Value::List{1, 2.5, "s", nullptr}}, {"y", true}};
   Value b = Value::Dict{{"x", Value::List{1, 2.5, "s", nullptr}}, {"y", true}};

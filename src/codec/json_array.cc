@@ -8,6 +8,7 @@
 // it (floats widened to double, NaN and Inf as null, complex as pydantic's
 // strings such as "1+2j").
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -265,48 +266,96 @@ Value NestedValue(const JsonLeaves& l, size_t axis, size_t& next) {
   return Value(std::move(list));
 }
 
-void WriteElement(const Tensor& t, int64_t i, JsonWriter& w) {
-  const uint8_t* p = t.data() + i * ItemSize(t.dtype());
-  auto load = [p]<typename T>(T*) {
-    T v;
-    std::memcpy(&v, p, sizeof(T));
-    return v;
-  };
-  std::string complex_text;
-  switch (t.dtype()) {
-    case Dtype::kBool: w.Bool(*p != 0); break;
-    case Dtype::kInt8: w.Int(load(static_cast<int8_t*>(nullptr))); break;
-    case Dtype::kInt16: w.Int(load(static_cast<int16_t*>(nullptr))); break;
-    case Dtype::kInt32: w.Int(load(static_cast<int32_t*>(nullptr))); break;
-    case Dtype::kInt64: w.Int(load(static_cast<int64_t*>(nullptr))); break;
-    case Dtype::kUInt8: w.UInt(load(static_cast<uint8_t*>(nullptr))); break;
-    case Dtype::kUInt16: w.UInt(load(static_cast<uint16_t*>(nullptr))); break;
-    case Dtype::kUInt32: w.UInt(load(static_cast<uint32_t*>(nullptr))); break;
-    case Dtype::kUInt64: w.UInt(load(static_cast<uint64_t*>(nullptr))); break;
-    case Dtype::kFloat16: w.Double(HalfToFloat(load(static_cast<uint16_t*>(nullptr)))); break;
-    case Dtype::kFloat32: w.Double(load(static_cast<float*>(nullptr))); break;
-    case Dtype::kFloat64: w.Double(load(static_cast<double*>(nullptr))); break;
-    case Dtype::kComplex64: {
-      const auto c = load(static_cast<std::complex<float>*>(nullptr));
-      AppendPydanticComplex({c.real(), c.imag()}, complex_text);
-      w.String(complex_text);
-      break;
-    }
-    case Dtype::kComplex128:
-      AppendPydanticComplex(load(static_cast<std::complex<double>*>(nullptr)), complex_text);
-      w.String(complex_text);
-      break;
+// Longest spelling of one non-complex element ("-1.7976931348623157e+308").
+constexpr size_t kMaxElementChars = kMaxJsonDoubleChars;
+
+template <typename T>
+T Load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+char* FormatDouble(double v, char* out) {
+  if (!std::isfinite(v)) {  // orjson writes NaN and infinities as null
+    std::memcpy(out, "null", 4);
+    return out + 4;
+  }
+  return out + FormatJsonDouble(v, out);
+}
+
+template <typename T>
+char* FormatInteger(T v, char* out) {
+  return std::to_chars(out, out + kMaxElementChars, v).ptr;
+}
+
+// Writes element `p` of a non-complex dtype as arr.tolist() + orjson would.
+char* FormatElement(const uint8_t* p, Dtype dtype, char* out) {
+  switch (dtype) {
+    case Dtype::kBool:
+      if (*p != 0) {
+        std::memcpy(out, "true", 4);
+        return out + 4;
+      }
+      std::memcpy(out, "false", 5);
+      return out + 5;
+    case Dtype::kInt8: return FormatInteger(Load<int8_t>(p), out);
+    case Dtype::kInt16: return FormatInteger(Load<int16_t>(p), out);
+    case Dtype::kInt32: return FormatInteger(Load<int32_t>(p), out);
+    case Dtype::kInt64: return FormatInteger(Load<int64_t>(p), out);
+    case Dtype::kUInt8: return FormatInteger(Load<uint8_t>(p), out);
+    case Dtype::kUInt16: return FormatInteger(Load<uint16_t>(p), out);
+    case Dtype::kUInt32: return FormatInteger(Load<uint32_t>(p), out);
+    case Dtype::kUInt64: return FormatInteger(Load<uint64_t>(p), out);
+    case Dtype::kFloat16: return FormatDouble(HalfToFloat(Load<uint16_t>(p)), out);
+    case Dtype::kFloat32: return FormatDouble(Load<float>(p), out);
+    default: return FormatDouble(Load<double>(p), out);
   }
 }
 
+// Writes elements [first, first + count) as JSON values separated by commas.
+// Complex values are strings ("1+2j", pydantic's spelling) and go one by one;
+// everything else is formatted straight into the output, one row at a time.
+void WriteElements(const Tensor& t, int64_t first, int64_t count, JsonWriter& w) {
+  const int64_t itemsize = ItemSize(t.dtype());
+  const uint8_t* data = t.data() + first * itemsize;
+  if (IsComplex(t.dtype())) {
+    for (int64_t i = 0; i < count; ++i) {
+      std::complex<double> c;
+      if (t.dtype() == Dtype::kComplex64) {
+        const auto f = Load<std::complex<float>>(data + i * itemsize);
+        c = {f.real(), f.imag()};
+      } else {
+        c = Load<std::complex<double>>(data + i * itemsize);
+      }
+      std::string text;
+      AppendPydanticComplex(c, text);
+      w.String(text);
+    }
+    return;
+  }
+  if (count == 0) return;
+  char* out = w.BeginValues(static_cast<size_t>(count) * (kMaxElementChars + 1));
+  if (out == nullptr) return;
+  for (int64_t i = 0; i < count; ++i) {
+    if (i > 0) *out++ = ',';
+    out = FormatElement(data + i * itemsize, t.dtype(), out);
+  }
+  w.CommitValues(out);
+}
+
 void WriteNested(const Tensor& t, int axis, int64_t offset, JsonWriter& w) {
-  if (axis == t.rank()) {
-    WriteElement(t, offset, w);
+  if (axis == t.rank()) {  // a 0-d array is a bare value
+    WriteElements(t, offset, 1, w);
     return;
   }
   w.BeginArray();
   const int64_t dim = t.shape()[axis];
-  for (int64_t i = 0; i < dim; ++i) WriteNested(t, axis + 1, offset * dim + i, w);
+  if (axis == t.rank() - 1) {
+    WriteElements(t, offset * dim, dim, w);
+  } else {
+    for (int64_t i = 0; i < dim; ++i) WriteNested(t, axis + 1, offset * dim + i, w);
+  }
   w.EndArray();
 }
 

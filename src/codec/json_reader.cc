@@ -109,6 +109,8 @@ class Reader {
 
   template <typename V>
   Result<Value> ParseNumber(V& v);
+  template <typename V>
+  Result<double> OutOfRangeNumber(V& v);
 
   Status CheckDepth(int depth) const {
     if (depth <= options_.max_depth) return Status::OK();
@@ -166,6 +168,12 @@ Result<Value> Reader::ParseNumber(V& v) {
       default: return Value(number.get_double());
     }
   }
+  TESS_ASSIGN_OR_RETURN(double d, OutOfRangeNumber(v));
+  return Value(d);
+}
+
+template <typename V>
+Result<double> Reader::OutOfRangeNumber(V& v) {
   // simdjson refuses integers beyond 64 bits and numbers beyond the double
   // range; Python reads them (an exact int, or inf for 1e400). The nearest
   // double is the closest we can carry, for any token that is a valid number.
@@ -175,7 +183,7 @@ Result<Value> Reader::ParseNumber(V& v) {
     token.remove_suffix(1);
   }
   if (!IsJsonNumber(token)) return Status::DecodeError("invalid JSON number '", token, "'");
-  return Value(std::strtod(std::string(token).c_str(), nullptr));
+  return std::strtod(std::string(token).c_str(), nullptr);
 }
 
 Result<Value> Reader::ParseArray(od::array array, int depth) {
@@ -249,14 +257,21 @@ Status Reader::ParseLeaves(od::array array, internal::JsonLeavesBuilder& builder
         TESS_RETURN_IF_ERROR(ParseLeaves(inner, builder, depth + 1));
         break;
       }
-      case od::json_type::number: {
-        TESS_ASSIGN_OR_RETURN(Value number, ParseNumber(value));
-        if (number.is_float()) {
-          TESS_RETURN_IF_ERROR(builder.AddDouble(number.as_number()));
-        } else if (number.is_big_uint()) {
-          TESS_RETURN_IF_ERROR(builder.AddUInt(number.as_uint()));
-        } else {
-          TESS_RETURN_IF_ERROR(builder.AddInt(number.as_int()));
+      case od::json_type::number: {  // the hot path of json-encoded arrays: no Value
+        od::number number;
+        if (value.get_number().get(number)) {
+          TESS_ASSIGN_OR_RETURN(double d, OutOfRangeNumber(value));
+          TESS_RETURN_IF_ERROR(builder.AddDouble(d));
+          break;
+        }
+        switch (number.get_number_type()) {
+          case od::number_type::signed_integer:
+            TESS_RETURN_IF_ERROR(builder.AddInt(number.get_int64()));
+            break;
+          case od::number_type::unsigned_integer:
+            TESS_RETURN_IF_ERROR(builder.AddUInt(number.get_uint64()));
+            break;
+          default: TESS_RETURN_IF_ERROR(builder.AddDouble(number.get_double()));
         }
         break;
       }

@@ -148,9 +148,15 @@ char* JsonWriter::ReserveStringBody(size_t n) {
   return out + 1;
 }
 
-void JsonWriter::RawValue(std::string_view json) {
+char* JsonWriter::BeginValues(size_t max_bytes) {
   BeforeValue();
-  Append(json);
+  Reserve(static_cast<int64_t>(max_bytes));
+  if (!status_.ok()) return nullptr;
+  return reinterpret_cast<char*>(buffer_.data()) + size_;
+}
+
+void JsonWriter::CommitValues(const char* end) {
+  if (status_.ok() && end != nullptr) size_ = end - reinterpret_cast<const char*>(buffer_.data());
 }
 
 Result<Buffer> JsonWriter::Finish() {

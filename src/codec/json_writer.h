@@ -46,8 +46,12 @@ class JsonWriter {
   /// \brief Makes room for `additional` more bytes at once, so a large payload
   /// written next does not grow the buffer (and copy it) on the way.
   void Reserve(int64_t additional);
-  /// \brief Appends already-valid JSON text as one value.
-  void RawValue(std::string_view json);
+  /// \brief Bulk output for number rows: returns room for `max_bytes` of values
+  /// that the caller formats itself (separating them with its own commas), in
+  /// place of one value at the current position. CommitValues(end) must follow
+  /// before any other call. nullptr after an error (see status()).
+  char* BeginValues(size_t max_bytes);
+  void CommitValues(const char* end);
 
   /// \brief The first error met (memory), or OK.
   const Status& status() const { return status_; }

@@ -7,6 +7,7 @@
 // overflow to inf are errors. Encoding writes arr.tolist() the way orjson prints
 // it (floats widened to double, NaN and Inf as null, complex as pydantic's
 // strings such as "1+2j").
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -276,11 +277,10 @@ T Load(const uint8_t* p) {
   return v;
 }
 
+char* CopyToken(std::string_view token, char* out) { return std::copy(token.begin(), token.end(), out); }
+
 char* FormatDouble(double v, char* out) {
-  if (!std::isfinite(v)) {  // orjson writes NaN and infinities as null
-    std::memcpy(out, "null", 4);
-    return out + 4;
-  }
+  if (!std::isfinite(v)) return CopyToken("null", out);  // as orjson writes NaN and infinities
   return out + FormatJsonDouble(v, out);
 }
 
@@ -292,13 +292,7 @@ char* FormatInteger(T v, char* out) {
 // Writes element `p` of a non-complex dtype as arr.tolist() + orjson would.
 char* FormatElement(const uint8_t* p, Dtype dtype, char* out) {
   switch (dtype) {
-    case Dtype::kBool:
-      if (*p != 0) {
-        std::memcpy(out, "true", 4);
-        return out + 4;
-      }
-      std::memcpy(out, "false", 5);
-      return out + 5;
+    case Dtype::kBool: return CopyToken(*p != 0 ? "true" : "false", out);
     case Dtype::kInt8: return FormatInteger(Load<int8_t>(p), out);
     case Dtype::kInt16: return FormatInteger(Load<int16_t>(p), out);
     case Dtype::kInt32: return FormatInteger(Load<int32_t>(p), out);

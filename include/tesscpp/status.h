@@ -43,6 +43,17 @@ enum class StatusCode : int {
 /// \brief The lowercase name of a code ("invalid_argument", ...).
 std::string_view StatusCodeName(StatusCode code);
 
+/// \brief Structured information a Status can carry beside its message (Arrow's
+/// StatusDetail idiom): e.g. the list of pydantic-shaped validation issues that
+/// the runtime turns into a 422 body. Immutable once attached.
+class StatusDetail {
+ public:
+  virtual ~StatusDetail() = default;
+  /// \brief A stable name of the detail's type, to recognise it.
+  virtual std::string_view type_id() const = 0;
+  virtual std::string ToString() const = 0;
+};
+
 /// \brief The outcome of an operation: OK, or a code with a message.
 ///
 /// Cheap to copy and move: an OK status holds no allocation; an error shares its
@@ -118,8 +129,13 @@ class [[nodiscard]] Status {
   const std::string& message() const noexcept;
 
   /// \brief A copy whose message is prefixed with `context` and ": ", e.g. the
-  /// path of the field being decoded. OK stays OK.
+  /// path of the field being decoded. OK stays OK. The detail is kept.
   Status WithContext(std::string_view context) const;
+
+  /// \brief The attached detail, or nullptr.
+  const std::shared_ptr<const StatusDetail>& detail() const noexcept;
+  /// \brief A copy carrying `detail` (OK stays OK).
+  Status WithDetail(std::shared_ptr<const StatusDetail> detail) const;
 
   /// \brief "OK" or "<code name>: <message>".
   std::string ToString() const;
@@ -132,6 +148,7 @@ class [[nodiscard]] Status {
   struct State {
     StatusCode code;
     std::string message;
+    std::shared_ptr<const StatusDetail> detail;
   };
 
   template <typename... Args>

@@ -39,7 +39,22 @@ Result<Compression> CompressionFromName(std::string_view name) {
 }
 
 namespace internal {
+
+Status WithArrayIssue(const Status& cause, std::string_view type, Value ctx, std::string msg) {
+  if (cause.ok() || GetValidationDetail(cause) != nullptr) return cause;
+  std::vector<ValidationIssue> issues{
+      ValidationIssue{std::string(type), {}, msg.empty() ? cause.message() : std::move(msg), Value(), std::move(ctx)}};
+  return cause.WithDetail(std::make_shared<const ValidationDetail>(std::move(issues)));
+}
+
 namespace {
+
+Status UndecodableBuffer(const Status& cause, ArrayEncoding encoding) {
+  return WithArrayIssue(
+      cause, "array_decode_error",
+      Value::Dict{{"encoding", ArrayEncodingName(encoding)}, {"error", cause.message()}},
+      "Failed to decode array buffer (" + std::string(ArrayEncodingName(encoding)) + " encoding): " + cause.message());
+}
 
 Result<Shape> ShapeField(const Value* shape) {
   if (shape == nullptr) return Status::ValidationError("shape: field required");
@@ -74,13 +89,6 @@ Result<Compression> CompressionField(const Value* compression) {
   return result;
 }
 
-Result<std::string_view> BufferText(const ArrayFields& fields, std::string_view encoding) {
-  if (!fields.buffer_text) {
-    return Status::ValidationError("data.buffer: a ", encoding, " buffer must be a string");
-  }
-  return *fields.buffer_text;
-}
-
 // Sizes are checked before the tensor is allocated, so a small request cannot
 // make us reserve memory for a large shape it does not carry.
 Result<Tensor> DecodeBase64(std::string_view text, Compression compression, Dtype dtype, Shape shape,
@@ -104,10 +112,14 @@ Result<Tensor> DecodeBase64(std::string_view text, Compression compression, Dtyp
   return tensor;
 }
 
-}  // namespace
+struct ArrayHeader {
+  Shape shape;
+  Dtype dtype;
+  ArrayEncoding encoding;
+  Compression compression;
+};
 
-Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOptions& options) {
-  BufferPool* pool = options.pool != nullptr ? options.pool : BufferPool::Default();
+Result<ArrayHeader> ParseHeader(const ArrayFields& fields, const ArrayDecodeOptions& options) {
   TESS_ASSIGN_OR_RETURN(Shape shape, ShapeField(fields.shape));
   TESS_ASSIGN_OR_RETURN(Dtype dtype, DtypeField(fields.dtype));
   if (fields.encoding == nullptr) return Status::ValidationError("data.encoding: field required");
@@ -117,37 +129,69 @@ Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOpt
   auto encoding = raw ? Result<ArrayEncoding>(ArrayEncoding::kJson) : ArrayEncodingFromName(encoding_name);
   if (!encoding.ok()) return encoding.status().WithContext("data.encoding");
   TESS_ASSIGN_OR_RETURN(Compression compression, CompressionField(fields.compression));
+  if (*encoding == ArrayEncoding::kJson && compression != Compression::kNone) {
+    return Status::ValidationError("data.compression: json arrays cannot be compressed");
+  }
+  if (*encoding != ArrayEncoding::kJson && !fields.buffer_text) {
+    return Status::ValidationError("data.buffer: a ", ArrayEncodingName(*encoding), " buffer must be a string");
+  }
+  if (*encoding == ArrayEncoding::kJson && fields.buffer_leaves == nullptr && fields.buffer_value == nullptr &&
+      !fields.buffer_text) {
+    return Status::ValidationError("data.buffer: field required");
+  }
+  return ArrayHeader{std::move(shape), dtype, *encoding, compression};
+}
 
-  if (*encoding == ArrayEncoding::kJson) {
-    if (compression != Compression::kNone) {
-      return Status::ValidationError("data.compression: json arrays cannot be compressed");
-    }
-    Result<JsonLeaves> flattened = JsonLeaves{};
-    const JsonLeaves* leaves = fields.buffer_leaves;
-    if (leaves == nullptr) {
-      if (fields.buffer_value == nullptr && !fields.buffer_text) {
-        return Status::ValidationError("data.buffer: field required");
-      }
-      // A string buffer is one string element (NumPy would make a 0-d str array).
-      flattened = FlattenJsonValue(fields.buffer_value != nullptr ? *fields.buffer_value
-                                                                  : Value(*fields.buffer_text));
-      if (!flattened.ok()) return flattened.status().WithContext("data.buffer");
-      leaves = &*flattened;
-    }
-    auto tensor = JsonLeavesToTensor(*leaves, dtype, shape, pool);
-    if (!tensor.ok()) return tensor.status().WithContext("data.buffer");
-    return tensor;
+Result<Tensor> DecodeJsonBuffer(const ArrayFields& fields, const ArrayHeader& header, BufferPool* pool) {
+  Result<JsonLeaves> flattened = JsonLeaves{};
+  const JsonLeaves* leaves = fields.buffer_leaves;
+  if (leaves == nullptr) {
+    // A string buffer is one string element (NumPy would make a 0-d str array).
+    flattened = FlattenJsonValue(fields.buffer_value != nullptr ? *fields.buffer_value : Value(*fields.buffer_text));
+    if (!flattened.ok()) return flattened.status();
+    leaves = &*flattened;
   }
-  if (*encoding == ArrayEncoding::kCudaIpc) {
-    return Status::Unimplemented(
-        "data.encoding: cuda_ipc arrays need the GPU transport, which is not "
-        "enabled here");
+  return JsonLeavesToTensor(*leaves, header.dtype, header.shape, pool);
+}
+
+}  // namespace
+
+Status ArrayFieldFailure(const Status& cause) {
+  return WithArrayIssue(cause, "array_non_numeric", Value::Dict{},
+                        "Could not parse value as a numeric array (contains non-numeric data)");
+}
+
+Status JsonBufferFailure(const Status& cause) {
+  const ValidationDetail* detail = GetValidationDetail(cause);
+  const std::string type = detail != nullptr ? detail->issues()[0].type : "";
+  if (type == "array_expected_integer" || type == "array_value_out_of_range") return cause;
+  return UndecodableBuffer(Status(cause.code(), cause.message()), ArrayEncoding::kJson);
+}
+
+Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOptions& options) {
+  BufferPool* pool = options.pool != nullptr ? options.pool : BufferPool::Default();
+  auto header = ParseHeader(fields, options);
+  if (!header.ok()) return ArrayFieldFailure(header.status());
+  Result<Tensor> tensor = Status::Internal("not decoded");
+  switch (header->encoding) {
+    case ArrayEncoding::kJson:
+      tensor = DecodeJsonBuffer(fields, *header, pool);
+      if (!tensor.ok()) return JsonBufferFailure(tensor.status()).WithContext("data.buffer");
+      return tensor;
+    case ArrayEncoding::kCudaIpc:
+      return UndecodableBuffer(Status::Unimplemented("GPU transport 'cuda_ipc' is not enabled on this Tesseract "
+                                                     "(available: ['none'])"),
+                               ArrayEncoding::kCudaIpc)
+          .WithContext("data.buffer");
+    case ArrayEncoding::kBase64:
+      tensor = DecodeBase64(*fields.buffer_text, header->compression, header->dtype, header->shape, pool);
+      break;
+    case ArrayEncoding::kBinref:
+      tensor = ReadBinref(*fields.buffer_text, header->compression, options.binref_dir, header->dtype, header->shape,
+                          pool);
+      break;
   }
-  TESS_ASSIGN_OR_RETURN(std::string_view text, BufferText(fields, ArrayEncodingName(*encoding)));
-  auto tensor = *encoding == ArrayEncoding::kBase64
-                    ? DecodeBase64(text, compression, dtype, std::move(shape), pool)
-                    : ReadBinref(text, compression, options.binref_dir, dtype, std::move(shape), pool);
-  if (!tensor.ok()) return tensor.status().WithContext("data.buffer");
+  if (!tensor.ok()) return UndecodableBuffer(tensor.status(), header->encoding).WithContext("data.buffer");
   return tensor;
 }
 

@@ -8,10 +8,25 @@
 
 #include "codec/json_writer.h"
 #include "tesscpp/encoding.h"
+#include "tesscpp/validation.h"
 #include "tesscpp/tensor.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp::internal {
+
+/// \brief `cause` (code and message kept) carrying one validation issue of
+/// pydantic type `type` with no location yet: the layers above prepend it. The
+/// issue's message is `msg`, or the cause's message when `msg` is empty.
+Status WithArrayIssue(const Status& cause, std::string_view type, Value ctx = Value::Dict{}, std::string msg = "");
+
+/// \brief How the reference types what goes wrong with an arraydict. A malformed
+/// field (shape, dtype, encoding, extra keys) fails pydantic's arraydict model,
+/// after which the value is tried as a plain array-like and fails as
+/// "array_non_numeric": ArrayFieldFailure. A json buffer is decoded in one try
+/// block, so every failure but the reference's own typed ones (expected integer,
+/// out of range) surfaces as "array_decode_error": JsonBufferFailure.
+Status ArrayFieldFailure(const Status& cause);
+Status JsonBufferFailure(const Status& cause);
 
 /// \brief The leaves of a json-encoded buffer, flattened in order, with the
 /// rectangular nesting they came in. 9 bytes per element: a JSON array of 30 M

@@ -10,6 +10,7 @@
 
 #include "tesscpp/encoding.h"
 #include "tesscpp/json.h"
+#include "tesscpp/validation.h"
 
 namespace tesscpp {
 namespace {
@@ -95,6 +96,43 @@ void ExpectError(std::string_view arraydict_json, StatusCode code, std::string_v
   EXPECT_EQ(streamed.status().code(), code) << streamed.status();
   EXPECT_NE(streamed.status().message().find(fragment), std::string::npos) << streamed.status();
   EXPECT_EQ(streamed.status().message().rfind('x', 0), 0u) << streamed.status();  // the array's path
+  // ... and carries a pydantic-shaped issue located at the array.
+  const ValidationDetail* detail = GetValidationDetail(streamed.status());
+  ASSERT_NE(detail, nullptr) << streamed.status();
+  ASSERT_EQ(detail->issues().size(), 1u);
+  EXPECT_EQ(detail->issues()[0].loc, (std::vector<Value>{Value("x")}));
+}
+
+// The issue types the reference reports for the same bad arraydicts (see
+// tests/data/golden/runtime/vectoradd.cases.json for the recorded originals).
+std::string IssueType(std::string_view arraydict_json) {
+  auto r = DecodeText(arraydict_json, ::testing::TempDir());
+  if (r.ok()) return "ok";
+  const ValidationDetail* detail = GetValidationDetail(r.status());
+  return detail == nullptr ? "untyped: " + r.status().ToString() : detail->issues()[0].type;
+}
+
+TEST(ArrayCodec, IssueTypesMatchTheReference) {
+  EXPECT_EQ(IssueType(R"({"shape":[3],"dtype":"float64","data":{"buffer":"AAAA","encoding":"base64"}})"),
+            "array_decode_error");
+  EXPECT_EQ(IssueType(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AA%A","encoding":"base64"}})"),
+            "array_decode_error");
+  EXPECT_EQ(IssueType(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AAAA","encoding":"base65"}})"),
+            "array_non_numeric");
+  EXPECT_EQ(IssueType(R"({"shape":[1],"dtype":"float8","data":{"buffer":"AAAA","encoding":"base64"}})"),
+            "array_non_numeric");
+  EXPECT_EQ(IssueType(R"({"shape":[2],"dtype":"int64","data":{"buffer":[1.5,2],"encoding":"json"}})"),
+            "array_expected_integer");
+  EXPECT_EQ(IssueType(R"({"shape":[2],"dtype":"int8","data":{"buffer":[1,300],"encoding":"json"}})"),
+            "array_value_out_of_range");
+  EXPECT_EQ(IssueType(R"({"shape":[3],"dtype":"float64","data":{"buffer":[[1,2],[3]],"encoding":"json"}})"),
+            "array_decode_error");
+  EXPECT_EQ(IssueType(R"({"shape":[1],"dtype":"float64","data":{"buffer":["a"],"encoding":"json"}})"),
+            "array_decode_error");
+  EXPECT_EQ(IssueType(R"({"shape":[1],"dtype":"float32","data":{"buffer":"x:1:2","encoding":"cuda_ipc"}})"),
+            "array_decode_error");
+  EXPECT_EQ(IssueType(R"({"shape":[1],"dtype":"float32","data":{"buffer":"nope.bin","encoding":"binref"}})"),
+            "array_decode_error");
 }
 
 TEST(ArrayCodec, EveryDtypeEncodingAndCompressionRoundTrips) {
@@ -181,7 +219,7 @@ TEST(ArrayCodec, BadJsonBuffers) {
   ExpectError(R"({"shape":[1],"dtype":"float16","data":{"buffer":[1e6],"encoding":"json"}})",
               StatusCode::kValidationError, "do not fit into dtype 'float16'");
   ExpectError(R"({"shape":[3],"dtype":"float64","data":{"buffer":[[1,2],[3]],"encoding":"json"}})",
-              StatusCode::kDecodeError, "not rectangular");
+              StatusCode::kDecodeError, "inhomogeneous shape after 1 dimensions");
   ExpectError(R"({"shape":[3],"dtype":"float64","data":{"buffer":[1,2],"encoding":"json"}})",
               StatusCode::kDecodeError, "cannot reshape array of size 2 into shape (3,)");
   ExpectError(R"({"shape":[1],"dtype":"float64","data":{"buffer":["a"],"encoding":"json"}})",

@@ -23,8 +23,11 @@
 namespace tesscpp::internal {
 
 Status JsonLeavesBuilder::Ragged(int depth) {
-  return Status::DecodeError("the nested lists are not rectangular (inhomogeneous shape after ", depth,
-                             " dimensions)");
+  // NumPy's words, which the reference passes on.
+  return WithArrayIssue(Status::DecodeError("setting an array element with a sequence. The requested array has an "
+                                            "inhomogeneous shape after ",
+                                            depth, " dimensions."),
+                        "value_error");
 }
 
 Status JsonLeavesBuilder::EndList(int64_t count) {
@@ -64,6 +67,13 @@ Status JsonLeavesBuilder::AddString(std::string s) {
 
 namespace {
 
+Status NonNumeric(Value::Kind kind) {
+  return WithArrayIssue(Status::ValidationError("could not parse value as a numeric array (contains ",
+                                                Value::KindName(kind), " data)"),
+                        "array_non_numeric", Value::Dict{},
+                        "Could not parse value as a numeric array (contains non-numeric data)");
+}
+
 Status AddValue(const Value& v, JsonLeavesBuilder& b) {
   switch (v.kind()) {
     case Value::Kind::kList: {
@@ -76,9 +86,7 @@ Status AddValue(const Value& v, JsonLeavesBuilder& b) {
     case Value::Kind::kFloat: return b.AddDouble(v.as_number());
     case Value::Kind::kNull: return b.AddNull();
     case Value::Kind::kString: return b.AddString(v.as_string());
-    default:
-      return Status::ValidationError("could not parse value as a numeric array (contains ",
-                                     Value::KindName(v.kind()), " data)");
+    default: return NonNumeric(v.kind());
   }
 }
 
@@ -131,8 +139,10 @@ std::string ShowNumber(double v) {
 }
 
 Status OutOfRange(Dtype dtype, const std::string& example) {
-  return Status::ValidationError("Array values do not fit into dtype '", DtypeName(dtype), "' (e.g. ",
-                                 example, ")");
+  return WithArrayIssue(Status::ValidationError("Array values do not fit into dtype '", DtypeName(dtype),
+                                                "' (e.g. ", example, ")"),
+                        "array_value_out_of_range",
+                        Value::Dict{{"expected_dtype", DtypeName(dtype)}, {"value", example}});
 }
 
 template <typename T>
@@ -150,7 +160,9 @@ Status ToInteger(const JsonLeaves& l, SourceKind kind, Dtype dtype, uint8_t* dat
     for (size_t i = 0; i < n; ++i) {
       const double d = AsDouble(l, i);
       if (!std::isfinite(d) || d != std::floor(d)) {
-        return Status::ValidationError("Expected integer data, but array contains floating point values");
+        return WithArrayIssue(
+            Status::ValidationError("Expected integer data, but array contains floating point values"),
+            "array_expected_integer");
       }
       low = std::min(low, d);
       high = std::max(high, d);
@@ -226,7 +238,10 @@ Status ToComplex(const JsonLeaves& l, Dtype dtype, uint8_t* data) {
     if (l.kinds[i] == JsonLeaves::kString) {
       const std::string& text = l.strings[l.bits[i]];
       if (!ParseComplex(text, &c)) {
-        return Status::ValidationError("could not convert string '", text, "' to a complex number");
+        return WithArrayIssue(
+            Status::ValidationError("could not convert string '", text, "' to a complex number"),
+            "array_non_numeric", Value::Dict{},
+            "Could not parse value as a numeric array (contains non-numeric data)");
       }
     }
     if (dtype == Dtype::kComplex128) {
@@ -369,16 +384,19 @@ Value JsonLeavesToValue(const JsonLeaves& leaves) {
 Result<Tensor> JsonLeavesToTensor(const JsonLeaves& leaves, Dtype dtype, const Shape& shape,
                                   BufferPool* pool) {
   if (static_cast<int64_t>(leaves.kinds.size()) != shape.num_elements()) {
-    return Status::DecodeError("cannot reshape array of size ", leaves.kinds.size(), " into shape ",
-                               shape.ToString());
+    return WithArrayIssue(
+        Status::DecodeError("cannot reshape array of size ", leaves.kinds.size(), " into shape ", shape.ToString()),
+        "array_decode_error");
   }
   const Summary summary(leaves);
   const SourceKind kind = summary.kind();
   if (kind == SourceKind::kString && !IsComplex(dtype)) {
-    return Status::ValidationError("could not parse value as a numeric array (contains string data)");
+    return NonNumeric(Value::Kind::kString);
   }
   if (summary.any_null && IsInteger(dtype)) {
-    return Status::ValidationError("null cannot be converted to ", DtypeName(dtype));
+    return WithArrayIssue(Status::ValidationError("null cannot be converted to ", DtypeName(dtype)),
+                          "array_non_numeric", Value::Dict{},
+                          "Could not parse value as a numeric array (contains non-numeric data)");
   }
   TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, shape, pool));
   uint8_t* data = tensor.data();

@@ -20,6 +20,7 @@
 #include "tesscpp/buffer_pool.h"
 #include "tesscpp/json.h"
 #include "tesscpp/path.h"
+#include "tesscpp/validation.h"
 
 namespace tesscpp {
 namespace {
@@ -223,6 +224,9 @@ Result<Value> Reader::ParseObject(od::object object, int depth) {
         const bool as_leaves = dict.contains("shape") && dict.contains("dtype");
         auto data = ParseData(data_object, depth + 1, as_leaves);
         if (!data.ok()) {
+          if (as_leaves && GetValidationDetail(data.status()) != nullptr) {
+            return data.status();  // a bad json buffer: an issue of the array itself
+          }
           error_path.push_back(PathSegment::Field("data"));
           return data.status();
         }
@@ -285,7 +289,7 @@ Status Reader::ParseLeaves(od::array array, internal::JsonLeavesBuilder& builder
           TESS_RETURN_IF_ERROR(builder.AddString(leaf.as_string()));
         } else {
           return Status::ValidationError("could not parse value as a numeric array (contains ",
-                                         Value::KindName(leaf.kind()), " data)");
+                                         Value::KindName(leaf.kind()), " data)");  // typed by the caller
         }
       }
     }
@@ -320,8 +324,12 @@ Result<PendingData> Reader::ParseData(od::object object, int depth, bool buffer_
         internal::JsonLeavesBuilder builder;
         Status parsed = ParseLeaves(array, builder, depth + 1);
         if (!parsed.ok()) {
-          error_path.push_back(PathSegment::Field("buffer"));
-          return parsed;
+          // Untyped decode errors are the document's own (syntax, nesting depth).
+          if (parsed.code() == StatusCode::kDecodeError && GetValidationDetail(parsed) == nullptr) {
+            error_path.push_back(PathSegment::Field("buffer"));
+            return parsed;
+          }
+          return internal::JsonBufferFailure(parsed).WithContext("data.buffer");
         }
         data.leaves = builder.Finish();
         data.fields.set("buffer", Value());
@@ -396,7 +404,7 @@ Result<Tensor> Reader::DecodePending(const Value::Dict& dict, const PendingData&
   if (pending.extra_keys && options_.arrays == ArrayDetection::kShaped) {
     for (const auto& [key, value] : pending.fields) {
       if (key != "encoding" && key != "compression" && key != "buffer") {
-        return Status::ValidationError("data.", key, ": extra fields are not permitted");
+        return internal::ArrayFieldFailure(Status::ValidationError("data.", key, ": extra fields are not permitted"));
       }
     }
   }
@@ -435,8 +443,16 @@ Result<Value> Parse(const simdjson::padded_string_view& json, const JsonReadOpti
   if (!value.ok()) {
     Status status = value.status();
     if (!reader.error_path.empty()) {
-      const Path path(std::vector<PathSegment>(reader.error_path.rbegin(), reader.error_path.rend()));
-      status = status.WithContext(path.ToString());
+      // Issues of arrays decoded on the way get a pydantic loc; other errors a path.
+      std::vector<PathSegment> segments(reader.error_path.rbegin(), reader.error_path.rend());
+      if (GetValidationDetail(status) != nullptr) {
+        std::vector<Value> loc;
+        for (const PathSegment& s : segments) {
+          loc.push_back(s.kind == PathSegment::Kind::kIndex ? Value(s.index) : Value(s.name));
+        }
+        return PrefixLocation(status, loc);
+      }
+      status = status.WithContext(Path(std::move(segments)).ToString());
     }
     return status;
   }

@@ -25,7 +25,7 @@ std::string_view StatusCodeName(StatusCode code) {
 
 Status::Status(StatusCode code, std::string message) {
   if (code == StatusCode::kOk) return;  // an OK status carries no message
-  state_ = std::make_shared<const State>(State{code, std::move(message)});
+  state_ = std::make_shared<const State>(State{code, std::move(message), nullptr});
 }
 
 const std::string& Status::message() const noexcept {
@@ -38,7 +38,19 @@ Status Status::WithContext(std::string_view context) const {
   std::string message(context);
   message += ": ";
   message += state_->message;
-  return Status(state_->code, std::move(message));
+  return Status(state_->code, std::move(message)).WithDetail(state_->detail);
+}
+
+const std::shared_ptr<const StatusDetail>& Status::detail() const noexcept {
+  static const std::shared_ptr<const StatusDetail> kNone;
+  return ok() ? kNone : state_->detail;
+}
+
+Status Status::WithDetail(std::shared_ptr<const StatusDetail> detail) const {
+  if (ok()) return *this;
+  Status out;
+  out.state_ = std::make_shared<const State>(State{state_->code, state_->message, std::move(detail)});
+  return out;
 }
 
 std::string Status::ToString() const {

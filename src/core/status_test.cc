@@ -28,6 +28,21 @@ TEST(Status, WithContextPrefixes) {
   EXPECT_TRUE(Status::OK().WithContext("x").ok());
 }
 
+class NoteDetail : public StatusDetail {
+ public:
+  std::string_view type_id() const override { return "note"; }
+  std::string ToString() const override { return "a note"; }
+};
+
+TEST(Status, CarriesADetailThroughContext) {
+  auto detail = std::make_shared<NoteDetail>();
+  Status s = Status::ValidationError("bad").WithDetail(detail).WithContext("inputs");
+  ASSERT_NE(s.detail(), nullptr);
+  EXPECT_EQ(s.detail()->type_id(), "note");
+  EXPECT_EQ(s.message(), "inputs: bad");
+  EXPECT_EQ(Status::OK().WithDetail(detail).detail(), nullptr);
+}
+
 TEST(Status, ConstructingWithOkCodeIsOk) { EXPECT_TRUE(Status(StatusCode::kOk, "ignored").ok()); }
 
 Result<int> Half(int n) {

@@ -9,8 +9,11 @@
 #include "tesscpp/json.h"         // IWYU pragma: export
 #include "tesscpp/path.h"         // IWYU pragma: export
 #include "tesscpp/result.h"       // IWYU pragma: export
+#include "tesscpp/schema.h"       // IWYU pragma: export
 #include "tesscpp/shape.h"        // IWYU pragma: export
 #include "tesscpp/status.h"       // IWYU pragma: export
 #include "tesscpp/tensor.h"       // IWYU pragma: export
 #include "tesscpp/type_fwd.h"     // IWYU pragma: export
+#include "tesscpp/validate.h"     // IWYU pragma: export
+#include "tesscpp/validation.h"   // IWYU pragma: export
 #include "tesscpp/value.h"        // IWYU pragma: export

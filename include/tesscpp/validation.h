@@ -20,11 +20,11 @@ namespace tesscpp {
 
 /// \brief One problem, as one item of pydantic's ValidationError.errors().
 struct ValidationIssue {
-  std::string type;          ///< pydantic's error type, e.g. "missing"
-  std::vector<Value> loc;    ///< path from the validated root: strings and ints
-  std::string msg;           ///< human-readable message
-  Value input;               ///< the offending input (null when unknown)
-  Value ctx;                 ///< a dict of details, or null for none
+  std::string type;        ///< pydantic's error type, e.g. "missing"
+  std::vector<Value> loc;  ///< path from the validated root: strings and ints
+  std::string msg;         ///< human-readable message
+  Value input;             ///< the offending input (null when unknown)
+  Value ctx;               ///< a dict of details, or null for none
 };
 
 /// \brief The issues of a failed validation, attached to its Status.
@@ -59,6 +59,7 @@ Status PrefixLocation(const Status& status, const std::vector<Value>& prefix);
 
 /// \brief FastAPI's 422 body: {"detail": [{"type", "loc", "msg", "input", "ctx"?}]},
 /// each loc prefixed with `loc_prefix` (FastAPI's is ["body"]).
-Value ValidationIssuesToJson(const std::vector<ValidationIssue>& issues, const std::vector<Value>& loc_prefix);
+Value ValidationIssuesToJson(const std::vector<ValidationIssue>& issues,
+                             const std::vector<Value>& loc_prefix);
 
 }  // namespace tesscpp

@@ -42,18 +42,18 @@ namespace internal {
 
 Status WithArrayIssue(const Status& cause, std::string_view type, Value ctx, std::string msg) {
   if (cause.ok() || GetValidationDetail(cause) != nullptr) return cause;
-  std::vector<ValidationIssue> issues{
-      ValidationIssue{std::string(type), {}, msg.empty() ? cause.message() : std::move(msg), Value(), std::move(ctx)}};
+  std::vector<ValidationIssue> issues{ValidationIssue{
+      std::string(type), {}, msg.empty() ? cause.message() : std::move(msg), Value(), std::move(ctx)}};
   return cause.WithDetail(std::make_shared<const ValidationDetail>(std::move(issues)));
 }
 
 namespace {
 
 Status UndecodableBuffer(const Status& cause, ArrayEncoding encoding) {
-  return WithArrayIssue(
-      cause, "array_decode_error",
-      Value::Dict{{"encoding", ArrayEncodingName(encoding)}, {"error", cause.message()}},
-      "Failed to decode array buffer (" + std::string(ArrayEncodingName(encoding)) + " encoding): " + cause.message());
+  return WithArrayIssue(cause, "array_decode_error",
+                        Value::Dict{{"encoding", ArrayEncodingName(encoding)}, {"error", cause.message()}},
+                        "Failed to decode array buffer (" + std::string(ArrayEncodingName(encoding)) +
+                            " encoding): " + cause.message());
 }
 
 Result<Shape> ShapeField(const Value* shape) {
@@ -133,10 +133,11 @@ Result<ArrayHeader> ParseHeader(const ArrayFields& fields, const ArrayDecodeOpti
     return Status::ValidationError("data.compression: json arrays cannot be compressed");
   }
   if (*encoding != ArrayEncoding::kJson && !fields.buffer_text) {
-    return Status::ValidationError("data.buffer: a ", ArrayEncodingName(*encoding), " buffer must be a string");
+    return Status::ValidationError("data.buffer: a ", ArrayEncodingName(*encoding),
+                                   " buffer must be a string");
   }
-  if (*encoding == ArrayEncoding::kJson && fields.buffer_leaves == nullptr && fields.buffer_value == nullptr &&
-      !fields.buffer_text) {
+  if (*encoding == ArrayEncoding::kJson && fields.buffer_leaves == nullptr &&
+      fields.buffer_value == nullptr && !fields.buffer_text) {
     return Status::ValidationError("data.buffer: field required");
   }
   return ArrayHeader{std::move(shape), dtype, *encoding, compression};
@@ -147,7 +148,8 @@ Result<Tensor> DecodeJsonBuffer(const ArrayFields& fields, const ArrayHeader& he
   const JsonLeaves* leaves = fields.buffer_leaves;
   if (leaves == nullptr) {
     // A string buffer is one string element (NumPy would make a 0-d str array).
-    flattened = FlattenJsonValue(fields.buffer_value != nullptr ? *fields.buffer_value : Value(*fields.buffer_text));
+    flattened =
+        FlattenJsonValue(fields.buffer_value != nullptr ? *fields.buffer_value : Value(*fields.buffer_text));
     if (!flattened.ok()) return flattened.status();
     leaves = &*flattened;
   }
@@ -179,16 +181,17 @@ Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOpt
       if (!tensor.ok()) return JsonBufferFailure(tensor.status()).WithContext("data.buffer");
       return tensor;
     case ArrayEncoding::kCudaIpc:
-      return UndecodableBuffer(Status::Unimplemented("GPU transport 'cuda_ipc' is not enabled on this Tesseract "
-                                                     "(available: ['none'])"),
-                               ArrayEncoding::kCudaIpc)
+      return UndecodableBuffer(
+                 Status::Unimplemented("GPU transport 'cuda_ipc' is not enabled on this Tesseract "
+                                       "(available: ['none'])"),
+                 ArrayEncoding::kCudaIpc)
           .WithContext("data.buffer");
     case ArrayEncoding::kBase64:
       tensor = DecodeBase64(*fields.buffer_text, header->compression, header->dtype, header->shape, pool);
       break;
     case ArrayEncoding::kBinref:
-      tensor = ReadBinref(*fields.buffer_text, header->compression, options.binref_dir, header->dtype, header->shape,
-                          pool);
+      tensor = ReadBinref(*fields.buffer_text, header->compression, options.binref_dir, header->dtype,
+                          header->shape, pool);
       break;
   }
   if (!tensor.ok()) return UndecodableBuffer(tensor.status(), header->encoding).WithContext("data.buffer");

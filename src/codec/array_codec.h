@@ -8,8 +8,8 @@
 
 #include "codec/json_writer.h"
 #include "tesscpp/encoding.h"
-#include "tesscpp/validation.h"
 #include "tesscpp/tensor.h"
+#include "tesscpp/validation.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp::internal {
@@ -17,7 +17,8 @@ namespace tesscpp::internal {
 /// \brief `cause` (code and message kept) carrying one validation issue of
 /// pydantic type `type` with no location yet: the layers above prepend it. The
 /// issue's message is `msg`, or the cause's message when `msg` is empty.
-Status WithArrayIssue(const Status& cause, std::string_view type, Value ctx = Value::Dict{}, std::string msg = "");
+Status WithArrayIssue(const Status& cause, std::string_view type, Value ctx = Value::Dict{},
+                      std::string msg = "");
 
 /// \brief How the reference types what goes wrong with an arraydict. A malformed
 /// field (shape, dtype, encoding, extra keys) fails pydantic's arraydict model,
@@ -65,6 +66,11 @@ class JsonLeavesBuilder {
 
 /// \brief The leaves of a Value holding nested lists of numbers.
 Result<JsonLeaves> FlattenJsonValue(const Value& buffer);
+
+/// \brief The dtype np.asarray gives the leaves: bool, int64, uint64 (integers
+/// above INT64_MAX and none negative) or float64; array_non_numeric for
+/// strings and nulls (NumPy would make a str or object array).
+Result<Dtype> InferJsonDtype(const JsonLeaves& leaves);
 
 /// \brief The nested lists back as a Value (for objects that were not arrays).
 Value JsonLeavesToValue(const JsonLeaves& leaves);

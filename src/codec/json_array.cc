@@ -23,11 +23,13 @@
 namespace tesscpp::internal {
 
 Status JsonLeavesBuilder::Ragged(int depth) {
-  // NumPy's words, which the reference passes on.
-  return WithArrayIssue(Status::DecodeError("setting an array element with a sequence. The requested array has an "
-                                            "inhomogeneous shape after ",
-                                            depth, " dimensions."),
-                        "value_error");
+  // NumPy's words, which the reference passes on as a pydantic value_error.
+  Status cause = Status::DecodeError(
+      "setting an array element with a sequence. The requested array has an "
+      "inhomogeneous shape after ",
+      depth, " dimensions.");
+  return WithArrayIssue(cause, "value_error", Value::Dict{{"error", Value::Dict{}}},
+                        "Value error, " + cause.message());
 }
 
 Status JsonLeavesBuilder::EndList(int64_t count) {
@@ -370,6 +372,18 @@ void WriteNested(const Tensor& t, int axis, int64_t offset, JsonWriter& w) {
 
 }  // namespace
 
+Result<Dtype> InferJsonDtype(const JsonLeaves& leaves) {
+  const Summary summary(leaves);
+  if (summary.any_string) return NonNumeric(Value::Kind::kString);
+  if (summary.any_null) return NonNumeric(Value::Kind::kNull);
+  switch (summary.kind()) {
+    case SourceKind::kBool: return Dtype::kBool;
+    case SourceKind::kInt: return Dtype::kInt64;
+    case SourceKind::kUInt64: return Dtype::kUInt64;
+    default: return Dtype::kFloat64;
+  }
+}
+
 Result<JsonLeaves> FlattenJsonValue(const Value& buffer) {
   JsonLeavesBuilder builder;
   TESS_RETURN_IF_ERROR(AddValue(buffer, builder));
@@ -384,9 +398,9 @@ Value JsonLeavesToValue(const JsonLeaves& leaves) {
 Result<Tensor> JsonLeavesToTensor(const JsonLeaves& leaves, Dtype dtype, const Shape& shape,
                                   BufferPool* pool) {
   if (static_cast<int64_t>(leaves.kinds.size()) != shape.num_elements()) {
-    return WithArrayIssue(
-        Status::DecodeError("cannot reshape array of size ", leaves.kinds.size(), " into shape ", shape.ToString()),
-        "array_decode_error");
+    return WithArrayIssue(Status::DecodeError("cannot reshape array of size ", leaves.kinds.size(),
+                                              " into shape ", shape.ToString()),
+                          "array_decode_error");
   }
   const Summary summary(leaves);
   const SourceKind kind = summary.kind();

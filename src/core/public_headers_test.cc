@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -14,13 +15,13 @@ namespace tesscpp {
 namespace {
 
 TEST(PublicHeaders, IncludeOnlyStdAndTesscpp) {
-  const char* headers[] = {"buffer.h", "buffer_pool.h", "device.h",   "dtype.h", "encoding.h",
-                           "json.h",   "path.h",        "result.h",   "shape.h", "status.h",
-                           "tensor.h", "tesscpp.h",     "type_fwd.h", "value.h"};
   const std::regex include_line(R"(^#include\s+([<"])([^>"]+)[>"])");
-  for (const char* header : headers) {
-    std::ifstream in(std::string(TESS_SOURCE_DIR) + "/include/tesscpp/" + header);
+  int headers = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TESS_SOURCE_DIR) + "/include/tesscpp")) {
+    const std::string header = entry.path().filename().string();
+    std::ifstream in(entry.path());
     ASSERT_TRUE(in) << header;
+    ++headers;
     std::string line;
     while (std::getline(in, line)) {
       std::smatch m;
@@ -32,6 +33,7 @@ TEST(PublicHeaders, IncludeOnlyStdAndTesscpp) {
       EXPECT_TRUE(std_header || ours) << header << " includes " << path;
     }
   }
+  EXPECT_GE(headers, 15);
 }
 
 }  // namespace

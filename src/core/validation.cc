@@ -19,8 +19,8 @@ std::string Summary(const std::vector<ValidationIssue>& issues) {
   std::ostringstream out;
   out << issues.size() << (issues.size() == 1 ? " validation error" : " validation errors");
   for (const ValidationIssue& issue : issues) {
-    out << "\n  " << (issue.loc.empty() ? "(root)" : LocText(issue.loc)) << ": " << issue.msg << " [type="
-        << issue.type << "]";
+    out << "\n  " << (issue.loc.empty() ? "(root)" : LocText(issue.loc)) << ": " << issue.msg
+        << " [type=" << issue.type << "]";
   }
   return out.str();
 }
@@ -36,7 +36,8 @@ Status ValidationFailure(std::vector<ValidationIssue> issues) {
 }
 
 Status ValidationFailure(std::string type, std::string msg, Value input, Value ctx) {
-  return ValidationFailure({ValidationIssue{std::move(type), {}, std::move(msg), std::move(input), std::move(ctx)}});
+  return ValidationFailure(
+      {ValidationIssue{std::move(type), {}, std::move(msg), std::move(input), std::move(ctx)}});
 }
 
 const ValidationDetail* GetValidationDetail(const Status& status) {
@@ -51,15 +52,18 @@ Status PrefixLocation(const Status& status, const std::vector<Value>& prefix) {
   if (detail == nullptr) return status.WithContext(LocText(prefix));
   std::vector<ValidationIssue> issues = detail->issues();
   for (ValidationIssue& issue : issues) issue.loc.insert(issue.loc.begin(), prefix.begin(), prefix.end());
-  return status.WithContext(LocText(prefix)).WithDetail(std::make_shared<const ValidationDetail>(std::move(issues)));
+  return status.WithContext(LocText(prefix))
+      .WithDetail(std::make_shared<const ValidationDetail>(std::move(issues)));
 }
 
-Value ValidationIssuesToJson(const std::vector<ValidationIssue>& issues, const std::vector<Value>& loc_prefix) {
+Value ValidationIssuesToJson(const std::vector<ValidationIssue>& issues,
+                             const std::vector<Value>& loc_prefix) {
   Value::List items;
   for (const ValidationIssue& issue : issues) {
     Value::List loc(loc_prefix.begin(), loc_prefix.end());
     loc.insert(loc.end(), issue.loc.begin(), issue.loc.end());
-    Value::Dict item{{"type", issue.type}, {"loc", Value(std::move(loc))}, {"msg", issue.msg}, {"input", issue.input}};
+    Value::Dict item{
+        {"type", issue.type}, {"loc", Value(std::move(loc))}, {"msg", issue.msg}, {"input", issue.input}};
     if (!issue.ctx.is_null()) item.set("ctx", issue.ctx);
     items.push_back(Value(std::move(item)));
   }

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-
 namespace tesscpp {
 namespace {
 
@@ -23,7 +22,8 @@ TEST(Validation, PrefixesLocations) {
   ASSERT_EQ(issue.loc.size(), 3u);
   EXPECT_EQ(issue.loc[2].as_int(), 3);
   EXPECT_EQ(s.message().rfind("inputs.mesh.3: ", 0), 0u) << s.message();
-  EXPECT_NE(GetValidationDetail(s)->ToString().find("inputs.mesh.3: Input should be a valid integer [type=int_type]"),
+  EXPECT_NE(GetValidationDetail(s)->ToString().find(
+                "inputs.mesh.3: Input should be a valid integer [type=int_type]"),
             std::string::npos);
   // A status without issues keeps its code and gains the location as context.
   Status plain = PrefixLocation(Status::DecodeError("bad"), {Value("a")});
@@ -32,7 +32,11 @@ TEST(Validation, PrefixesLocations) {
 
 TEST(Validation, FastApiBody) {
   std::vector<ValidationIssue> issues{
-      {"value_error", {Value("inputs")}, "Value error, nope", Value::Dict{{"a", 1}}, Value::Dict{{"error", Value::Dict{}}}},
+      {"value_error",
+       {Value("inputs")},
+       "Value error, nope",
+       Value::Dict{{"a", 1}},
+       Value::Dict{{"error", Value::Dict{}}}},
       {"missing", {Value("jac_outputs")}, "Field required", Value::Dict{}, Value()}};
   Value body = ValidationIssuesToJson(issues, {Value("body")});
   const Value::List& detail = body.as_dict().at("detail").as_list();

@@ -1,0 +1,33 @@
+// array_coercion.h: bringing an array to the shape and dtype its field asks for (internal).
+#pragma once
+
+#include "tesscpp/result.h"
+#include "tesscpp/schema.h"
+#include "tesscpp/tensor.h"
+#include "tesscpp/value.h"
+
+namespace tesscpp {
+class BufferPool;
+}
+
+namespace tesscpp::internal {
+
+/// \brief The reference's `_castable`: NumPy's same_kind rule, plus integer to
+/// integer in any direction (values are range-checked when cast).
+bool Castable(Dtype from, Dtype to);
+
+/// \brief Casts refusing to lose values, like the reference's `_astype_checked`:
+/// fractional or non-finite floats into integers (array_expected_integer),
+/// integers beyond the target's range and finite floats that overflow to inf
+/// (array_value_out_of_range). Returns `t` itself when the dtype already matches.
+Result<Tensor> CastChecked(const Tensor& t, Dtype to, BufferPool* pool);
+
+/// \brief np.broadcast_to: size-1 dimensions repeat up to `shape` (a copy).
+/// Precondition: same rank, and every dimension equal or 1.
+Result<Tensor> BroadcastTo(const Tensor& t, const Shape& shape, BufferPool* pool);
+
+/// \brief Validates one array field value (a decoded Tensor, or a JSON number,
+/// bool or nested list) against an array type, with the reference's issues.
+Result<Value> CoerceArray(const SchemaType& type, const Value& input, BufferPool* pool);
+
+}  // namespace tesscpp::internal

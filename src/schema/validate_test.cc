@@ -1,0 +1,133 @@
+#include "tesscpp/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tesscpp/json.h"
+
+namespace tesscpp {
+namespace {
+
+// The first issue's type, or "ok".
+std::string FirstIssue(const SchemaType& type, std::string_view json) {
+  auto r = ValidateValue(type, *ReadJson(json, JsonReadOptions{ArrayDetection::kShaped, {}, 256}));
+  if (r.ok()) return "ok";
+  const ValidationDetail* detail = GetValidationDetail(r.status());
+  return detail == nullptr ? r.status().ToString() : detail->issues()[0].type;
+}
+
+Value Valid(const SchemaType& type, std::string_view json) {
+  auto r = ValidateValue(type, *ReadJson(json, JsonReadOptions{ArrayDetection::kShaped, {}, 256}));
+  EXPECT_TRUE(r.ok()) << json << ": " << r.status();
+  return r.ok() ? *r : Value();
+}
+
+// pydantic 2's lax rules, as printed by pydantic itself for the same inputs.
+TEST(Validate, IntsLikePydantic) {
+  const SchemaType t = SchemaType::Int();
+  EXPECT_EQ(Valid(t, "true").as_int(), 1);
+  EXPECT_EQ(Valid(t, "\"5\"").as_int(), 5);
+  EXPECT_EQ(Valid(t, "\" 7 \"").as_int(), 7);
+  EXPECT_EQ(Valid(t, "\"5.0\"").as_int(), 5);
+  EXPECT_EQ(Valid(t, "5.0").as_int(), 5);
+  EXPECT_EQ(Valid(t, "\"1_000\"").as_int(), 1000);
+  EXPECT_EQ(FirstIssue(t, "5.5"), "int_from_float");
+  EXPECT_EQ(FirstIssue(t, "\"abc\""), "int_parsing");
+  EXPECT_EQ(FirstIssue(t, "null"), "int_type");
+  EXPECT_EQ(FirstIssue(t, "[1]"), "int_type");
+  EXPECT_EQ(FirstIssue(t, "1e20"), "int_parsing_size");
+}
+
+TEST(Validate, FloatsAndStringsLikePydantic) {
+  const SchemaType f = SchemaType::Float();
+  EXPECT_EQ(Valid(f, "true").as_number(), 1.0);
+  EXPECT_EQ(Valid(f, "\"1.5\"").as_number(), 1.5);
+  EXPECT_TRUE(std::isinf(Valid(f, "\"inf\"").as_number()));
+  EXPECT_TRUE(std::isnan(Valid(f, "\"nan\"").as_number()));
+  EXPECT_EQ(Valid(f, "3").as_number(), 3.0);
+  EXPECT_TRUE(Valid(f, "3").is_float());
+  EXPECT_EQ(FirstIssue(f, "\"abc\""), "float_parsing");
+  EXPECT_EQ(FirstIssue(f, "null"), "float_type");
+  const SchemaType s = SchemaType::String();
+  EXPECT_EQ(FirstIssue(s, "5"), "string_type");
+  EXPECT_EQ(FirstIssue(s, "true"), "string_type");
+  EXPECT_EQ(Valid(s, "\"x\"").as_string(), "x");
+}
+
+TEST(Validate, BoolsLikePydantic) {
+  const SchemaType b = SchemaType::Bool();
+  for (const char* yes : {"1", "1.0", "\"TRUE\"", "\"Yes\"", "\"on\"", "\"t\"", "\"1\"", "true"}) {
+    EXPECT_EQ(Valid(b, yes), Value(true)) << yes;
+  }
+  for (const char* no : {"0", "\"off\"", "\"F\"", "\"0\"", "false"})
+    EXPECT_EQ(Valid(b, no), Value(false)) << no;
+  EXPECT_EQ(FirstIssue(b, "0.5"), "bool_type");
+  EXPECT_EQ(FirstIssue(b, "\" true\""), "bool_parsing");
+  EXPECT_EQ(FirstIssue(b, "\"2\""), "bool_parsing");
+  EXPECT_EQ(FirstIssue(b, "2"), "bool_parsing");
+  EXPECT_EQ(FirstIssue(b, "null"), "bool_type");
+  EXPECT_EQ(FirstIssue(b, "[1]"), "bool_type");
+}
+
+TEST(Validate, ContainersLocateTheirItems) {
+  const SchemaType list = SchemaType::List(SchemaType::Int());
+  EXPECT_EQ(FirstIssue(list, "\"abc\""), "list_type");
+  auto r = ValidateValue(list, *ReadJson("[1, \"2\", \"x\"]"));
+  ASSERT_FALSE(r.ok());
+  const auto& issue = GetValidationDetail(r.status())->issues()[0];
+  EXPECT_EQ(issue.type, "int_parsing");
+  EXPECT_EQ(issue.loc, (std::vector<Value>{Value(int64_t{2})}));
+  const SchemaType dict = SchemaType::Dict(SchemaType::Int());
+  EXPECT_EQ(FirstIssue(dict, "[1]"), "dict_type");
+  r = ValidateValue(dict, *ReadJson(R"({"a": "1", "b": "x"})"));
+  EXPECT_EQ(GetValidationDetail(r.status())->issues()[0].loc, (std::vector<Value>{Value("b")}));
+  const SchemaType opt = SchemaType::Optional(SchemaType::Int());
+  EXPECT_TRUE(Valid(opt, "null").is_null());
+  EXPECT_EQ(Valid(opt, "2.0").as_int(), 2);
+  EXPECT_EQ(FirstIssue(opt, "\"x\""), "int_parsing");
+}
+
+TEST(Validate, ModelsCollectEveryIssueThenExtras) {
+  auto inner = *ModelSchema::Make("Inner", {Field("n", SchemaType::Int())});
+  auto model =
+      *ModelSchema::Make("Outer", {Field("a", SchemaType::Int()), Field("inner", SchemaType::Model(inner)),
+                                   Field("flag", SchemaType::Bool(), "", Value(false))});
+  auto r = ValidateModel(*model, *ReadJson(R"({"inner": {"n": "x"}, "zzz": 1})"));
+  ASSERT_FALSE(r.ok());
+  const auto& issues = GetValidationDetail(r.status())->issues();
+  ASSERT_EQ(issues.size(), 3u);
+  EXPECT_EQ(issues[0].type, "missing");
+  EXPECT_EQ(issues[0].loc, (std::vector<Value>{Value("a")}));
+  EXPECT_EQ(issues[1].type, "int_parsing");
+  EXPECT_EQ(issues[1].loc, (std::vector<Value>{Value("inner"), Value("n")}));
+  EXPECT_EQ(issues[2].type, "extra_forbidden");
+  Value ok = *ValidateModel(*model, *ReadJson(R"({"a": 1, "inner": {"n": 2}})"));
+  EXPECT_EQ(ok.as_dict().at("flag"), Value(false));  // the default, filled in
+}
+
+TEST(Validate, ValidatorsRunAfterFieldsPass) {
+  int calls = 0;
+  auto model = *ModelSchema::Make("M", {Field("a", SchemaType::Int())}, {[&calls](const Value& m) {
+                                    ++calls;
+                                    if (m.as_dict().at("a").as_int() < 0)
+                                      return Status::InvalidArgument("a must be >= 0");
+                                    return Status::OK();
+                                  }});
+  EXPECT_FALSE(ValidateModel(*model, *ReadJson(R"({"a": "x"})")).ok());
+  EXPECT_EQ(calls, 0);
+  auto r = ValidateModel(*model, *ReadJson(R"({"a": -1})"));
+  const auto& issue = GetValidationDetail(r.status())->issues()[0];
+  EXPECT_EQ(issue.type, "value_error");
+  EXPECT_EQ(issue.msg, "Value error, a must be >= 0");
+  EXPECT_TRUE(issue.loc.empty());
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(Validate, ModelNamesMustBeIdentifiers) {
+  EXPECT_FALSE(ModelSchema::Make("M", {Field("a b", SchemaType::Int())}).ok());
+  EXPECT_FALSE(ModelSchema::Make("M", {Field("a", SchemaType::Int()), Field("a", SchemaType::Int())}).ok());
+}
+
+}  // namespace
+}  // namespace tesscpp

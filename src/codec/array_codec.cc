@@ -42,8 +42,9 @@ namespace internal {
 
 Status WithArrayIssue(const Status& cause, std::string_view type, Value ctx, std::string msg) {
   if (cause.ok() || GetValidationDetail(cause) != nullptr) return cause;
-  std::vector<ValidationIssue> issues{ValidationIssue{
-      std::string(type), {}, msg.empty() ? cause.message() : std::move(msg), Value(), std::move(ctx)}};
+  if (msg.empty()) msg = cause.message();
+  std::vector<ValidationIssue> issues{
+      ValidationIssue{std::string(type), {}, std::move(msg), Value(), std::move(ctx)}};
   return cause.WithDetail(std::make_shared<const ValidationDetail>(std::move(issues)));
 }
 

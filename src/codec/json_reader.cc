@@ -448,6 +448,7 @@ Result<Value> Parse(const simdjson::padded_string_view& json, const JsonReadOpti
       std::vector<PathSegment> segments(reader.error_path.rbegin(), reader.error_path.rend());
       if (GetValidationDetail(status) != nullptr) {
         std::vector<Value> loc;
+        loc.reserve(segments.size());
         for (const PathSegment& s : segments) {
           loc.push_back(s.kind == PathSegment::Kind::kIndex ? Value(s.index) : Value(s.name));
         }

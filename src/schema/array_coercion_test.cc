@@ -18,10 +18,10 @@ std::string IssueOf(const Result<Value>& r) {
   return d == nullptr ? r.status().ToString() : d->issues()[0].type + ": " + d->issues()[0].msg;
 }
 
-const SchemaType kVectorF32 = SchemaType::Array({kAnyDim}, Dtype::kFloat32);
+SchemaType VectorF32() { return SchemaType::Array({kAnyDim}, Dtype::kFloat32); }
 
 TEST(ArrayCoercion, ListsBecomeTensorsOfTheFieldDtype) {
-  Value v = *Coerce(kVectorF32, "[1, 2, 3]");
+  Value v = *Coerce(VectorF32(), "[1, 2, 3]");
   ASSERT_TRUE(v.is_tensor());
   EXPECT_EQ(v.as_tensor().dtype(), Dtype::kFloat32);
   EXPECT_EQ(v.as_tensor().data_as<float>()[2], 3.0f);
@@ -42,7 +42,7 @@ TEST(ArrayCoercion, SizeOneDimensionsBroadcast) {
 }
 
 TEST(ArrayCoercion, ErrorsLikeTheReference) {
-  EXPECT_EQ(IssueOf(Coerce(kVectorF32, "[[1]]")),
+  EXPECT_EQ(IssueOf(Coerce(VectorF32(), "[[1]]")),
             "array_dimensionality_mismatch: Array has wrong number of dimensions: got 2D, expected 1D");
   EXPECT_EQ(IssueOf(Coerce(SchemaType::Array({kAnyDim, 3}, Dtype::kFloat32), "[[0, 1], [2, 3]]")),
             "array_shape_mismatch: Array shape (2, 2) is incompatible with expected shape (2, 3)");
@@ -50,20 +50,20 @@ TEST(ArrayCoercion, ErrorsLikeTheReference) {
             "array_dtype_mismatch: Array dtype 'float64' cannot be safely cast to 'int32'");
   EXPECT_EQ(IssueOf(Coerce(SchemaType::Array({2}, Dtype::kInt8), "[1, 300]")),
             "array_value_out_of_range: Array values do not fit into dtype 'int8' (e.g. 300)");
-  EXPECT_EQ(IssueOf(Coerce(kVectorF32, "\"x\"")),
+  EXPECT_EQ(IssueOf(Coerce(VectorF32(), "\"x\"")),
             "array_non_numeric: Could not parse value as a numeric array (contains non-numeric data)");
-  EXPECT_EQ(IssueOf(Coerce(kVectorF32, "null")).substr(0, 17), "array_non_numeric");
-  EXPECT_EQ(IssueOf(Coerce(kVectorF32, "[\"a\"]")).substr(0, 17), "array_non_numeric");
-  EXPECT_EQ(IssueOf(Coerce(kVectorF32, "[[1, 2], [3]]")).substr(0, 11), "value_error");
+  EXPECT_EQ(IssueOf(Coerce(VectorF32(), "null")).substr(0, 17), "array_non_numeric");
+  EXPECT_EQ(IssueOf(Coerce(VectorF32(), "[\"a\"]")).substr(0, 17), "array_non_numeric");
+  EXPECT_EQ(IssueOf(Coerce(VectorF32(), "[[1, 2], [3]]")).substr(0, 11), "value_error");
   // An arraydict must fit the field's schema as sent, or it is "non-numeric".
   EXPECT_EQ(
       IssueOf(
           Coerce(
-              kVectorF32,
+              VectorF32(),
               R"({"shape":[1,3],"dtype":"float32","data":{"buffer":"AACAPwAAAEAAAEBA","encoding":"base64"}})"))
           .substr(0, 17),
       "array_non_numeric");
-  EXPECT_EQ(IssueOf(Coerce(kVectorF32,
+  EXPECT_EQ(IssueOf(Coerce(VectorF32(),
                            R"({"shape":[2],"dtype":"complex64","data":{"buffer":[1,2],"encoding":"json"}})"))
                 .substr(0, 17),
             "array_non_numeric");

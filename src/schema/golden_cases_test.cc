@@ -86,7 +86,7 @@ Result<Value> ReadAndValidate(const ModelSchema& request, const Value& body) {
 // detected shape, which a streaming parser does not know yet.
 bool MessageIsOurs(const std::string& type) { return type == "array_decode_error" || type == "value_error"; }
 
-void CheckFixture(const char* fixture, std::shared_ptr<const ModelSchema> inputs) {
+void CheckFixture(const char* fixture, const std::shared_ptr<const ModelSchema>& inputs) {
   auto request = *ModelSchema::Make("ApplyInputSchema", {Field("inputs", SchemaType::Model(inputs),
                                                                "The input data to apply the Tesseract to.")});
   const Value cases = *ReadJson(ReadFile(DataPath(std::string("golden/runtime/") + fixture + ".cases.json")));

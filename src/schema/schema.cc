@@ -10,7 +10,7 @@
 namespace tesscpp {
 
 struct SchemaType::Node {
-  Kind kind;
+  Kind kind = Kind::kAny;
   ShapeSpec shape = ShapeSpec::AnyRank();
   std::optional<Dtype> dtype;
   bool differentiable = false;

@@ -11,6 +11,10 @@
 
 namespace tesscpp {
 
+/// \brief NumPy's tuple spelling of dimensions, as used in error messages:
+/// "()", "(3,)", "(2, 3)".
+std::string FormatShape(std::span<const int64_t> dims);
+
 /// \brief Dimensions of an array, validated at construction: every dimension is
 /// >= 0 and the element count times the largest item size (16 bytes) fits int64.
 /// A rank-0 Shape (`Shape()`) is a scalar with one element.
@@ -33,8 +37,8 @@ class Shape {
   int64_t operator[](int axis) const { return dims_[static_cast<size_t>(axis)]; }
   int64_t num_elements() const { return num_elements_; }
 
-  /// \brief NumPy's tuple spelling, as used in error messages: "()", "(3,)", "(2, 3)".
-  std::string ToString() const;
+  /// \brief FormatShape(dims()).
+  std::string ToString() const { return FormatShape(dims_); }
 
   friend bool operator==(const Shape& a, const Shape& b) { return a.dims_ == b.dims_; }
 

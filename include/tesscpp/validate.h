@@ -23,8 +23,6 @@ class BufferPool;
 struct ValidateOptions {
   /// Where converted and cast arrays are allocated (the default pool if null).
   BufferPool* pool = nullptr;
-  /// Run model validators (off when only the structure matters).
-  bool run_model_validators = true;
 };
 
 /// \brief Validates `input` against `model`. On success the result is a dict

@@ -159,7 +159,7 @@ Result<Tensor> DecodeJsonBuffer(const ArrayFields& fields, const ArrayHeader& he
 
 }  // namespace
 
-Status ArrayFieldFailure(const Status& cause) {
+Status NonNumericArray(const Status& cause) {
   return WithArrayIssue(cause, "array_non_numeric", Value::Dict{},
                         "Could not parse value as a numeric array (contains non-numeric data)");
 }
@@ -174,7 +174,7 @@ Status JsonBufferFailure(const Status& cause) {
 Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOptions& options) {
   BufferPool* pool = options.pool != nullptr ? options.pool : BufferPool::Default();
   auto header = ParseHeader(fields, options);
-  if (!header.ok()) return ArrayFieldFailure(header.status());
+  if (!header.ok()) return NonNumericArray(header.status());
   Result<Tensor> tensor = Status::Internal("not decoded");
   switch (header->encoding) {
     case ArrayEncoding::kJson:

@@ -20,14 +20,16 @@ namespace tesscpp::internal {
 Status WithArrayIssue(const Status& cause, std::string_view type, Value ctx = Value::Dict{},
                       std::string msg = "");
 
-/// \brief How the reference types what goes wrong with an arraydict. A malformed
-/// field (shape, dtype, encoding, extra keys) fails pydantic's arraydict model,
-/// after which the value is tried as a plain array-like and fails as
-/// "array_non_numeric": ArrayFieldFailure. A json buffer is decoded in one try
-/// block, so every failure but the reference's own typed ones (expected integer,
-/// out of range) surfaces as "array_decode_error": JsonBufferFailure.
-Status ArrayFieldFailure(const Status& cause);
+/// \brief How the reference types what goes wrong with an array value.
+/// NonNumericArray: "array_non_numeric", with the reference's message; what a
+/// malformed arraydict field (shape, dtype, encoding, extra keys) ends as too,
+/// because pydantic then tries the value as a plain array-like. A json buffer is
+/// decoded in one try block, so every failure but the reference's own typed ones
+/// (expected integer, out of range) surfaces as "array_decode_error":
+/// JsonBufferFailure. ValueOutOfRange: "array_value_out_of_range".
+Status NonNumericArray(const Status& cause);
 Status JsonBufferFailure(const Status& cause);
+Status ValueOutOfRange(Dtype dtype, const std::string& example);
 
 /// \brief The leaves of a json-encoded buffer, flattened in order, with the
 /// rectangular nesting they came in. 9 bytes per element: a JSON array of 30 M

@@ -70,10 +70,8 @@ Status JsonLeavesBuilder::AddString(std::string s) {
 namespace {
 
 Status NonNumeric(Value::Kind kind) {
-  return WithArrayIssue(Status::ValidationError("could not parse value as a numeric array (contains ",
-                                                Value::KindName(kind), " data)"),
-                        "array_non_numeric", Value::Dict{},
-                        "Could not parse value as a numeric array (contains non-numeric data)");
+  return NonNumericArray(Status::ValidationError("could not parse value as a numeric array (contains ",
+                                                 Value::KindName(kind), " data)"));
 }
 
 Status AddValue(const Value& v, JsonLeavesBuilder& b) {
@@ -140,13 +138,6 @@ std::string ShowNumber(double v) {
   return s;
 }
 
-Status OutOfRange(Dtype dtype, const std::string& example) {
-  return WithArrayIssue(Status::ValidationError("Array values do not fit into dtype '", DtypeName(dtype),
-                                                "' (e.g. ", example, ")"),
-                        "array_value_out_of_range",
-                        Value::Dict{{"expected_dtype", DtypeName(dtype)}, {"value", example}});
-}
-
 template <typename T>
 void Store(uint8_t* data, size_t i, T value) {
   std::memcpy(data + i * sizeof(T), &value, sizeof(T));
@@ -170,8 +161,10 @@ Status ToInteger(const JsonLeaves& l, SourceKind kind, Dtype dtype, uint8_t* dat
       high = std::max(high, d);
     }
     // Bounds as exactly representable doubles: [lo, hi_exclusive).
-    if (low < static_cast<double>(std::numeric_limits<T>::min())) return OutOfRange(dtype, ShowNumber(low));
-    if (high >= std::ldexp(1.0, std::numeric_limits<T>::digits)) return OutOfRange(dtype, ShowNumber(high));
+    if (low < static_cast<double>(std::numeric_limits<T>::min()))
+      return ValueOutOfRange(dtype, ShowNumber(low));
+    if (high >= std::ldexp(1.0, std::numeric_limits<T>::digits))
+      return ValueOutOfRange(dtype, ShowNumber(high));
     for (size_t i = 0; i < n; ++i) {
       // Integer leaves convert exactly; float leaves are integral and in range.
       const uint64_t b = l.bits[i];
@@ -187,7 +180,7 @@ Status ToInteger(const JsonLeaves& l, SourceKind kind, Dtype dtype, uint8_t* dat
     uint64_t high = 0;
     for (size_t i = 0; i < n; ++i) high = std::max(high, l.bits[i]);
     if (high > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-      return OutOfRange(dtype, std::to_string(high));
+      return ValueOutOfRange(dtype, std::to_string(high));
     for (size_t i = 0; i < n; ++i) Store<T>(data, i, static_cast<T>(l.bits[i]));
     return Status::OK();
   }
@@ -197,10 +190,10 @@ Status ToInteger(const JsonLeaves& l, SourceKind kind, Dtype dtype, uint8_t* dat
     high = std::max(high, static_cast<int64_t>(l.bits[i]));
   }
   if (std::is_unsigned_v<T> ? low < 0 : low < static_cast<int64_t>(std::numeric_limits<T>::min())) {
-    return OutOfRange(dtype, std::to_string(low));
+    return ValueOutOfRange(dtype, std::to_string(low));
   }
   if (high > 0 && static_cast<uint64_t>(high) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-    return OutOfRange(dtype, std::to_string(high));
+    return ValueOutOfRange(dtype, std::to_string(high));
   }
   for (size_t i = 0; i < n; ++i) Store<T>(data, i, static_cast<T>(static_cast<int64_t>(l.bits[i])));
   return Status::OK();
@@ -208,7 +201,7 @@ Status ToInteger(const JsonLeaves& l, SourceKind kind, Dtype dtype, uint8_t* dat
 
 // A finite value that became infinite was too large for the target.
 Status CheckOverflow(double before, double after, Dtype dtype) {
-  if (std::isfinite(before) && !std::isfinite(after)) return OutOfRange(dtype, ShowNumber(before));
+  if (std::isfinite(before) && !std::isfinite(after)) return ValueOutOfRange(dtype, ShowNumber(before));
   return Status::OK();
 }
 
@@ -240,10 +233,8 @@ Status ToComplex(const JsonLeaves& l, Dtype dtype, uint8_t* data) {
     if (l.kinds[i] == JsonLeaves::kString) {
       const std::string& text = l.strings[l.bits[i]];
       if (!ParseComplex(text, &c)) {
-        return WithArrayIssue(
-            Status::ValidationError("could not convert string '", text, "' to a complex number"),
-            "array_non_numeric", Value::Dict{},
-            "Could not parse value as a numeric array (contains non-numeric data)");
+        return NonNumericArray(
+            Status::ValidationError("could not convert string '", text, "' to a complex number"));
       }
     }
     if (dtype == Dtype::kComplex128) {
@@ -372,6 +363,13 @@ void WriteNested(const Tensor& t, int axis, int64_t offset, JsonWriter& w) {
 
 }  // namespace
 
+Status ValueOutOfRange(Dtype dtype, const std::string& example) {
+  return WithArrayIssue(Status::ValidationError("Array values do not fit into dtype '", DtypeName(dtype),
+                                                "' (e.g. ", example, ")"),
+                        "array_value_out_of_range",
+                        Value::Dict{{"expected_dtype", DtypeName(dtype)}, {"value", example}});
+}
+
 Result<Dtype> InferJsonDtype(const JsonLeaves& leaves) {
   const Summary summary(leaves);
   if (summary.any_string) return NonNumeric(Value::Kind::kString);
@@ -408,9 +406,7 @@ Result<Tensor> JsonLeavesToTensor(const JsonLeaves& leaves, Dtype dtype, const S
     return NonNumeric(Value::Kind::kString);
   }
   if (summary.any_null && IsInteger(dtype)) {
-    return WithArrayIssue(Status::ValidationError("null cannot be converted to ", DtypeName(dtype)),
-                          "array_non_numeric", Value::Dict{},
-                          "Could not parse value as a numeric array (contains non-numeric data)");
+    return NonNumericArray(Status::ValidationError("null cannot be converted to ", DtypeName(dtype)));
   }
   TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, shape, pool));
   uint8_t* data = tensor.data();

@@ -404,7 +404,7 @@ Result<Tensor> Reader::DecodePending(const Value::Dict& dict, const PendingData&
   if (pending.extra_keys && options_.arrays == ArrayDetection::kShaped) {
     for (const auto& [key, value] : pending.fields) {
       if (key != "encoding" && key != "compression" && key != "buffer") {
-        return internal::ArrayFieldFailure(
+        return internal::NonNumericArray(
             Status::ValidationError("data.", key, ": extra fields are not permitted"));
       }
     }

@@ -26,13 +26,13 @@ Result<Shape> Shape::Make(std::vector<int64_t> dims) {
   return shape;
 }
 
-std::string Shape::ToString() const {
+std::string FormatShape(std::span<const int64_t> dims) {
   std::string out = "(";
-  for (size_t i = 0; i < dims_.size(); ++i) {
+  for (size_t i = 0; i < dims.size(); ++i) {
     if (i > 0) out += ", ";
-    out += std::to_string(dims_[i]);
+    out += std::to_string(dims[i]);
   }
-  if (dims_.size() == 1) out += ",";
+  if (dims.size() == 1) out += ",";
   out += ")";
   return out;
 }

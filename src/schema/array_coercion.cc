@@ -108,22 +108,7 @@ std::string Show(long double v) {
   return buf;
 }
 
-Status OutOfRange(Dtype to, long double example) {
-  return ValidationFailure(
-      "array_value_out_of_range",
-      "Array values do not fit into dtype '" + std::string(DtypeName(to)) + "' (e.g. " + Show(example) + ")",
-      Value(), Value::Dict{{"expected_dtype", DtypeName(to)}, {"value", Show(example)}});
-}
-
-std::string ShapeTuple(std::span<const int64_t> dims) {
-  std::string out = "(";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(dims[i]);
-  }
-  if (dims.size() == 1) out += ",";
-  return out + ")";
-}
+Status OutOfRange(Dtype to, long double example) { return ValueOutOfRange(to, Show(example)); }
 
 Value ShapeList(std::span<const int64_t> dims) {
   Value::List out;
@@ -131,10 +116,8 @@ Value ShapeList(std::span<const int64_t> dims) {
   return Value(std::move(out));
 }
 
-Status NonNumeric() {
-  return ValidationFailure("array_non_numeric",
-                           "Could not parse value as a numeric array (contains non-numeric data)", Value(),
-                           Value::Dict{});
+Status NonNumeric(const Value& input) {
+  return NonNumericArray(Status::ValidationError("a ", Value::KindName(input.kind()), " is not an array"));
 }
 
 // An arraydict (already a Tensor) must fit the field's schema as the reference's
@@ -172,8 +155,8 @@ Result<Tensor> CoerceShapeDtype(const SchemaType& type, Tensor t, BufferPool* po
       if (have != 1) {
         return ValidationFailure(
             "array_shape_mismatch",
-            "Array shape " + ShapeTuple(t.shape().dims()) + " is incompatible with expected shape " +
-                ShapeTuple(out),
+            "Array shape " + FormatShape(t.shape().dims()) + " is incompatible with expected shape " +
+                FormatShape(out),
             Value(),
             Value::Dict{{"actual_shape", ShapeList(t.shape().dims())}, {"expected_shape", ShapeList(out)}});
       }
@@ -266,11 +249,14 @@ Result<Tensor> BroadcastTo(const Tensor& t, const Shape& shape, BufferPool* pool
 Result<Value> CoerceArray(const SchemaType& type, const Value& input, BufferPool* pool) {
   if (input.is_tensor()) {
     const Tensor& t = input.as_tensor();
-    if (!FitsEncodedModel(type, t)) return NonNumeric();
+    if (!FitsEncodedModel(type, t)) {
+      return NonNumericArray(Status::ValidationError("a ", DtypeName(t.dtype()), " array of shape ",
+                                                     t.shape().ToString(), " does not fit the field"));
+    }
     TESS_ASSIGN_OR_RETURN(Tensor out, CoerceShapeDtype(type, t, pool));
     return Value(std::move(out));
   }
-  if (!input.is_number() && !input.is_bool() && !input.is_list()) return NonNumeric();
+  if (!input.is_number() && !input.is_bool() && !input.is_list()) return NonNumeric(input);
   // np.asarray(value): the nesting gives the shape, the leaves the dtype.
   TESS_ASSIGN_OR_RETURN(JsonLeaves leaves, FlattenJsonValue(input));
   TESS_ASSIGN_OR_RETURN(Dtype inferred, InferJsonDtype(leaves));

@@ -240,13 +240,11 @@ Result<Value> ValidateModel(const ModelSchema& model, const Value& input, const 
   }
   if (!issues.empty()) return ValidationFailure(std::move(issues));
   Value result(std::move(out));
-  if (options.run_model_validators) {
-    for (const ModelValidator& validator : model.validators()) {
-      Status status = validator(result);
-      if (!status.ok()) {
-        return ValidationFailure("value_error", "Value error, " + status.message(), input,
-                                 Value::Dict{{"error", Value::Dict{}}});
-      }
+  for (const ModelValidator& validator : model.validators()) {
+    Status status = validator(result);
+    if (!status.ok()) {
+      return ValidationFailure("value_error", "Value error, " + status.message(), input,
+                               Value::Dict{{"error", Value::Dict{}}});
     }
   }
   return result;
@@ -280,11 +278,6 @@ Result<Value> ValidateShapeDType(const SchemaType& type, const Value& input) {
   }
   std::vector<int64_t> dims;
   for (const Value& d : parsed.as_dict().at("shape").as_list()) dims.push_back(d.as_int());
-  auto shape_text = [](const std::vector<int64_t>& d) {
-    std::string out = "(";
-    for (size_t i = 0; i < d.size(); ++i) out += (i ? ", " : "") + std::to_string(d[i]);
-    return out + (d.size() == 1 ? ",)" : ")");
-  };
   const ShapeSpec& spec = type.shape();
   bool fits = spec.any_rank() || spec.rank() == static_cast<int>(dims.size());
   for (size_t i = 0; fits && !spec.any_rank() && i < dims.size(); ++i) {
@@ -299,7 +292,7 @@ Result<Value> ValidateShapeDType(const SchemaType& type, const Value& input) {
     return ValidationFailure(
         "value_error",
         "Value error, Expected shape: " + (spec.any_rank() ? std::string("Ellipsis") : expected) +
-            ". Found: " + shape_text(dims) + ".",
+            ". Found: " + FormatShape(dims) + ".",
         input, Value::Dict{{"error", Value::Dict{}}});
   }
   Value::List shape_values;

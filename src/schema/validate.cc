@@ -225,6 +225,12 @@ Result<Value> ValidateModel(const ModelSchema& model, const Value& input, const 
       issues.push_back(ValidationIssue{"missing", {Value(field.name)}, "Field required", input, Value()});
       continue;
     }
+    if (value == nullptr && field.type.kind() == SchemaType::Kind::kShapeDType) {
+      // pydantic does not validate defaults: abstract_eval keeps an array
+      // field's concrete default (e.g. 1.0) where a ShapeDType would go.
+      out.set(field.name, *field.default_value);
+      continue;
+    }
     auto validated = ValidateValue(field.type, value != nullptr ? *value : *field.default_value, options);
     if (validated.ok()) {
       out.set(field.name, std::move(*validated));

@@ -1,0 +1,93 @@
+// runtime.h: serving a component as tesseract-core 1.15's runtime serves a
+// tesseract_api.py — the endpoints, their request validation, output
+// negotiation, run directories and errors — independent of any socket.
+//
+// The HTTP server (src/http) turns bytes on a connection into a RuntimeRequest
+// and writes back the RuntimeResponse; the CLI's one-shot commands call the
+// same Runtime, so both behave alike.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tesscpp/buffer.h"
+#include "tesscpp/result.h"
+
+namespace tesscpp {
+
+class Component;
+
+/// \brief The runtime settings tesseract-core reads from TESSERACT_* variables.
+struct RuntimeConfig {
+  std::optional<std::string> name;         ///< TESSERACT_NAME (default: the component's name)
+  std::optional<std::string> version;      ///< TESSERACT_VERSION (default: the component's version)
+  std::optional<std::string> description;  ///< TESSERACT_DESCRIPTION, literal "\n" read as newline
+  bool debug = false;                      ///< TESSERACT_DEBUG: tracebacks in 500s, /test
+  std::string input_path = ".";            ///< TESSERACT_INPUT_PATH, made absolute
+  std::string output_path = ".";           ///< TESSERACT_OUTPUT_PATH, made absolute
+  std::string output_format = "json";      ///< TESSERACT_OUTPUT_FORMAT
+  std::string compression = "none";        ///< TESSERACT_COMPRESSION ("none" or "lz4")
+  bool profiling = false;                  ///< TESSERACT_PROFILING: timings into the run log
+  bool tracing = false;                    ///< TESSERACT_TRACING: requests and results to stderr
+  std::string gpu_transport = "none";      ///< TESSERACT_GPU_TRANSPORT (only "none" so far)
+  std::string output_file;                 ///< TESSERACT_OUTPUT_FILE (one-shot commands only)
+
+  /// \brief Defaults overridden by the environment: TESSERACT_RUNTIME_<X> wins
+  /// over TESSERACT_<X>, as tesseract-runtime's CLI has it. kInvalidArgument
+  /// naming the variable for an unparsable boolean or an unknown format.
+  static Result<RuntimeConfig> FromEnvironment();
+
+  /// \brief kInvalidArgument naming the setting that is not valid.
+  Status Validate() const;
+};
+
+/// \brief One request as the server received it.
+struct RuntimeRequest {
+  std::string method;  ///< "GET", "POST", ...
+  std::string target;  ///< path and query, e.g. "/apply?run_id=abc"
+  /// The Accept header; nullopt when absent.
+  std::optional<std::string> accept;
+  /// The body (padded buffers are parsed in place).
+  Buffer body;
+};
+
+struct RuntimeResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  Buffer body;
+  /// Extra headers (e.g. Allow on a 405).
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+class Runtime {
+ public:
+  /// \brief Prepares every endpoint of `component` (models, OpenAPI document).
+  /// kInvalidArgument for a config that does not validate.
+  static Result<std::unique_ptr<Runtime>> Make(std::shared_ptr<const Component> component, RuntimeConfig config);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// \brief Answers one request. Never fails: every problem is a response
+  /// (404, 405, 406, 413, 422, 500). Thread-safe; endpoint calls may run
+  /// concurrently only where the component allows it (see the server notes).
+  RuntimeResponse Handle(const RuntimeRequest& request) const;
+
+  /// \brief Endpoint names this component serves ("apply", "jacobian", ...,
+  /// "health", and "test" in debug mode), as the OpenAPI document lists them.
+  std::vector<std::string> endpoints() const;
+
+  const RuntimeConfig& config() const;
+  /// \brief The /openapi.json document, serialised.
+  const std::string& openapi_json() const;
+
+ private:
+  struct Impl;
+  explicit Runtime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tesscpp

@@ -1,0 +1,271 @@
+// The HTTP server: Beast parses request headers, bodies are read by hand into
+// pooled buffers, the Runtime answers on a worker thread.
+#include "http/server.h"
+
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include "tesscpp/buffer_pool.h"
+#include "tesscpp/runtime.h"
+
+namespace tesscpp {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// Request headers beyond this are refused (431); Starlette's limit is similar.
+constexpr uint32_t kHeaderLimit = 64 * 1024;
+// asio caps every read_some/write_some of a composed operation at 64 KiB
+// unless the completion condition says otherwise; this one lets one syscall
+// move up to 16 MiB, so large bodies travel in few, large reads and writes.
+constexpr size_t kMaxTransfer = size_t{16} << 20;
+
+struct LargeTransfers {
+  size_t total;
+  size_t operator()(const boost::system::error_code& ec, size_t done) const {
+    return ec || done >= total ? 0 : std::min(total - done, kMaxTransfer);
+  }
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const Runtime& runtime, const HttpServerOptions& options, asio::thread_pool& workers)
+      : stream_(std::move(socket)), runtime_(runtime), options_(options), workers_(workers) {
+    buffer_.max_size(kHeaderLimit + (size_t{1} << 20));
+  }
+
+  void Start() { ReadHeader(); }
+
+ private:
+  void ReadHeader() {
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimit);
+    parser_->body_limit(boost::none);  // the body is read separately, checked against max_body_bytes
+    stream_.expires_after(options_.keep_alive_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+      return Close();
+    }
+    if (ec == http::error::header_limit) return Reject(431, "Request Header Fields Too Large");
+    if (ec) return Reject(400, "Bad Request");
+    const auto& header = parser_->get();
+    request_ = RuntimeRequest();
+    request_.method = std::string(header.method_string());
+    request_.target = std::string(header.target());
+    if (auto it = header.find(http::field::accept); it != header.end()) request_.accept = std::string(it->value());
+    keep_alive_ = header.keep_alive();
+    head_ = header.method() == http::verb::head;
+
+    if (parser_->chunked()) return ReadChunkedBody();
+    const uint64_t length = parser_->content_length().value_or(0);
+    if (length > static_cast<uint64_t>(options_.max_body_bytes)) {
+      return Reject(413, "Request body of " + std::to_string(length) + " bytes exceeds the limit of " +
+                             std::to_string(options_.max_body_bytes) + " bytes");
+    }
+    if (length == 0) return Dispatch();
+    auto body = BufferPool::Default()->Allocate(static_cast<int64_t>(length));
+    if (!body.ok()) return Reject(413, "Cannot hold a request body of " + std::to_string(length) + " bytes");
+    request_.body = *std::move(body);
+    // Bytes read past the header already belong to the body.
+    const size_t have = std::min<size_t>(buffer_.size(), length);
+    asio::buffer_copy(asio::buffer(request_.body.data(), have), buffer_.data());
+    buffer_.consume(have);
+    const size_t rest = length - have;
+    if (rest == 0) return Dispatch();
+    auto read_rest = [self = shared_from_this(), have, rest] {
+      self->stream_.expires_after(self->options_.body_timeout);
+      asio::async_read(self->stream_, asio::buffer(self->request_.body.data() + have, rest), LargeTransfers{rest},
+                       [self](beast::error_code read_ec, size_t) {
+                         if (read_ec) return self->Close();
+                         self->Dispatch();
+                       });
+    };
+    if (ExpectsContinue(header)) return WriteContinue(read_rest);
+    read_rest();
+  }
+
+  static bool ExpectsContinue(const http::request<http::empty_body>& header) {
+    auto it = header.find(http::field::expect);
+    return it != header.end() && beast::iequals(it->value(), "100-continue");
+  }
+
+  template <typename Next>
+  void WriteContinue(Next next) {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
+                      [self = shared_from_this(), next](beast::error_code ec, size_t) {
+                        if (ec) return self->Close();
+                        next();
+                      });
+  }
+
+  // Chunked bodies (rare from Tesseract clients) go through Beast's parser,
+  // then into a padded buffer.
+  void ReadChunkedBody() {
+    const bool expects_continue = ExpectsContinue(parser_->get());
+    chunked_.emplace(std::move(*parser_));
+    chunked_->body_limit(static_cast<uint64_t>(options_.max_body_bytes));
+    auto read = [self = shared_from_this()] {
+      self->stream_.expires_after(self->options_.body_timeout);
+      http::async_read(self->stream_, self->buffer_, *self->chunked_, [self](beast::error_code ec, size_t) {
+        if (ec == http::error::body_limit) return self->Reject(413, "Request body exceeds the limit");
+        if (ec) return self->Close();
+        const std::vector<char>& text = self->chunked_->get().body();
+        auto body = BufferPool::Default()->Allocate(static_cast<int64_t>(text.size()));
+        if (!body.ok()) return self->Reject(413, "Cannot hold the request body");
+        std::copy(text.begin(), text.end(), body->data());
+        self->request_.body = *std::move(body);
+        self->chunked_.reset();
+        self->Dispatch();
+      });
+    };
+    if (expects_continue) return WriteContinue(read);
+    read();
+  }
+
+  void Dispatch() {
+    // GETs are cheap (health, the cached documents): answer on the I/O thread.
+    if (request_.method == "GET") return Write(runtime_.Handle(request_));
+    stream_.expires_never();  // an endpoint may run for long
+    asio::post(workers_, [self = shared_from_this()] {
+      RuntimeResponse response = self->runtime_.Handle(self->request_);
+      asio::post(self->stream_.get_executor(),
+                 [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
+    });
+  }
+
+  void Reject(int status, const std::string& message) {
+    keep_alive_ = false;
+    RuntimeResponse r;
+    r.status = status;
+    r.content_type = "text/plain; charset=utf-8";
+    auto text = std::make_shared<std::string>(message);
+    r.body = Buffer::Wrap(text->data(), static_cast<int64_t>(text->size()), text);
+    Write(std::move(r));
+  }
+
+  void Write(RuntimeResponse response) {
+    response_ = std::move(response);
+    request_.body = Buffer();  // the request's memory goes back to the pool before the write
+    header_text_ = "HTTP/1.1 " + std::to_string(response_.status) + " " +
+                   std::string(http::obsolete_reason(static_cast<http::status>(response_.status))) +
+                   "\r\ncontent-type: " + response_.content_type +
+                   "\r\ncontent-length: " + std::to_string(response_.body.size()) + "\r\n";
+    for (const auto& [name, value] : response_.headers) header_text_ += name + ": " + value + "\r\n";
+    if (!keep_alive_) header_text_ += "connection: close\r\n";
+    header_text_ += "\r\n";
+    const size_t body_size = head_ ? 0 : static_cast<size_t>(response_.body.size());
+    const std::array<asio::const_buffer, 2> parts{asio::buffer(header_text_),
+                                                  asio::buffer(response_.body.data(), body_size)};
+    stream_.expires_after(options_.body_timeout);
+    asio::async_write(stream_, parts, LargeTransfers{header_text_.size() + body_size},
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        self->response_ = RuntimeResponse();
+                        if (ec || !self->keep_alive_) return self->Close();
+                        self->ReadHeader();
+                      });
+  }
+
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  const Runtime& runtime_;
+  const HttpServerOptions& options_;
+  asio::thread_pool& workers_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::empty_body>> parser_;
+  std::optional<http::request_parser<http::vector_body<char>>> chunked_;
+  RuntimeRequest request_;
+  RuntimeResponse response_;
+  std::string header_text_;
+  bool keep_alive_ = true;
+  bool head_ = false;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(const Runtime& r, const HttpServerOptions& o)
+      : runtime(r), options(o), workers(static_cast<size_t>(std::max(1, o.num_workers))) {}
+  const Runtime& runtime;
+  HttpServerOptions options;
+  asio::io_context io{1};
+  asio::thread_pool workers;
+  tcp::acceptor acceptor{io};
+  asio::signal_set signals{io, SIGINT, SIGTERM};
+
+  void Accept() {
+    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        socket.set_option(tcp::no_delay(true));
+        std::make_shared<Session>(std::move(socket), runtime, options, workers)->Start();
+      }
+      Accept();
+    });
+  }
+};
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Runtime& runtime, const HttpServerOptions& options) {
+  auto impl = std::make_unique<Impl>(runtime, options);
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(options.host, ec);
+  if (ec) return Status::InvalidArgument("'", options.host, "' is not an IP address: ", ec.message());
+  const tcp::endpoint endpoint(address, options.port);
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::Unavailable("cannot listen on ", options.host, ":", options.port, ": ", ec.message());
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() {
+  Stop();
+  impl_->workers.join();
+}
+
+uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void HttpServer::Run() {
+  impl_->signals.async_wait([this](beast::error_code ec, int) {
+    if (!ec) Stop();
+  });
+  impl_->Accept();
+  impl_->io.run();
+  // Requests already on a worker finish; their responses are dropped with
+  // the connections.
+  impl_->workers.join();
+}
+
+void HttpServer::Stop() {
+  asio::post(impl_->io, [this] {
+    beast::error_code ignored;
+    impl_->acceptor.close(ignored);
+    impl_->signals.cancel(ignored);
+    impl_->io.stop();
+  });
+}
+
+}  // namespace tesscpp

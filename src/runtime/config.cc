@@ -1,0 +1,83 @@
+// RuntimeConfig: tesseract-core's runtime settings, read from TESSERACT_*.
+#include <cstdlib>
+#include <filesystem>
+
+#include "tesscpp/runtime.h"
+
+namespace tesscpp {
+namespace {
+
+// TESSERACT_RUNTIME_<X> wins over TESSERACT_<X> (tesseract-runtime's CLI reads both).
+const char* Env(const std::string& field) {
+  if (const char* v = std::getenv(("TESSERACT_RUNTIME_" + field).c_str())) return v;
+  return std::getenv(("TESSERACT_" + field).c_str());
+}
+
+// pydantic's boolean spellings.
+Result<bool> ParseBool(const std::string& field, std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* t : {"1", "true", "yes", "on", "y", "t"}) {
+    if (text == t) return true;
+  }
+  for (const char* f : {"0", "false", "no", "off", "n", "f"}) {
+    if (text == f) return false;
+  }
+  return Status::InvalidArgument("TESSERACT_", field, "='", text, "' is not a boolean (use 1/0, true/false, yes/no)");
+}
+
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
+}  // namespace
+
+Result<RuntimeConfig> RuntimeConfig::FromEnvironment() {
+  RuntimeConfig c;
+  auto text = [](const char* field, auto& into) {
+    if (const char* v = Env(field)) into = std::string(v);
+  };
+  text("NAME", c.name);
+  text("VERSION", c.version);
+  if (const char* v = Env("DESCRIPTION")) {
+    // The reference replaces a literal backslash-n with a newline.
+    std::string d = v;
+    for (size_t at = d.find("\\n"); at != std::string::npos; at = d.find("\\n", at + 1)) d.replace(at, 2, "\n");
+    c.description = d;
+  }
+  text("INPUT_PATH", c.input_path);
+  text("OUTPUT_PATH", c.output_path);
+  text("OUTPUT_FORMAT", c.output_format);
+  text("OUTPUT_FILE", c.output_file);
+  text("GPU_TRANSPORT", c.gpu_transport);
+  if (const char* v = Env("COMPRESSION")) c.compression = *v == '\0' ? "none" : v;
+  for (auto [field, flag] : {std::pair{"DEBUG", &c.debug}, std::pair{"PROFILING", &c.profiling},
+                             std::pair{"TRACING", &c.tracing}}) {
+    if (const char* v = Env(field)) {
+      TESS_ASSIGN_OR_RETURN(*flag, ParseBool(field, v));
+    }
+  }
+  c.input_path = Absolute(c.input_path);
+  c.output_path = Absolute(c.output_path);
+  TESS_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+Status RuntimeConfig::Validate() const {
+  if (output_format != "json" && output_format != "json+base64" && output_format != "json+binref") {
+    return Status::InvalidArgument("output format '", output_format,
+                                   "' is not one of json, json+base64, json+binref");
+  }
+  if (compression != "none" && compression != "lz4") {
+    return Status::InvalidArgument("compression '", compression, "' is not one of none, lz4");
+  }
+  if (gpu_transport != "none") {
+    return Status::InvalidArgument("gpu transport '", gpu_transport,
+                                   "' is not available in this build (only 'none'; cuda_ipc comes with the GPU "
+                                   "transport)");
+  }
+  return Status::OK();
+}
+
+}  // namespace tesscpp

@@ -1,0 +1,346 @@
+#include "runtime/gradient_request.h"
+
+#include <algorithm>
+
+#include "runtime/py_text.h"
+#include "tesscpp/validate.h"
+#include "tesscpp/validation.h"
+
+namespace tesscpp::runtime {
+namespace {
+
+const char* SetField(GradientKind kind, bool inputs) {
+  switch (kind) {
+    case GradientKind::kJacobian: return inputs ? "jac_inputs" : "jac_outputs";
+    case GradientKind::kJvp: return inputs ? "jvp_inputs" : "jvp_outputs";
+    case GradientKind::kVjp: return inputs ? "vjp_inputs" : "vjp_outputs";
+  }
+  return "";
+}
+
+void Prefix(std::vector<ValidationIssue>& issues, const std::vector<Value>& prefix) {
+  for (ValidationIssue& issue : issues) issue.loc.insert(issue.loc.begin(), prefix.begin(), prefix.end());
+}
+
+void Absorb(std::vector<ValidationIssue>& into, const Status& status, const std::vector<Value>& prefix) {
+  const ValidationDetail* detail = GetValidationDetail(status);
+  if (detail == nullptr) {
+    into.push_back({"value_error", prefix, "Value error, " + status.message(), Value(), Value()});
+    return;
+  }
+  std::vector<ValidationIssue> issues = detail->issues();
+  Prefix(issues, prefix);
+  into.insert(into.end(), issues.begin(), issues.end());
+}
+
+// The value at a concrete path ("mesh.points", "layers.[0].w", "d.{k}") of
+// validated inputs, or nullptr.
+const Value* ValueAtPath(const Value& root, std::string_view path_text) {
+  auto path = Path::Parse(path_text);
+  if (!path.ok()) return nullptr;
+  const Value* v = &root;
+  for (const PathSegment& s : path->segments()) {
+    if (s.kind == PathSegment::Kind::kIndex) {
+      if (!v->is_list()) return nullptr;
+      const auto& list = v->as_list();
+      const int64_t n = static_cast<int64_t>(list.size());
+      const int64_t i = s.index < 0 ? s.index + n : s.index;
+      if (i < 0 || i >= n) return nullptr;
+      v = &list[static_cast<size_t>(i)];
+    } else if (s.kind == PathSegment::Kind::kField || s.kind == PathSegment::Kind::kKey) {
+      if (!v->is_dict()) return nullptr;
+      v = v->as_dict().find(s.name);
+      if (v == nullptr) return nullptr;
+    } else {
+      return nullptr;
+    }
+  }
+  return v;
+}
+
+// One item of a path set: a literal of the union, or a string matching one
+// of its patterns. The issues follow pydantic's union reporting: one per
+// member, tagged with the member's name when there are several.
+void CheckPathItem(const std::vector<DifferentiablePath>& paths, const Value& item, const Value& loc_index,
+                   const char* field, std::vector<ValidationIssue>& issues) {
+  if (item.is_string() && FindDifferentiablePath(paths, item.as_string()) != nullptr) return;
+  const bool tagged = paths.size() > 1;
+  for (const DifferentiablePath& p : paths) {
+    std::vector<Value> loc{Value(field), loc_index};
+    if (!p.wildcard) {
+      const std::string expected = PyRepr(p.spelling);
+      if (tagged) loc.emplace_back("literal[" + expected + "]");
+      issues.push_back({"literal_error", loc, "Input should be " + expected, item,
+                        Value::Dict{{"expected", Value(expected)}}});
+    } else {
+      if (tagged) loc.emplace_back("constrained-str");
+      if (!item.is_string()) {
+        issues.push_back({"string_type", loc, "Input should be a valid string", item, Value()});
+      } else {
+        const std::string pattern = "^" + p.regex + "$";
+        issues.push_back({"string_pattern_mismatch", loc, "String should match pattern " + PyRepr(pattern), item,
+                          Value::Dict{{"pattern", Value(pattern)}}});
+      }
+    }
+  }
+}
+
+Result<PathSet> ValidatePathSet(const std::vector<DifferentiablePath>& paths, const Value& input, const char* field,
+                                std::vector<ValidationIssue>& issues) {
+  if (!input.is_list()) {
+    issues.push_back({"set_type", {Value(field)}, "Input should be a valid set", input, Value()});
+    return Status::ValidationError(field);
+  }
+  const size_t before = issues.size();
+  PathSet set;
+  const auto& list = input.as_list();
+  for (size_t i = 0; i < list.size(); ++i) {
+    CheckPathItem(paths, list[i], Value(static_cast<int64_t>(i)), field, issues);
+    if (list[i].is_string()) set.push_back(list[i].as_string());
+  }
+  if (issues.size() != before) return Status::ValidationError(field);
+  std::sort(set.begin(), set.end());
+  set.erase(std::unique(set.begin(), set.end()), set.end());
+  if (set.empty()) {
+    issues.push_back({"too_short",
+                      {Value(field)},
+                      "Set should have at least 1 item after validation, not 0",
+                      input,
+                      Value::Dict{{"field_type", Value("Set")}, {"min_length", Value(1)}, {"actual_length", Value(0)}}});
+    return Status::ValidationError(field);
+  }
+  return set;
+}
+
+std::string IssueSummary(const Status& status) {
+  const ValidationDetail* detail = GetValidationDetail(status);
+  return detail != nullptr ? detail->ToString() : status.message();
+}
+
+// tangent_vector / cotangent_vector: a dict keyed by differentiable paths of
+// arrays, whose keys must be the requested set, each array shaped like its
+// counterpart (the concrete input for tangents, the declared output for
+// cotangents).
+Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, const char* field,
+                                 const std::optional<PathSet>& keys, const std::optional<Value>& inputs,
+                                 std::vector<ValidationIssue>& issues) {
+  const bool tangent = m.kind == GradientKind::kJvp;
+  const std::vector<DifferentiablePath>& paths = tangent ? m.input_paths : m.output_paths;
+  const std::vector<Value> loc{Value(field)};
+  if (!input.is_dict()) {
+    issues.push_back({"dict_type", loc, "Input should be a valid dictionary", input, Value()});
+    return Status::ValidationError(field);
+  }
+  auto value_error = [&](const std::string& msg) {
+    issues.push_back({"value_error", loc, "Value error, " + msg, input, Value::Dict{{"error", Value::Dict{}}}});
+    return Status::ValidationError(field);
+  };
+  const size_t before = issues.size();
+  for (const auto& [key, value] : input.as_dict()) {
+    if (FindDifferentiablePath(paths, key) == nullptr) {
+      const size_t first = issues.size();
+      CheckPathItem(paths, Value(key), Value(key), field, issues);
+      // pydantic puts "[key]" after the key for dict-key errors.
+      for (size_t i = first; i < issues.size(); ++i) issues[i].loc.insert(issues[i].loc.begin() + 2, Value("[key]"));
+    }
+  }
+  if (issues.size() != before) return Status::ValidationError(field);
+  const char* vector_name = tangent ? "tangent vector" : "cotangent vector";
+  const char* set_name = SetField(m.kind, tangent);
+  if (!keys) {
+    return value_error(std::string("Unable to validate ") + vector_name + " as " + set_name +
+                       " either missing or invalid");
+  }
+  std::vector<std::string> given;
+  for (const auto& [key, value] : input.as_dict()) given.push_back(key);
+  std::vector<std::string> sorted_given = given;
+  std::sort(sorted_given.begin(), sorted_given.end());
+  sorted_given.erase(std::unique(sorted_given.begin(), sorted_given.end()), sorted_given.end());
+  if (sorted_given != *keys) {
+    return value_error(std::string("Expected ") + vector_name + " with keys conforming to " + set_name + ": " +
+                       PySetRepr(*keys) + ", got " + PySetRepr(given) + ".");
+  }
+  if (tangent && !inputs) {
+    return value_error("Unable to validate tangent vector as inputs either missing or invalid");
+  }
+  TensorMap out;
+  for (const auto& [key, value] : input.as_dict()) {
+    const DifferentiablePath* p = FindDifferentiablePath(paths, key);
+    SchemaType type = p->type;
+    if (tangent) {
+      const Value* ref = ValueAtPath(*inputs, key);
+      if (ref == nullptr || !ref->is_tensor()) {
+        return value_error("Could not find tangent_vector path " + key + " in inputs.");
+      }
+      const auto dims = ref->as_tensor().shape().dims();
+      type = SchemaType::Array(ShapeSpec(std::vector<std::optional<int64_t>>(dims.begin(), dims.end())),
+                               p->type.dtype());
+    }
+    auto validated = ValidateValue(type, value);
+    if (!validated.ok()) {
+      return value_error(std::string(tangent ? "Tangent" : "Cotangent") + " vector " + PyRepr(key) + ": " +
+                         IssueSummary(validated.status()));
+    }
+    out.insert_or_assign(key, validated->as_tensor());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const Value& body) {
+  if (!body.is_dict()) {
+    return ValidationFailure("model_attributes_type",
+                             "Input should be a valid dictionary or object to extract fields from", body);
+  }
+  const Value::Dict& fields = body.as_dict();
+  const char* in_field = SetField(m.kind, true);
+  const char* out_field = SetField(m.kind, false);
+  const char* vector_field = m.kind == GradientKind::kJvp   ? "tangent_vector"
+                             : m.kind == GradientKind::kVjp ? "cotangent_vector"
+                                                            : nullptr;
+  std::vector<ValidationIssue> issues;
+  auto missing = [&](const char* name) {
+    issues.push_back({"missing", {Value(name)}, "Field required", body, Value()});
+  };
+
+  GradientRequest request;
+  std::optional<Value> inputs;
+  if (const Value* v = fields.find("inputs")) {
+    auto validated = ValidateModel(*m.inputs, *v);
+    if (validated.ok()) {
+      inputs = *validated;
+    } else {
+      Absorb(issues, validated.status(), {Value("inputs")});
+    }
+  } else {
+    missing("inputs");
+  }
+  std::optional<PathSet> input_set;
+  std::optional<PathSet> output_set;
+  if (const Value* v = fields.find(in_field)) {
+    auto set = ValidatePathSet(m.input_paths, *v, in_field, issues);
+    if (set.ok()) {
+      // Concrete paths through lists and dicts must exist in the inputs.
+      for (size_t i = 0; i < set->size(); ++i) {
+        const std::string& p = (*set)[i];
+        if (p.find_first_of("[{") == std::string::npos) continue;
+        if (!inputs || ValueAtPath(*inputs, p) == nullptr) {
+          issues.push_back({"value_error",
+                            {Value(in_field), Value(static_cast<int64_t>(i))},
+                            "Value error, Could not find " + std::string(in_field) + " path " + p + " in inputs.",
+                            Value(p),
+                            Value::Dict{{"error", Value::Dict{}}}});
+        }
+      }
+      input_set = *set;
+    }
+  } else {
+    missing(in_field);
+  }
+  if (const Value* v = fields.find(out_field)) {
+    auto set = ValidatePathSet(m.output_paths, *v, out_field, issues);
+    if (set.ok()) output_set = *set;
+  } else {
+    missing(out_field);
+  }
+  if (vector_field != nullptr) {
+    if (const Value* v = fields.find(vector_field)) {
+      const std::optional<PathSet>& keys = m.kind == GradientKind::kJvp ? input_set : output_set;
+      auto vec = ValidateVector(m, *v, vector_field, keys, inputs, issues);
+      if (vec.ok()) request.vector = std::move(*vec);
+    } else {
+      missing(vector_field);
+    }
+  }
+  for (const auto& [key, value] : fields) {
+    if (key != "inputs" && key != in_field && key != out_field && (vector_field == nullptr || key != vector_field)) {
+      issues.push_back({"extra_forbidden", {Value(key)}, "Extra inputs are not permitted", value, Value()});
+    }
+  }
+  if (!issues.empty()) return ValidationFailure(std::move(issues));
+  request.inputs = std::move(*inputs);
+  request.input_set = std::move(*input_set);
+  request.output_set = std::move(*output_set);
+  return request;
+}
+
+namespace {
+
+std::vector<std::string> Keys(const TensorMap& map) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : map) keys.push_back(k);
+  return keys;
+}
+
+}  // namespace
+
+Result<Value> ValidateJacobianResult(const GradientModels& m, const GradientRequest& request,
+                                     const JacobianMap& result) {
+  std::vector<std::string> out_keys;
+  for (const auto& [k, v] : result) out_keys.push_back(k);
+  if (out_keys != request.output_set) {
+    return Status::Internal("Error when validating output of jacobian:\nExpected keys ",
+                            PySetRepr(request.output_set), " in output; got ", PySetRepr(out_keys));
+  }
+  Value::Dict out;
+  for (const auto& [out_path, blocks] : result) {
+    if (Keys(blocks) != request.input_set) {
+      return Status::Internal("Error when validating output of jacobian:\nExpected input keys ",
+                              PySetRepr(request.input_set), ", got ", PySetRepr(Keys(blocks)), " for output key ",
+                              out_path);
+    }
+    const ShapeSpec& out_shape = FindDifferentiablePath(m.output_paths, out_path)->type.shape();
+    Value::Dict row;
+    for (const auto& [in_path, block] : blocks) {
+      const ShapeSpec& in_shape = FindDifferentiablePath(m.input_paths, in_path)->type.shape();
+      // (*output_shape, *input_shape); with an any-rank side, only the other
+      // side's dims are checked, at the corresponding end.
+      const int rank = block.rank();
+      std::vector<std::optional<int64_t>> dims(static_cast<size_t>(rank), kAnyDim);
+      bool fits = true;
+      if (!out_shape.any_rank() && !in_shape.any_rank()) {
+        fits = rank == out_shape.rank() + in_shape.rank();
+        if (fits) {
+          std::copy(out_shape.dims().begin(), out_shape.dims().end(), dims.begin());
+          std::copy(in_shape.dims().begin(), in_shape.dims().end(), dims.begin() + out_shape.rank());
+        }
+      } else if (!out_shape.any_rank()) {
+        fits = rank >= out_shape.rank();
+        if (fits) std::copy(out_shape.dims().begin(), out_shape.dims().end(), dims.begin());
+      } else if (!in_shape.any_rank()) {
+        fits = rank >= in_shape.rank();
+        if (fits) std::copy(in_shape.dims().begin(), in_shape.dims().end(), dims.end() - in_shape.rank());
+      }
+      auto validated = fits ? ValidateValue(SchemaType::Array(ShapeSpec(dims), std::nullopt), Value(block))
+                            : Result<Value>(Status::ValidationError("rank ", rank, " does not fit"));
+      if (!validated.ok()) {
+        return Status::Internal("Jacobian result [", out_path, "][", in_path, "] has shape ",
+                                block.shape().ToString(), ": ", IssueSummary(validated.status()));
+      }
+      row.set(in_path, std::move(*validated));
+    }
+    out.set(out_path, Value(std::move(row)));
+  }
+  return Value(std::move(out));
+}
+
+Result<Value> ValidateProductResult(const GradientModels& m, const GradientRequest& request, const TensorMap& result) {
+  const bool jvp = m.kind == GradientKind::kJvp;
+  const PathSet& expected = jvp ? request.output_set : request.input_set;
+  if (Keys(result) != expected) {
+    return Status::Internal("Expected keys ", PySetRepr(expected), " in output; got ", PySetRepr(Keys(result)));
+  }
+  Value::Dict out;
+  for (const auto& [path, tensor] : result) {
+    const DifferentiablePath* p = FindDifferentiablePath(jvp ? m.output_paths : m.input_paths, path);
+    auto validated = ValidateValue(p->type, Value(tensor));
+    if (!validated.ok()) {
+      return Status::Internal(jvp ? "JVP" : "VJP", " result [", path, "]: ", IssueSummary(validated.status()));
+    }
+    out.set(path, std::move(*validated));
+  }
+  return Value(std::move(out));
+}
+
+}  // namespace tesscpp::runtime

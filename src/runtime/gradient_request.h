@@ -1,0 +1,46 @@
+// gradient_request.h: validating the bodies of /jacobian,
+// /jacobian_vector_product and /vector_jacobian_product as tesseract-core's
+// generated request models do: differentiable-path sets (literals and
+// wildcard patterns, at least one item), tangent and cotangent vectors checked
+// against those sets and shaped like the arrays they pair with.
+#pragma once
+
+#include <vector>
+
+#include "runtime/endpoint_schemas.h"
+#include "tesscpp/model.h"
+#include "tesscpp/result.h"
+#include "tesscpp/value.h"
+
+namespace tesscpp::runtime {
+
+enum class GradientKind { kJacobian, kJvp, kVjp };
+
+struct GradientModels {
+  GradientKind kind;
+  /// The renamed input model (Jacobian_InputSchema, Jvp_InputSchema, ...).
+  std::shared_ptr<const ModelSchema> inputs;
+  std::vector<DifferentiablePath> input_paths;
+  std::vector<DifferentiablePath> output_paths;
+};
+
+struct GradientRequest {
+  Value inputs;  ///< validated inputs
+  PathSet input_set;
+  PathSet output_set;
+  TensorMap vector;  ///< tangent (jvp) or cotangent (vjp) vector; empty for jacobian
+};
+
+/// \brief Validates a request body. kValidationError with pydantic-shaped
+/// issues (locs relative to the body) on failure.
+Result<GradientRequest> ValidateGradientRequest(const GradientModels& models, const Value& body);
+
+/// \brief Checks an endpoint's result against the request (keys equal to the
+/// requested sets, shapes as declared) and casts it where the schema fixes a
+/// dtype. kInternal naming the mismatch: the component broke its contract.
+Result<Value> ValidateJacobianResult(const GradientModels& models, const GradientRequest& request,
+                                     const JacobianMap& result);
+Result<Value> ValidateProductResult(const GradientModels& models, const GradientRequest& request,
+                                    const TensorMap& result);
+
+}  // namespace tesscpp::runtime

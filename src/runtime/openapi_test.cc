@@ -1,0 +1,2 @@
+// PLACEHOLDER (being written this session).
+#include "runtime/openapi.h"

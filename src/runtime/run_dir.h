@@ -1,0 +1,35 @@
+// run_dir.h: the run directory of one endpoint call and the capture of what
+// the endpoint prints (protocol.md §8).
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "tesscpp/result.h"
+
+namespace tesscpp::runtime {
+
+/// \brief Creates `<dir>/logs/` with an empty tesseract.log, metrics.csv (its
+/// header row) and artifacts/, as tesseract-core's file backend does.
+Status CreateRunDirectory(const std::string& dir);
+
+/// \brief While alive, file descriptors 1 and 2 of the process write to
+/// `<log_dir>/tesseract.log` (appending), and are restored afterwards.
+/// Redirection is process-wide, so captures are serialised by a lock held for
+/// the capture's lifetime: endpoint calls with capture run one at a time, as
+/// they do in one tesseract-core worker.
+class StdioCapture {
+ public:
+  static Result<std::unique_ptr<StdioCapture>> Start(const std::string& log_file);
+  ~StdioCapture();
+  StdioCapture(const StdioCapture&) = delete;
+  StdioCapture& operator=(const StdioCapture&) = delete;
+
+ private:
+  StdioCapture() = default;
+  std::unique_lock<std::mutex> lock_;
+  int saved_stdout_ = -1;
+  int saved_stderr_ = -1;
+};
+
+}  // namespace tesscpp::runtime

@@ -1,0 +1,450 @@
+// Runtime: routing, request validation, negotiation, run directories and the
+// endpoint calls of a served component.
+#include "tesscpp/runtime.h"
+
+#include <cxxabi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <typeinfo>
+
+#include "runtime/docs_page.h"
+#include "runtime/endpoint_schemas.h"
+#include "runtime/gradient_request.h"
+#include "runtime/negotiate.h"
+#include "runtime/openapi.h"
+#include "runtime/run_dir.h"
+#include "tesscpp/component.h"
+#include "tesscpp/json.h"
+#include "tesscpp/validate.h"
+#include "tesscpp/validation.h"
+
+namespace tesscpp {
+
+using runtime::Encoding;
+using runtime::GradientKind;
+using runtime::GradientModels;
+using runtime::GradientRequest;
+
+namespace {
+
+Buffer TextBuffer(std::string text) {
+  auto owner = std::make_shared<std::string>(std::move(text));
+  return Buffer::Wrap(owner->data(), static_cast<int64_t>(owner->size()), owner);
+}
+
+RuntimeResponse JsonResponse(int status, const Value& body, std::string content_type = "application/json") {
+  RuntimeResponse r;
+  r.status = status;
+  r.content_type = std::move(content_type);
+  auto bytes = WriteJson(body);
+  r.body = bytes.ok() ? *std::move(bytes) : TextBuffer("{}");
+  return r;
+}
+
+RuntimeResponse Detail(int status, std::string_view detail) {
+  return JsonResponse(status, Value::Dict{{"detail", Value(detail)}});
+}
+
+RuntimeResponse Unprocessable(const std::vector<ValidationIssue>& issues) {
+  return JsonResponse(422, ValidationIssuesToJson(issues, {Value("body")}));
+}
+
+// A request-level problem that has no issues of its own (e.g. an unreadable
+// body): one value_error at the body.
+RuntimeResponse Unprocessable(const Status& status) {
+  if (const ValidationDetail* detail = GetValidationDetail(status)) return Unprocessable(detail->issues());
+  return Unprocessable(std::vector<ValidationIssue>{
+      {"value_error", {}, "Value error, " + status.message(), Value(), Value::Dict{{"error", Value::Dict{}}}}});
+}
+
+std::string Uuid4() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  const uint64_t hi = (rng() & ~uint64_t{0xF000}) | 0x4000;  // version 4
+  const uint64_t lo = (rng() & ~(uint64_t{3} << 62)) | (uint64_t{2} << 62);  // variant 10
+  char text[37];
+  std::snprintf(text, sizeof text, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFFF),
+                static_cast<unsigned>(lo >> 48), static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
+  return text;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// application/x-www-form-urlencoded decoding, as Starlette reads query values.
+std::string UrlDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && HexDigit(s[i + 1]) >= 0 && HexDigit(s[i + 2]) >= 0) {
+      out += static_cast<char>(HexDigit(s[i + 1]) * 16 + HexDigit(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> QueryParam(std::string_view query, std::string_view name) {
+  std::optional<std::string> found;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (UrlDecode(pair.substr(0, eq)) == name) {
+      found = eq == std::string_view::npos ? "" : UrlDecode(pair.substr(eq + 1));  // the last one wins
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return found;
+}
+
+// The type name of the exception being handled, demangled.
+std::string CurrentExceptionType() {
+  const std::type_info* type = abi::__cxa_current_exception_type();
+  if (type == nullptr) return "unknown exception";
+  int status = 0;
+  char* name = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
+  std::string out = status == 0 && name != nullptr ? name : type->name();
+  std::free(name);  // NOLINT(cppcoreguidelines-no-malloc): __cxa_demangle allocates with malloc
+  return out;
+}
+
+// What an endpoint failure becomes: the reference's plain 500, or in debug
+// mode a traceback-shaped text with the failure's type and message.
+struct EndpointFailure {
+  std::string type;
+  std::string message;
+};
+
+ArrayEncoding EncodingOf(const std::string& format) {
+  if (format == "json+base64") return ArrayEncoding::kBase64;
+  if (format == "json+binref") return ArrayEncoding::kBinref;
+  return ArrayEncoding::kJson;
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+struct Runtime::Impl {
+  std::shared_ptr<const Component> component;
+  RuntimeConfig config;
+  runtime::Offer offer;
+  std::shared_ptr<const ModelSchema> apply_request;   // ApplyInputSchema {inputs}
+  std::shared_ptr<const ModelSchema> apply_outputs;   // Apply_OutputSchema
+  std::shared_ptr<const ModelSchema> abstract_request;
+  std::shared_ptr<const ModelSchema> abstract_outputs;
+  GradientModels jacobian{GradientKind::kJacobian, nullptr, {}, {}};
+  GradientModels jvp{GradientKind::kJvp, nullptr, {}, {}};
+  GradientModels vjp{GradientKind::kVjp, nullptr, {}, {}};
+  std::vector<std::string> endpoints;
+  std::string openapi_json;
+  std::string docs_html;
+
+  RuntimeResponse Route(const RuntimeRequest& request) const;
+  RuntimeResponse Post(const std::string& endpoint, const RuntimeRequest& request, std::string_view query) const;
+  // Runs a wrapped endpoint: negotiation, run directory, stdio capture,
+  // profiling; `call` produces the validated outputs.
+  RuntimeResponse RunWrapped(const std::string& endpoint, const RuntimeRequest& request, std::string_view query,
+                             const std::function<Result<Value>()>& call) const;
+  RuntimeResponse Failure(const std::string& endpoint, const EndpointFailure& failure) const;
+  Result<Value> CallApply(const Value& inputs) const;
+  Result<Value> CallGradient(const GradientModels& models, const GradientRequest& request) const;
+  Result<Value> CallAbstractEval(const Value& inputs) const;
+};
+
+namespace {
+
+// Runs `fn`, turning exceptions into a Status that names their type.
+Result<Value> Guarded(const std::function<Result<Value>()>& fn, std::string* exception_type) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    *exception_type = CurrentExceptionType();
+    return Status::Internal(e.what());
+  } catch (...) {
+    *exception_type = CurrentExceptionType();
+    return Status::Internal("non-standard exception");
+  }
+}
+
+}  // namespace
+
+Result<Value> Runtime::Impl::CallApply(const Value& inputs) const {
+  Record record;
+  TESS_RETURN_IF_ERROR(component->apply().fn(ModelView(inputs), record));
+  auto outputs = ValidateModel(*apply_outputs, std::move(record).Finish());
+  if (!outputs.ok()) return Status::Internal("apply returned outputs that do not fit OutputSchema: ", outputs.status());
+  return outputs;
+}
+
+Result<Value> Runtime::Impl::CallAbstractEval(const Value& inputs) const {
+  Record record;
+  TESS_RETURN_IF_ERROR(component->abstract_eval().fn(AbstractModelView(inputs), record));
+  auto outputs = ValidateModel(*abstract_outputs, std::move(record).Finish());
+  if (!outputs.ok()) {
+    return Status::Internal("abstract_eval returned outputs that do not fit OutputSchema: ", outputs.status());
+  }
+  return outputs;
+}
+
+Result<Value> Runtime::Impl::CallGradient(const GradientModels& models, const GradientRequest& request) const {
+  const ModelView inputs(request.inputs);
+  if (models.kind == GradientKind::kJacobian) {
+    JacobianMap result;
+    TESS_RETURN_IF_ERROR(component->jacobian().fn(inputs, request.input_set, request.output_set, result));
+    return runtime::ValidateJacobianResult(models, request, result);
+  }
+  TensorMap result;
+  if (models.kind == GradientKind::kJvp) {
+    TESS_RETURN_IF_ERROR(component->jacobian_vector_product().fn(inputs, request.input_set, request.output_set,
+                                                                 request.vector, result));
+  } else {
+    TESS_RETURN_IF_ERROR(component->vector_jacobian_product().fn(inputs, request.input_set, request.output_set,
+                                                                 request.vector, result));
+  }
+  return runtime::ValidateProductResult(models, request, result);
+}
+
+RuntimeResponse Runtime::Impl::Failure(const std::string& endpoint, const EndpointFailure& failure) const {
+  std::cerr << "tesscpp: " << endpoint << " failed: " << failure.type << ": " << failure.message << "\n";
+  RuntimeResponse r;
+  r.status = 500;
+  r.content_type = "text/plain; charset=utf-8";
+  if (!config.debug) {
+    r.body = TextBuffer("Internal Server Error");
+    return r;
+  }
+  // Shaped like the Python traceback the reference shows in debug mode, so
+  // people and tools that look for "Traceback" and the message find them.
+  r.body = TextBuffer("Traceback (most recent call last):\n  endpoint \"" + endpoint + "\" of component \"" +
+                      component->name() + "\"\n" + failure.type + ": " + failure.message + "\n");
+  return r;
+}
+
+RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
+                                          std::string_view query,
+                                          const std::function<Result<Value>()>& call) const {
+  const std::optional<Encoding> encoding = runtime::NegotiateEncoding(request.accept, offer);
+  if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
+
+  std::string run_id = QueryParam(query, "run_id").value_or(Uuid4());
+  if (run_id.empty() || run_id.find('/') != std::string::npos || run_id == "." || run_id == "..") {
+    // The reference joins run_id into a path unchecked; here it may not leave
+    // the output directory.
+    return JsonResponse(422, ValidationIssuesToJson({{"value_error",
+                                                      {Value("query"), Value("run_id")},
+                                                      "Value error, run_id must be a non-empty name without '/'",
+                                                      Value(run_id),
+                                                      Value::Dict{{"error", Value::Dict{}}}}},
+                                                    {}));
+  }
+  const std::string run_name = "run_" + run_id;
+  const std::string run_dir = (std::filesystem::path(config.output_path) / run_name).string();
+  if (Status s = runtime::CreateRunDirectory(run_dir); !s.ok()) return Failure(endpoint, {"OSError", s.message()});
+
+  std::string exception_type;
+  Result<Value> outputs = Status::Internal("not run");
+  {
+    auto capture = runtime::StdioCapture::Start(run_dir + "/logs/tesseract.log");
+    if (!capture.ok()) return Failure(endpoint, {"OSError", capture.status().message()});
+    const auto start = std::chrono::steady_clock::now();
+    outputs = Guarded(call, &exception_type);
+    if (config.profiling) {
+      std::printf("\n--- Profiling Statistics ---\n%s: %.6f s (validation of outputs included)\n", endpoint.c_str(),
+                  Seconds(start));
+    }
+  }
+  if (!outputs.ok()) {
+    return Failure(endpoint, {exception_type.empty() ? "Error" : exception_type, outputs.status().message()});
+  }
+
+  BinrefWriter binref(config.output_path, run_name);
+  JsonWriteOptions write;
+  write.arrays.encoding = EncodingOf(encoding->format);
+  write.arrays.compression =
+      encoding->compression == "lz4" && encoding->format != "json" ? Compression::kLz4 : Compression::kNone;
+  write.arrays.binref = &binref;
+  auto body = WriteJson(*outputs, write);
+  if (!body.ok()) return Failure(endpoint, {"SerializationError", body.status().message()});
+  RuntimeResponse r;
+  r.content_type = "application/" + encoding->format;
+  r.body = *std::move(body);
+  return r;
+}
+
+RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRequest& request,
+                                    std::string_view query) const {
+  if (request.body.size() == 0) {
+    return Unprocessable(std::vector<ValidationIssue>{{"missing", {}, "Field required", Value(), Value()}});
+  }
+  JsonReadOptions read;
+  read.arrays = ArrayDetection::kShaped;
+  read.array_options.binref_dir = config.input_path;
+  auto body = ReadJson(request.body, read);
+  if (!body.ok()) {
+    if (GetValidationDetail(body.status()) != nullptr) return Unprocessable(body.status());
+    // FastAPI reports the parser's position; ours names the problem instead.
+    return Unprocessable(std::vector<ValidationIssue>{{"json_invalid",
+                                                       {Value(0)},
+                                                       "JSON decode error",
+                                                       Value::Dict{},
+                                                       Value::Dict{{"error", Value(body.status().message())}}}});
+  }
+  if (config.tracing) std::cerr << "tesscpp: " << endpoint << " called\n";
+
+  if (endpoint == "apply") {
+    auto validated = ValidateModel(*apply_request, *body);
+    if (!validated.ok()) return Unprocessable(validated.status());
+    const Value inputs = validated->as_dict().at("inputs");
+    return RunWrapped(endpoint, request, query, [&] { return CallApply(inputs); });
+  }
+  if (endpoint == "abstract_eval") {
+    auto validated = ValidateModel(*abstract_request, *body);
+    if (!validated.ok()) return Unprocessable(validated.status());
+    std::string exception_type;
+    auto outputs = Guarded([&] { return CallAbstractEval(validated->as_dict().at("inputs")); }, &exception_type);
+    if (!outputs.ok()) {
+      return Failure(endpoint, {exception_type.empty() ? "Error" : exception_type, outputs.status().message()});
+    }
+    return JsonResponse(200, *outputs);
+  }
+  const GradientModels& models = endpoint == "jacobian"                  ? jacobian
+                                 : endpoint == "jacobian_vector_product" ? jvp
+                                                                         : vjp;
+  auto validated = runtime::ValidateGradientRequest(models, *body);
+  if (!validated.ok()) return Unprocessable(validated.status());
+  return RunWrapped(endpoint, request, query, [&] { return CallGradient(models, *validated); });
+}
+
+RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
+  const std::string_view target = request.target;
+  const size_t q = target.find('?');
+  const std::string path(target.substr(0, q));
+  const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+
+  const bool is_get_route = path == "/health" || path == "/openapi.json" || path == "/docs";
+  const bool is_post_route =
+      path.size() > 1 && std::find(endpoints.begin(), endpoints.end(), path.substr(1)) != endpoints.end() &&
+      path != "/health";
+  if (!is_get_route && !is_post_route) return Detail(404, "Not Found");
+  const char* allowed = is_get_route ? "GET" : "POST";
+  if (request.method != allowed) {
+    RuntimeResponse r = Detail(405, "Method Not Allowed");
+    r.headers.emplace_back("Allow", allowed);
+    return r;
+  }
+  if (path == "/health") return JsonResponse(200, Value::Dict{{"status", Value("ok")}});
+  if (path == "/openapi.json") {
+    RuntimeResponse r;
+    r.body = TextBuffer(openapi_json);
+    return r;
+  }
+  if (path == "/docs") {
+    RuntimeResponse r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = TextBuffer(docs_html);
+    return r;
+  }
+  return Post(path.substr(1), request, query);
+}
+
+Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> component, RuntimeConfig config) {
+  TESS_RETURN_IF_ERROR(config.Validate());
+  auto impl = std::make_unique<Impl>();
+  const Component& c = *component;
+  const auto inputs = c.input_schema();
+  const auto outputs = c.output_schema();
+  impl->offer = {config.output_format,
+                 config.compression,
+                 {"json", "json+base64", "json+binref"},
+                 {"none"},
+                 {"none", "lz4"}};
+
+  const auto apply_inputs = runtime::DeriveModel(*inputs, "Apply_", false);
+  impl->apply_request = *ModelSchema::Make(
+      "ApplyInputSchema", {Field("inputs", SchemaType::Model(apply_inputs), "The input data to apply the Tesseract to.")});
+  impl->apply_outputs = runtime::DeriveModel(*outputs, "Apply_", false);
+  impl->endpoints.push_back("apply");
+
+  const auto input_paths = runtime::DifferentiablePaths(*inputs);
+  const auto output_paths = runtime::DifferentiablePaths(*outputs);
+  auto gradient = [&](GradientModels& m, const char* prefix) {
+    m.inputs = runtime::DeriveModel(*inputs, prefix, false);
+    m.input_paths = input_paths;
+    m.output_paths = output_paths;
+  };
+  std::map<std::string, std::string> docs{{"apply", c.apply().doc}};
+  if (c.jacobian()) {
+    gradient(impl->jacobian, "Jacobian_");
+    impl->endpoints.push_back("jacobian");
+    docs["jacobian"] = c.jacobian().doc;
+  }
+  if (c.jacobian_vector_product()) {
+    gradient(impl->jvp, "Jvp_");
+    impl->endpoints.push_back("jacobian_vector_product");
+    docs["jacobian_vector_product"] = c.jacobian_vector_product().doc;
+  }
+  if (c.vector_jacobian_product()) {
+    gradient(impl->vjp, "Vjp_");
+    impl->endpoints.push_back("vector_jacobian_product");
+    docs["vector_jacobian_product"] = c.vector_jacobian_product().doc;
+  }
+  impl->endpoints.push_back("health");
+  if (c.abstract_eval()) {
+    impl->abstract_request = *ModelSchema::Make(
+        "AbstractInputSchema",
+        {Field("inputs", SchemaType::Model(runtime::DeriveModel(*inputs, "AbstractEval_", true)),
+               "The abstract input data to evaluate the Tesseract on.")});
+    impl->abstract_outputs = runtime::DeriveModel(*outputs, "AbstractEval_", true);
+    impl->endpoints.push_back("abstract_eval");
+    docs["abstract_eval"] = c.abstract_eval().doc;
+  }
+  if (config.debug) impl->endpoints.push_back("test");
+
+  runtime::OpenApiInput doc;
+  doc.title = config.name.value_or(c.name());
+  doc.version = config.version.value_or(c.version());
+  doc.description = config.description.value_or(c.description());
+  doc.inputs = inputs;
+  doc.outputs = outputs;
+  doc.endpoint_docs = docs;
+  doc.debug = config.debug;
+  doc.output_formats = impl->offer.formats;
+  doc.gpu_transports = impl->offer.gpu_transports;
+  doc.compressions = impl->offer.compressions;
+  const Value openapi = runtime::BuildOpenApiDocument(doc);
+  TESS_ASSIGN_OR_RETURN(Buffer openapi_bytes, WriteJson(openapi));
+  impl->openapi_json.assign(reinterpret_cast<const char*>(openapi_bytes.data()),
+                            static_cast<size_t>(openapi_bytes.size()));
+  impl->docs_html = runtime::RenderDocsPage(openapi);
+  impl->component = std::move(component);
+  impl->config = std::move(config);
+  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+}
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Runtime::~Runtime() = default;
+
+RuntimeResponse Runtime::Handle(const RuntimeRequest& request) const { return impl_->Route(request); }
+std::vector<std::string> Runtime::endpoints() const { return impl_->endpoints; }
+const RuntimeConfig& Runtime::config() const { return impl_->config; }
+const std::string& Runtime::openapi_json() const { return impl_->openapi_json; }
+
+}  // namespace tesscpp

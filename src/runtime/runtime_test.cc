@@ -1,0 +1,235 @@
+// The reference runtime's recorded answers (tests/golden/generate_runtime.py,
+// tesseract-core 1.15.0 serving the Python fixtures) replayed through our
+// Runtime serving the C++ examples: same status, content type and body —
+// arrays by value and dtype, maps without key order, 422 issues by type, loc,
+// ctx and (where ours is not documented to differ) message.
+#include "tesscpp/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/test_files.h"
+#include "tesscpp/component.h"
+#include "tesscpp/component_library.h"
+#include "tesscpp/json.h"
+
+namespace tesscpp {
+namespace {
+
+using tesscpp::testing::DataPath;
+using tesscpp::testing::ReadFile;
+
+std::filesystem::path TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("tesscpp_runtime_test_" + name + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::unique_ptr<Runtime> Serve(const std::string& example, RuntimeConfig config = {}) {
+  auto library = ComponentLibrary::Open(std::string(TESS_EXAMPLES_DIR) + "/lib" + example + ".so");
+  EXPECT_TRUE(library.ok()) << library.status();
+  if (!library.ok()) return nullptr;
+  config.name = example;
+  config.version = "unknown";
+  config.output_path = TempDir(example).string();
+  std::shared_ptr<const Component> component(*library, &(*library)->component());
+  auto runtime = Runtime::Make(component, config);
+  EXPECT_TRUE(runtime.ok()) << runtime.status();
+  return runtime.ok() ? *std::move(runtime) : nullptr;
+}
+
+RuntimeResponse Post(const Runtime& runtime, const std::string& path, const std::string& body,
+                     std::optional<std::string> accept = std::nullopt) {
+  RuntimeRequest request;
+  request.method = "POST";
+  request.target = path;
+  request.accept = std::move(accept);
+  auto owner = std::make_shared<std::string>(body);
+  request.body = Buffer::Wrap(owner->data(), static_cast<int64_t>(owner->size()), owner);
+  return runtime.Handle(request);
+}
+
+Value Parse(std::string_view text) {
+  JsonReadOptions read;
+  read.arrays = ArrayDetection::kTagged;
+  auto v = ReadJson(text, read);
+  EXPECT_TRUE(v.ok()) << v.status() << " in " << text;
+  return v.ok() ? *v : Value();
+}
+
+// Equal as the protocol means it: dicts as maps, tensors by dtype, shape and bits.
+::testing::AssertionResult SameJson(const Value& got, const Value& want, const std::string& where) {
+  if (got.kind() != want.kind()) {
+    // 1 and 1.0 are the same JSON number to every client.
+    if (got.is_number() && want.is_number() && got.as_number() == want.as_number()) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << where << ": kind " << Value::KindName(got.kind()) << " vs "
+                                         << Value::KindName(want.kind());
+  }
+  if (got.is_dict()) {
+    if (got.as_dict().size() != want.as_dict().size()) {
+      return ::testing::AssertionFailure() << where << ": " << got.as_dict().size() << " vs " << want.as_dict().size()
+                                           << " keys";
+    }
+    for (const auto& [key, value] : want.as_dict()) {
+      const Value* other = got.as_dict().find(key);
+      if (other == nullptr) return ::testing::AssertionFailure() << where << ": missing key " << key;
+      auto r = SameJson(*other, value, where + "." + key);
+      if (!r) return r;
+    }
+    return ::testing::AssertionSuccess();
+  }
+  if (got.is_list()) {
+    if (got.as_list().size() != want.as_list().size()) {
+      return ::testing::AssertionFailure() << where << ": list lengths differ";
+    }
+    for (size_t i = 0; i < got.as_list().size(); ++i) {
+      auto r = SameJson(got.as_list()[i], want.as_list()[i], where + "[" + std::to_string(i) + "]");
+      if (!r) return r;
+    }
+    return ::testing::AssertionSuccess();
+  }
+  if (got.is_tensor()) {
+    if (got.as_tensor().Equals(want.as_tensor())) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << where << ": arrays differ (" << DtypeName(got.as_tensor().dtype())
+                                         << got.as_tensor().shape().ToString() << " vs "
+                                         << DtypeName(want.as_tensor().dtype()) << want.as_tensor().shape().ToString()
+                                         << ")";
+  }
+  if (got == want) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << where << ": values differ";
+}
+
+// Messages whose text is ours (README, "Compatibility notes"): decode errors
+// name our decoder's problem; value errors that quote pydantic internals or
+// end with the shape NumPy detected in a ragged list.
+bool MessageIsOurs(const std::string& type, const std::string& msg) {
+  return type == "array_decode_error" ||
+         (type == "value_error" && (msg.find("validation error for") != std::string::npos ||
+                                    msg.find("inhomogeneous shape") != std::string::npos));
+}
+
+void Replay(const std::string& fixture) {
+  auto runtime = Serve(fixture);
+  ASSERT_NE(runtime, nullptr);
+  const Value cases = *ReadJson(ReadFile(DataPath("golden/runtime/" + fixture + ".cases.json")));
+  int replayed = 0;
+  for (const Value& c : cases.as_list()) {
+    const auto& rec = c.as_dict();
+    const std::string name = rec.at("name").as_string() + " (" + rec.at("path").as_string() + ", " +
+                             (rec.at("accept").is_string() ? rec.at("accept").as_string() : "-") + ")";
+    const std::string body(WriteJson(rec.at("body"))->string_view());
+    std::optional<std::string> accept;
+    if (rec.at("accept").is_string()) accept = rec.at("accept").as_string();
+    const RuntimeResponse got = Post(*runtime, rec.at("path").as_string(), body, accept);
+    const int64_t status = rec.at("status").as_int();
+    ++replayed;
+    ASSERT_EQ(got.status, status) << fixture << "/" << name << ": " << got.body.string_view();
+    if (status == 500) continue;  // the reference's Python failed; the body is a traceback
+    EXPECT_EQ(got.content_type, rec.at("content_type").as_string()) << fixture << "/" << name;
+    const Value got_body = Parse(got.body.string_view());
+    const Value& want = rec.at("response");
+    if (status != 422) {
+      // Re-read the recorded body the same way, so arrays become tensors.
+      EXPECT_TRUE(SameJson(got_body, Parse(WriteJson(want)->string_view()), fixture + "/" + name));
+      continue;
+    }
+    const auto& got_items = got_body.as_dict().at("detail").as_list();
+    const auto& want_items = want.as_dict().at("detail").as_list();
+    ASSERT_EQ(got_items.size(), want_items.size()) << fixture << "/" << name << ": " << got.body.string_view();
+    for (size_t i = 0; i < want_items.size(); ++i) {
+      const auto& g = got_items[i].as_dict();
+      const auto& w = want_items[i].as_dict();
+      const std::string& type = w.at("type").as_string();
+      EXPECT_EQ(g.at("type"), w.at("type")) << fixture << "/" << name;
+      EXPECT_EQ(g.at("loc"), w.at("loc")) << fixture << "/" << name;
+      if (!MessageIsOurs(type, w.at("msg").as_string())) {
+        EXPECT_EQ(g.at("msg").as_string(), w.at("msg").as_string()) << fixture << "/" << name;
+        if (const Value* ctx = w.find("ctx")) {
+          ASSERT_NE(g.find("ctx"), nullptr) << fixture << "/" << name;
+          EXPECT_EQ(g.at("ctx"), *ctx) << fixture << "/" << name;
+        }
+      }
+    }
+  }
+  EXPECT_GE(replayed, 10) << fixture;
+}
+
+TEST(RuntimeReplay, Vectoradd) { Replay("vectoradd"); }
+TEST(RuntimeReplay, Univariate) { Replay("univariate"); }
+TEST(RuntimeReplay, Meshstats) { Replay("meshstats"); }
+TEST(RuntimeReplay, Noop) { Replay("noop"); }
+
+TEST(Runtime, RoutesLikeFastApi) {
+  auto runtime = Serve("vectoradd");
+  ASSERT_NE(runtime, nullptr);
+  RuntimeRequest get{"GET", "/health", std::nullopt, Buffer()};
+  EXPECT_EQ(runtime->Handle(get).body.string_view(), R"({"status":"ok"})");
+  get.target = "/nothing";
+  EXPECT_EQ(runtime->Handle(get).status, 404);
+  get.target = "/abstract_eval";  // vectoradd defines no abstract_eval
+  EXPECT_EQ(runtime->Handle(get).status, 404);
+  get.target = "/test";  // debug off
+  EXPECT_EQ(runtime->Handle(get).status, 404);
+  RuntimeRequest post{"POST", "/health", std::nullopt, Buffer()};
+  RuntimeResponse r = runtime->Handle(post);
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.body.string_view(), R"({"detail":"Method Not Allowed"})");
+  ASSERT_EQ(r.headers.size(), 1u);
+  EXPECT_EQ(r.headers[0].second, "GET");
+  get.target = "/apply";
+  EXPECT_EQ(runtime->Handle(get).headers[0].second, "POST");
+}
+
+TEST(Runtime, BadBodiesAre422) {
+  auto runtime = Serve("vectoradd");
+  ASSERT_NE(runtime, nullptr);
+  RuntimeResponse r = Post(*runtime, "/apply", "");
+  EXPECT_EQ(r.status, 422);
+  EXPECT_EQ(r.body.string_view(), R"({"detail":[{"type":"missing","loc":["body"],"msg":"Field required","input":null}]})");
+  r = Post(*runtime, "/apply", "{not json");
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(r.body.string_view().find("json_invalid"), std::string_view::npos);
+  r = Post(*runtime, "/apply", R"({"inputs":{"a":[1],"b":[2]},"what":1})");
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(r.body.string_view().find(R"("type":"extra_forbidden","loc":["body","what"])"), std::string_view::npos);
+  r = Post(*runtime, "/apply?run_id=../escape", R"({"inputs":{"a":[1],"b":[2]}})");
+  EXPECT_EQ(r.status, 422);
+}
+
+TEST(Runtime, NegotiatesAndNamesTheFormatProduced) {
+  auto runtime = Serve("vectoradd");
+  ASSERT_NE(runtime, nullptr);
+  const std::string body = R"({"inputs":{"a":[1,2,3],"b":[4,5,6]}})";
+  EXPECT_EQ(Post(*runtime, "/apply", body).content_type, "application/json");
+  EXPECT_EQ(Post(*runtime, "/apply", body, "application/json, text/plain, */*").content_type, "application/json");
+  EXPECT_EQ(Post(*runtime, "/apply", body, "application/msgpack;q=1, application/json+base64;q=0.5").content_type,
+            "application/json+base64");
+  RuntimeResponse r = Post(*runtime, "/apply", body, "application/json+base64; gpu_transport=none; compression=lz4");
+  EXPECT_NE(r.body.string_view().find(R"("compression":"lz4")"), std::string_view::npos);
+  r = Post(*runtime, "/apply", body, "application/json+base64; gpu_transport=cuda_ipc");
+  EXPECT_EQ(r.status, 406);
+  r = Post(*runtime, "/apply", body, "application/json+nonsense");
+  EXPECT_EQ(r.status, 406);
+  EXPECT_EQ(r.body.string_view(),
+            R"({"detail":{"message":"Cannot produce any encoding accepted by 'application/json+nonsense'",)"
+            R"("available_formats":["json","json+base64","json+binref"],"available_gpu_transports":["none"],)"
+            R"("available_compressions":["none","lz4"]}})");
+}
+
+TEST(Runtime, RunDirectoryHoldsWhatTheEndpointPrinted) {
+  auto runtime = Serve("vectoradd");
+  ASSERT_NE(runtime, nullptr);
+  const std::string body = R"({"inputs":{"a":[1,2,3],"b":[4,5,6]}})";
+  RuntimeResponse r = Post(*runtime, "/apply?run_id=abc", body, "application/json+binref");
+  ASSERT_EQ(r.status, 200) << r.body.string_view();
+  const auto run = std::filesystem::path(runtime->config().output_path) / "run_abc";
+  EXPECT_TRUE(std::filesystem::exists(run / "logs" / "tesseract.log"));
+  EXPECT_NE(r.body.string_view().find(R"("buffer":"run_abc/)"), std::string_view::npos) << r.body.string_view();
+}
+
+}  // namespace
+}  // namespace tesscpp

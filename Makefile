@@ -13,10 +13,14 @@ all: build
 bootstrap:
 	@$(BOOTSTRAP)
 
-# Optimised build (RelWithDebInfo) in build/release.
+# Optimised build (RelWithDebInfo) in build/release; build/bin/tesscpp and
+# build/examples/lib<name>.so point into it.
 build: bootstrap
 	cmake --preset release >/dev/null
 	cmake --build --preset release
+	@mkdir -p build/bin build/examples
+	@ln -sfn ../release/bin/tesscpp build/bin/tesscpp
+	@for f in build/release/examples/*.so; do ln -sfn ../release/examples/$$(basename $$f) build/examples/; done
 
 # Builds, then runs the demo (scripts/demo.sh).
 demo: build

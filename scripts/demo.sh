@@ -1,8 +1,44 @@
 #!/usr/bin/env bash
-# What `make demo` shows. For now (foundation layer): one float64 array encoded
-# and decoded in every wire encoding, with sizes and speeds. Later layers turn
-# this into serve-a-component, call it, show a gradient.
+# What `make demo` shows: the vectoradd example (a C++ component library)
+# served by `tesscpp serve`, called over HTTP by tesseract-core's own Python
+# client (apply, then the Jacobian), and the same call through curl-free raw
+# HTTP so the wire format is visible.
 set -euo pipefail
 build=${1:-build/release}
-echo "== tesscpp demo: the array wire codecs =="
-"$build/bin/tesscpp-codec" demo --mib "${TESS_DEMO_MIB:-64}"
+python=${PYTHON:-.venv/bin/python}
+workdir=$(mktemp -d)
+log="$workdir/serve.log"
+"$build/bin/tesscpp" serve "$build/examples/libvectoradd.so" --port 0 --output-path "$workdir" >"$log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$workdir"' EXIT
+for _ in $(seq 100); do
+  grep -q "serving" "$log" && break
+  sleep 0.05
+done
+url=$(grep -o 'http://[0-9.:]*' "$log")
+echo "== $(head -1 "$log")"
+"$python" - "$url" <<'PY'
+import sys
+import numpy as np
+import requests
+from tesseract_core import Tesseract
+
+url = sys.argv[1]
+print("== raw HTTP: POST /apply, Accept: application/json")
+r = requests.post(f"{url}/apply", json={"inputs": {"a": [1, 2, 3], "b": [4, 5, 6], "s": 2}},
+                  headers={"Accept": "application/json"})
+print(r.status_code, r.headers["content-type"], r.text)
+
+t = Tesseract.from_url(url)
+print("== tesseract-core SDK: endpoints", t.available_endpoints)
+a, b = np.array([1.0, 2.0, 3.0], np.float32), np.array([4.0, 5.0, 6.0], np.float32)
+out = t.apply({"a": a, "b": b, "s": 2.0})
+print("apply(a, b, s=2).result =", out["result"], out["result"].dtype)
+jac = t.jacobian({"a": a, "b": b, "s": 2.0}, jac_inputs=["a", "s"], jac_outputs=["result"])
+print("d result / d s =", jac["result"]["s"])
+print("d result / d a =\n", jac["result"]["a"])
+try:
+    t.apply({"a": a, "b": b[:2]})
+except Exception as e:  # the server's 422, rebuilt as a pydantic ValidationError
+    print("bad input ->", type(e).__name__ + ":", e.errors()[0]["msg"])
+PY

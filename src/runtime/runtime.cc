@@ -19,6 +19,7 @@
 #include "runtime/negotiate.h"
 #include "runtime/openapi.h"
 #include "runtime/run_dir.h"
+#include "runtime/test_endpoint.h"
 #include "tesscpp/component.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validate.h"
@@ -167,6 +168,9 @@ struct Runtime::Impl {
   Result<Value> CallApply(const Value& inputs) const;
   Result<Value> CallGradient(const GradientModels& models, const GradientRequest& request) const;
   Result<Value> CallAbstractEval(const Value& inputs) const;
+  // /test: runs `endpoint` on `payload` in-process, failures named as the
+  // Python exceptions a tesseract-core user would see.
+  runtime::EndpointOutcome RunForTest(const std::string& endpoint, const Value& payload) const;
 };
 
 namespace {
@@ -220,6 +224,41 @@ Result<Value> Runtime::Impl::CallGradient(const GradientModels& models, const Gr
                                                                  request.vector, result));
   }
   return runtime::ValidateProductResult(models, request, result);
+}
+
+runtime::EndpointOutcome Runtime::Impl::RunForTest(const std::string& endpoint, const Value& payload) const {
+  runtime::EndpointOutcome outcome;
+  // Validates `payload` with `validate`, then runs `call` on the result.
+  auto run = [&](const auto& validate, const auto& call) {
+    auto validated = validate();
+    if (!validated.ok()) {
+      const ValidationDetail* detail = GetValidationDetail(validated.status());
+      outcome.invalid_payload = true;
+      outcome.exception = "pydantic.ValidationError";
+      outcome.message = detail != nullptr ? detail->ToString() : validated.status().message();
+      return;
+    }
+    std::string exception_type;
+    auto outputs = Guarded([&] { return call(*validated); }, &exception_type);
+    if (outputs.ok()) {
+      outcome.outputs = *std::move(outputs);
+      return;
+    }
+    outcome.exception = runtime::PythonExceptionFor(exception_type, outputs.status().code());
+    outcome.message = outputs.status().message();
+  };
+  if (endpoint == "apply") {
+    run([&] { return ValidateModel(*apply_request, payload); },
+        [&](const Value& v) { return CallApply(v.as_dict().at("inputs")); });
+  } else if (endpoint == "abstract_eval") {
+    run([&] { return ValidateModel(*abstract_request, payload); },
+        [&](const Value& v) { return CallAbstractEval(v.as_dict().at("inputs")); });
+  } else {
+    const GradientModels& models = endpoint == "jacobian" ? jacobian : endpoint == "jacobian_vector_product" ? jvp : vjp;
+    run([&] { return runtime::ValidateGradientRequest(models, payload); },
+        [&](const GradientRequest& r) { return CallGradient(models, r); });
+  }
+  return outcome;
 }
 
 RuntimeResponse Runtime::Impl::Failure(const std::string& endpoint, const EndpointFailure& failure) const {
@@ -314,6 +353,13 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
     if (!validated.ok()) return Unprocessable(validated.status());
     const Value inputs = validated->as_dict().at("inputs");
     return RunWrapped(endpoint, request, query, [&] { return CallApply(inputs); });
+  }
+  if (endpoint == "test") {
+    auto result = runtime::RunTestSpec(*body, endpoints, [this](const std::string& e, const Value& payload) {
+      return RunForTest(e, payload);
+    });
+    if (!result.ok()) return Unprocessable(result.status());
+    return JsonResponse(200, *result);
   }
   if (endpoint == "abstract_eval") {
     auto validated = ValidateModel(*abstract_request, *body);

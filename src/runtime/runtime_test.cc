@@ -233,3 +233,52 @@ TEST(Runtime, RunDirectoryHoldsWhatTheEndpointPrinted) {
 
 }  // namespace
 }  // namespace tesscpp
+
+namespace tesscpp {
+namespace {
+
+std::string TestStatus(const Runtime& runtime, const std::string& spec) {
+  RuntimeResponse r = Post(runtime, "/test", spec);
+  if (r.status != 200) return "HTTP " + std::to_string(r.status) + " " + std::string(r.body.string_view());
+  const Value v = Parse(r.body.string_view());
+  return v.as_dict().at("status").as_string() + ":" + v.as_dict().at("message").as_string();
+}
+
+TEST(RuntimeTestEndpoint, ComparesOutputsAndExceptions) {
+  RuntimeConfig config;
+  config.debug = true;
+  auto runtime = Serve("vectoradd", config);
+  ASSERT_NE(runtime, nullptr);
+  const std::string payload = R"("payload":{"inputs":{"a":[1,2,3],"b":[4,5,6]}})";
+  const std::string expected_ok =
+      R"("expected_outputs":{"result":{"object_type":"array","shape":[3],"dtype":"float64","data":{"buffer":"AAAAAAAAFEAAAAAAAAAcQAAAAAAAACJA","encoding":"base64"}}})";
+  EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"apply",)" + payload + "," + expected_ok + "}"), "passed:");
+  // Plain lists as expected values, and unknown keys ignored.
+  EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"apply",)" + payload +
+                                     R"(,"expected_outputs":{"result":[5,7,9]},"whatever":1})"),
+            "passed:");
+  const std::string wrong = TestStatus(*runtime, R"({"endpoint":"apply",)" + payload +
+                                                     R"(,"expected_outputs":{"result":[5,7,10]}})");
+  EXPECT_EQ(wrong.rfind("failed:Values are not sufficiently close.", 0), 0u) << wrong;
+  const std::string bad_input =
+      R"({"endpoint":"apply","payload":{"inputs":{"a":[1,2,3],"b":[4,5]}},"expected_exception":)";
+  EXPECT_EQ(TestStatus(*runtime, bad_input + R"("pydantic.ValidationError"})"), "passed:");
+  EXPECT_EQ(TestStatus(*runtime, bad_input + R"("ValueError","expected_exception_regex":"same shape"})"),
+            "passed:");
+  EXPECT_EQ(TestStatus(*runtime, bad_input + R"("KeyError"})").rfind("failed:Expected KeyError, but got", 0), 0u);
+  EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"apply",)" + payload + R"(,"expected_exception":"ValueError"})"),
+            "failed:Expected ValueError, but no exception was raised");
+  // The component's own failure: jacobian of an output it does not offer.
+  EXPECT_EQ(TestStatus(*runtime,
+                       R"({"endpoint":"jacobian","payload":{"inputs":{"a":[1],"b":[2]},"jac_inputs":["a"],)"
+                       R"("jac_outputs":["result"]},"expected_outputs":{"result":{"a":[[1.0]]}}})"),
+            "passed:");
+  EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"nope",)" + payload + "," + expected_ok + "}").rfind("failed:", 0), 0u);
+  EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"apply",)" + payload + "}").substr(0, 8), "HTTP 422");
+  EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"apply",)" + payload + R"(,"expected_exception":"no.Such"})")
+                .substr(0, 8),
+            "HTTP 422");
+}
+
+}  // namespace
+}  // namespace tesscpp

@@ -134,8 +134,13 @@ int main(int argc, char** argv) {
   serve->add_option("--max-body-mib", max_body_mib, "Largest request body accepted (413 beyond)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  int64_t keep_alive_s = server.keep_alive_timeout.count();
+  serve->add_option("--timeout-keep-alive", keep_alive_s, "Seconds an idle connection stays open (as uvicorn's)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   serve->callback([&] {
     server.max_body_bytes = max_body_mib << 20;
+    server.keep_alive_timeout = std::chrono::seconds(keep_alive_s);
     std::exit(Serve(serve_options, server));
   });
 

@@ -1,0 +1,180 @@
+"""The HTTP layer of `tesscpp serve`: keep-alive, Expect: 100-continue, the
+body-size limit, chunked bodies, malformed requests, idle timeouts, concurrent
+connections, clean shutdown. Raw sockets, so nothing is smoothed over by a
+client library.
+
+Needs TESSCPP_CLI (the tesscpp binary) and TESSCPP_EXAMPLES_DIR.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+
+def _require(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        pytest.fail(f"{name} is not set: run this suite through CTest (make test)")
+    return value
+
+
+@pytest.fixture
+def server(tmp_path):
+    """Starts `tesscpp serve` on a free port with extra flags; yields (port, process)."""
+    procs = []
+
+    def start(example: str = "vectoradd", *flags: str):
+        cli = _require("TESSCPP_CLI")
+        lib = Path(_require("TESSCPP_EXAMPLES_DIR")) / f"lib{example}.so"
+        proc = subprocess.Popen(
+            [cli, "serve", str(lib), "--port", "0", "--output-path", str(tmp_path), *flags],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        procs.append(proc)
+        line = proc.stdout.readline()
+        m = re.search(r"http://[^:]+:(\d+)", line)
+        assert m, f"no 'serving' line; got {line!r}, stderr {proc.stderr.read() if proc.poll() is not None else ''}"
+        return int(m.group(1)), proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _recv_response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """Reads one HTTP/1.1 response with a content-length body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"closed after {data!r}")
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed inside the body")
+        rest += chunk
+    return status, headers, rest[:length]
+
+
+APPLY = json.dumps({"inputs": {"a": [1, 2, 3], "b": [4, 5, 6]}}).encode()
+
+
+def _post(path: str, body: bytes, extra: str = "") -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n{extra}\r\n").encode() + body
+
+
+def test_keep_alive_serves_many_requests_on_one_connection(server):
+    port, _ = server()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        for _ in range(20):
+            s.sendall(_post("/apply", APPLY, "Accept: application/json\r\n"))
+            status, headers, body = _recv_response(s)
+            assert status == 200 and headers["content-type"] == "application/json"
+            assert json.loads(body)["result"]["data"]["buffer"] == [5.0, 7.0, 9.0]
+        # Pipelined: two requests in one write, two answers in order.
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + _post("/apply", APPLY))
+        assert _recv_response(s)[2] == b'{"status":"ok"}'
+        assert _recv_response(s)[0] == 200
+
+
+def test_expect_100_continue_is_answered_before_the_body(server):
+    port, _ = server()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(_post("/apply", b"", "Expect: 100-continue\r\n").replace(b"Content-Length: 0",
+                                                                            f"Content-Length: {len(APPLY)}".encode()))
+        s.settimeout(5)
+        interim = s.recv(4096)
+        assert interim.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), interim
+        s.sendall(APPLY)
+        status, _, body = _recv_response(s)
+        assert status == 200, body
+
+
+def test_body_over_the_limit_is_413_without_reading_it(server):
+    port, _ = server("vectoradd", "--max-body-mib", "1")
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n")
+        status, headers, body = _recv_response(s)
+        assert status == 413 and b"exceeds the limit" in body
+        assert headers.get("connection") == "close"
+
+
+def test_chunked_bodies_are_read(server):
+    port, _ = server()
+    chunks = [APPLY[:10], APPLY[10:]]
+    payload = b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks) + b"0\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + payload)
+        status, _, body = _recv_response(s)
+        assert status == 200, body
+
+
+def test_malformed_request_is_400_and_closed(server):
+    port, proc = server()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"THIS IS NOT HTTP\r\n\r\n")
+        status, headers, _ = _recv_response(s)
+        assert status == 400 and headers.get("connection") == "close"
+    assert proc.poll() is None
+
+
+def test_idle_connections_are_closed_after_the_keep_alive_timeout(server):
+    port, _ = server("vectoradd", "--timeout-keep-alive", "1")
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _recv_response(s)[0] == 200
+        s.settimeout(5)
+        start = time.monotonic()
+        assert s.recv(1) == b""  # the server closed it
+        assert 0.5 < time.monotonic() - start < 4
+
+
+def test_concurrent_connections(server):
+    port, _ = server("vectoradd", "--num-workers", "4")
+    errors = []
+
+    def client():
+        try:
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                for _ in range(25):
+                    s.sendall(_post("/apply", APPLY))
+                    status, _, body = _recv_response(s)
+                    assert status == 200, body
+        except Exception as e:  # noqa: BLE001 - collected and reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=client) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors[:3]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signals_shut_down_cleanly(server, sig):
+    port, proc = server()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _recv_response(s)[0] == 200
+    proc.send_signal(sig)
+    assert proc.wait(timeout=10) == 0

@@ -396,7 +396,13 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
     r.headers.emplace_back("Allow", allowed);
     return r;
   }
-  if (path == "/health") return JsonResponse(200, Value::Dict{{"status", Value("ok")}});
+  if (path == "/health") {
+    // Health probes are the most frequent request a server sees: no JSON writer.
+    static const std::string kHealthy = R"({"status":"ok"})";
+    RuntimeResponse r;
+    r.body = Buffer::Wrap(const_cast<char*>(kHealthy.data()), static_cast<int64_t>(kHealthy.size()), nullptr);
+    return r;
+  }
   if (path == "/openapi.json") {
     RuntimeResponse r;
     r.body = TextBuffer(openapi_json);

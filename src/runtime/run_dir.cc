@@ -45,6 +45,9 @@ Result<std::unique_ptr<StdioCapture>> StdioCapture::Start(const std::string& log
   ::dup2(fd, 1);
   ::dup2(fd, 2);
   ::close(fd);
+  // stdout into a file is fully buffered by default; line buffering lets a
+  // client tailing the log (the SDK's stream_logs) see lines as they are printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   return capture;
 }
 

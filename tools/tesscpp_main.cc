@@ -83,6 +83,7 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
     auto owner = std::make_shared<std::string>(std::move(*payload));
     request.body = tesscpp::Buffer::Wrap(owner->data(), static_cast<int64_t>(owner->size()), owner);
     request.accept = "application/" + (*runtime)->config().output_format;
+    request.content_type = "application/json";
   }
   const tesscpp::RuntimeResponse response = (*runtime)->Handle(request);
   const std::string_view body = response.body.string_view();

@@ -50,6 +50,9 @@ struct RuntimeRequest {
   std::string target;  ///< path and query, e.g. "/apply?run_id=abc"
   /// The Accept header; nullopt when absent.
   std::optional<std::string> accept;
+  /// The Content-Type header; nullopt when absent. As in FastAPI, only JSON
+  /// types (application/json, application/*+json) have their body parsed.
+  std::optional<std::string> content_type;
   /// The body (padded buffers are parsed in place).
   Buffer body;
 };

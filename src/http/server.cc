@@ -66,6 +66,9 @@ class Session : public std::enable_shared_from_this<Session> {
     request_.method = std::string(header.method_string());
     request_.target = std::string(header.target());
     if (auto it = header.find(http::field::accept); it != header.end()) request_.accept = std::string(it->value());
+    if (auto it = header.find(http::field::content_type); it != header.end()) {
+      request_.content_type = std::string(it->value());
+    }
     keep_alive_ = header.keep_alive();
     head_ = header.method() == http::verb::head;
 

@@ -112,9 +112,25 @@ Result<PathSet> ValidatePathSet(const std::vector<DifferentiablePath>& paths, co
   return set;
 }
 
+// pydantic's str(ValidationError), which the reference embeds in these
+// messages: "1 validation error for <title>", then per issue its location
+// (when there is one) and "  <msg> [type=<type>]".
 std::string IssueSummary(const Status& status) {
   const ValidationDetail* detail = GetValidationDetail(status);
-  return detail != nullptr ? detail->ToString() : status.message();
+  if (detail == nullptr) return status.message();
+  const size_t n = detail->issues().size();
+  std::string out = std::to_string(n) + (n == 1 ? " validation error" : " validation errors") + " for Array";
+  for (const ValidationIssue& issue : detail->issues()) {
+    if (!issue.loc.empty()) {
+      out += "\n";
+      for (size_t i = 0; i < issue.loc.size(); ++i) {
+        if (i > 0) out += ".";
+        out += issue.loc[i].is_string() ? issue.loc[i].as_string() : std::to_string(issue.loc[i].as_int());
+      }
+    }
+    out += "\n  " + issue.msg + " [type=" + issue.type + "]";
+  }
+  return out;
 }
 
 // tangent_vector / cotangent_vector: a dict keyed by differentiable paths of

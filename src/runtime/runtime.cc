@@ -4,6 +4,8 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -16,6 +18,7 @@
 #include "runtime/docs_page.h"
 #include "runtime/endpoint_schemas.h"
 #include "runtime/gradient_request.h"
+#include "runtime/json_error.h"
 #include "runtime/negotiate.h"
 #include "runtime/openapi.h"
 #include "runtime/run_dir.h"
@@ -135,6 +138,19 @@ ArrayEncoding EncodingOf(const std::string& format) {
   if (format == "json+base64") return ArrayEncoding::kBase64;
   if (format == "json+binref") return ArrayEncoding::kBinref;
   return ArrayEncoding::kJson;
+}
+
+// FastAPI parses application/json and application/<anything>+json (any case,
+// parameters ignored); a request without Content-Type is not parsed.
+bool IsJsonContentType(const std::optional<std::string>& content_type) {
+  if (!content_type) return false;
+  std::string type = content_type->substr(0, content_type->find(';'));
+  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+  type.erase(0, type.find_first_not_of(" \t"));
+  type.erase(type.find_last_not_of(" \t") + 1);
+  if (type.rfind("application/", 0) != 0) return false;
+  const std::string subtype = type.substr(12);
+  return subtype == "json" || (subtype.size() > 5 && subtype.compare(subtype.size() - 5, 5, "+json") == 0);
 }
 
 double Seconds(std::chrono::steady_clock::time_point since) {
@@ -330,22 +346,36 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
 
 RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRequest& request,
                                     std::string_view query) const {
-  if (request.body.size() == 0) {
-    return Unprocessable(std::vector<ValidationIssue>{{"missing", {}, "Field required", Value(), Value()}});
+  const std::vector<ValidationIssue> missing_body{{"missing", {}, "Field required", Value(), Value()}};
+  if (request.body.size() == 0) return Unprocessable(missing_body);
+  const std::string_view text = request.body.string_view();
+  if (!IsJsonContentType(request.content_type)) {
+    // FastAPI hands a non-JSON body to the model as a string.
+    return Unprocessable(std::vector<ValidationIssue>{{"model_attributes_type",
+                                                       {},
+                                                       "Input should be a valid dictionary or object to extract "
+                                                       "fields from",
+                                                       Value(std::string(text)),
+                                                       Value()}});
   }
+  if (!runtime::IsValidUtf8(text)) return Detail(400, "There was an error parsing the body");
   JsonReadOptions read;
   read.arrays = ArrayDetection::kShaped;
   read.array_options.binref_dir = config.input_path;
   auto body = ReadJson(request.body, read);
   if (!body.ok()) {
     if (GetValidationDetail(body.status()) != nullptr) return Unprocessable(body.status());
-    // FastAPI reports the parser's position; ours names the problem instead.
-    return Unprocessable(std::vector<ValidationIssue>{{"json_invalid",
-                                                       {Value(0)},
-                                                       "JSON decode error",
-                                                       Value::Dict{},
-                                                       Value::Dict{{"error", Value(body.status().message())}}}});
+    // FastAPI reports Python's json position and message; where Python would
+    // have parsed the body (NaN, deep nesting), ours names the problem at 0.
+    const auto located = runtime::LocateJsonError(text);
+    return Unprocessable(std::vector<ValidationIssue>{
+        {"json_invalid",
+         {Value(located ? located->position : 0)},
+         "JSON decode error",
+         Value::Dict{},
+         Value::Dict{{"error", Value(located ? located->message : body.status().message())}}}});
   }
+  if (body->is_null()) return Unprocessable(missing_body);  // FastAPI: a null body is no body
   if (config.tracing) std::cerr << "tesscpp: " << endpoint << " called\n";
 
   if (endpoint == "apply") {
@@ -385,13 +415,17 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
   const std::string path(target.substr(0, q));
   const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
 
-  const bool is_get_route = path == "/health" || path == "/openapi.json" || path == "/docs";
+  // Starlette adds HEAD to its own GET routes (the documents), not to /health.
+  const bool is_document = path == "/openapi.json" || path == "/docs";
+  const bool is_get_route = path == "/health" || is_document;
   const bool is_post_route =
       path.size() > 1 && std::find(endpoints.begin(), endpoints.end(), path.substr(1)) != endpoints.end() &&
       path != "/health";
   if (!is_get_route && !is_post_route) return Detail(404, "Not Found");
-  const char* allowed = is_get_route ? "GET" : "POST";
-  if (request.method != allowed) {
+  const char* allowed = is_post_route ? "POST" : is_document ? "GET, HEAD" : "GET";
+  const bool method_ok = is_post_route ? request.method == "POST"
+                                       : request.method == "GET" || (is_document && request.method == "HEAD");
+  if (!method_ok) {
     RuntimeResponse r = Detail(405, "Method Not Allowed");
     r.headers.emplace_back("Allow", allowed);
     return r;

@@ -46,6 +46,7 @@ RuntimeResponse Post(const Runtime& runtime, const std::string& path, const std:
   request.method = "POST";
   request.target = path;
   request.accept = std::move(accept);
+  request.content_type = "application/json";
   auto owner = std::make_shared<std::string>(body);
   request.body = Buffer::Wrap(owner->data(), static_cast<int64_t>(owner->size()), owner);
   return runtime.Handle(request);
@@ -166,7 +167,7 @@ TEST(RuntimeReplay, Noop) { Replay("noop"); }
 TEST(Runtime, RoutesLikeFastApi) {
   auto runtime = Serve("vectoradd");
   ASSERT_NE(runtime, nullptr);
-  RuntimeRequest get{"GET", "/health", std::nullopt, Buffer()};
+  RuntimeRequest get{"GET", "/health", std::nullopt, std::nullopt, Buffer()};
   EXPECT_EQ(runtime->Handle(get).body.string_view(), R"({"status":"ok"})");
   get.target = "/nothing";
   EXPECT_EQ(runtime->Handle(get).status, 404);
@@ -174,7 +175,7 @@ TEST(Runtime, RoutesLikeFastApi) {
   EXPECT_EQ(runtime->Handle(get).status, 404);
   get.target = "/test";  // debug off
   EXPECT_EQ(runtime->Handle(get).status, 404);
-  RuntimeRequest post{"POST", "/health", std::nullopt, Buffer()};
+  RuntimeRequest post{"POST", "/health", std::nullopt, std::nullopt, Buffer()};
   RuntimeResponse r = runtime->Handle(post);
   EXPECT_EQ(r.status, 405);
   EXPECT_EQ(r.body.string_view(), R"({"detail":"Method Not Allowed"})");

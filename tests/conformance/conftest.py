@@ -1,18 +1,64 @@
-"""Shared fixtures for the conformance suites (tesscpp against tesseract-core 1.15.0)."""
+"""Shared fixtures for the conformance suites (tesscpp against tesseract-core 1.15.0).
+
+Codec suite: `codec_tool` (the tesscpp-codec binary, TESSCPP_CODEC_TOOL).
+
+Runtime suites: `servers` starts HTTP servers for the example components and
+stops them at the end of the session. Two backends serve the same examples:
+
+  tesscpp  $TESSCPP_CLI serve $TESSCPP_EXAMPLES_DIR/lib<example>.so --port 0
+  python   tesseract-runtime (tesseract-core 1.15.0, from this Python's venv)
+           serving tests/fixtures/python/<example>/tesseract_api.py
+
+The backend under test is TESSCPP_SERVER_BACKEND (default `tesscpp`); a test
+may also parametrize `backend` itself, or ask `servers.get(example,
+backend=...)`. The differential suite always compares the backend under test
+with a separate `python` reference server (`servers.reference`). Each
+server gets its own temporary output and input directories and its stdout and
+stderr go to files, shown in the report of every failing test that used it.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import signal
+import socket
 import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+PY_FIXTURES = ROOT / "tests" / "fixtures" / "python"
+TEST_CASES = ROOT / "tests" / "fixtures" / "test_cases"
+GOLDEN_RUNTIME = ROOT / "tests" / "data" / "golden" / "runtime"
+
+BACKENDS = ("tesscpp", "python")
+EXAMPLES = ("vectoradd", "univariate", "meshstats", "noop")
+
+# name -> (version, description) as the C++ examples declare them (examples/*/*.cc).
+# Both backends are started with these in TESSERACT_NAME/VERSION/DESCRIPTION so
+# their OpenAPI `info` is comparable whatever each one's defaults are.
+EXAMPLE_INFO = {
+    "vectoradd": ("1.2.3", "Simple tesseract that adds two vectors.\\n"),
+    "univariate": ("0.1.0", "The Rosenbrock function of two variables.\\n"),
+    "meshstats": ("0.1.0", "Summary statistics of a volumetric mesh.\\n"),
+    "noop": ("0.1.0", "Returns its input array unchanged.\\n"),
+}
+
+STARTUP_TIMEOUT_S = float(os.environ.get("TESSCPP_SERVER_STARTUP_TIMEOUT", "60"))
+SERVING_LINE = re.compile(r"^tesscpp: serving (?P<name>\S+) on (?P<url>http://(?P<host>[^\s:]+):(?P<port>\d+))\s*$")
 
 
-def _tool(env: str) -> Path:
+def _tool(env: str, hint: str = "run these tests through ctest (make test)") -> Path:
     path = os.environ.get(env)
     if not path:
-        pytest.fail(f"{env} is not set: run these tests through ctest (make test)")
+        pytest.fail(f"{env} is not set: {hint}", pytrace=False)
     return Path(path)
 
 
@@ -27,3 +73,312 @@ def run_tool(tool: Path, *args: str) -> bytes:
     if result.returncode != 0:
         raise AssertionError(f"{tool.name} {' '.join(args)} failed: {result.stderr.decode()}")
     return result.stdout
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "tesscpp_only: checks of the tesscpp CLI itself; skipped for the python backend")
+    config.addinivalue_line("markers", "large: moves hundreds of MiB; runs by default (CI) and must never be skipped")
+
+
+def selected_backend() -> str:
+    backend = os.environ.get("TESSCPP_SERVER_BACKEND", "tesscpp")
+    if backend not in BACKENDS:
+        pytest.fail(f"TESSCPP_SERVER_BACKEND={backend!r}: expected one of {BACKENDS}")
+    return backend
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _clean_env() -> dict[str, str]:
+    """This process's environment without any TESSERACT_* setting that could leak in."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("TESSERACT_")}
+
+
+@dataclass
+class Server:
+    backend: str
+    example: str
+    url: str
+    output_path: Path
+    input_path: Path
+    env: dict[str, str]
+    process: subprocess.Popen
+    stdout_path: Path
+    stderr_path: Path
+    command: list[str]
+    settings: dict[str, str] = field(default_factory=dict)
+
+    def logs(self, limit: int = 20000) -> str:
+        parts = []
+        for label, path in (("stdout", self.stdout_path), ("stderr", self.stderr_path)):
+            text = path.read_text(errors="replace") if path.exists() else ""
+            if len(text) > limit:
+                text = f"[... {len(text) - limit} characters cut ...]\n" + text[-limit:]
+            parts.append(f"--- {label} ---\n{text}")
+        state = "running" if self.process.poll() is None else f"exited with {self.process.returncode}"
+        return f"{' '.join(self.command)}\n({state})\n" + "\n".join(parts)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+        """Stops the server with `sig` (SIGKILL after `timeout`) and returns its exit status.
+
+        The server runs in a process group of its own; whatever it left running there is killed too."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=timeout)
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        return self.process.returncode
+
+
+def _settings_env(example: str, settings: dict[str, str]) -> dict[str, str]:
+    version, description = EXAMPLE_INFO[example]
+    env = {"TESSERACT_NAME": example, "TESSERACT_VERSION": version, "TESSERACT_DESCRIPTION": description}
+    for key, value in settings.items():
+        env[f"TESSERACT_{key.upper()}"] = value
+    return env
+
+
+def _wait_for_line(server: Server, deadline: float) -> re.Match:
+    while time.monotonic() < deadline:
+        text = server.stdout_path.read_text(errors="replace") if server.stdout_path.exists() else ""
+        for line in text.splitlines():
+            if m := SERVING_LINE.match(line):
+                return m
+        if not server.alive():
+            break
+        time.sleep(0.02)
+    raise AssertionError(
+        f"tesscpp server for {server.example} did not print its 'tesscpp: serving <name> on http://<host>:<port>' "
+        f"line within {STARTUP_TIMEOUT_S:.0f} s\n{server.logs()}"
+    )
+
+
+def _wait_for_health(server: Server, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if not server.alive():
+            break
+        try:
+            if requests.get(f"{server.url}/health", timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(
+        f"{server.backend} server for {server.example} was not healthy within {STARTUP_TIMEOUT_S:.0f} s\n"
+        + server.logs()
+    )
+
+
+def start_server(
+    backend: str,
+    example: str,
+    workdir: Path,
+    settings: dict[str, str] | None = None,
+    cli_args: list[str] | None = None,
+    env_extra: dict[str, str] | None = None,
+    port: int | None = None,
+) -> Server:
+    """Starts a server and waits until it serves. `settings` are TESSERACT_* values (key = lower-case suffix)."""
+    settings = dict(settings or {})
+    output_path, input_path = workdir / "output", workdir / "input"
+    output_path.mkdir(parents=True, exist_ok=True)
+    input_path.mkdir(parents=True, exist_ok=True)
+    env = _clean_env()
+    env.update(_settings_env(example, settings))
+    env.setdefault("TESSERACT_OUTPUT_PATH", str(output_path))
+    env.setdefault("TESSERACT_INPUT_PATH", str(input_path))
+    env.update(env_extra or {})
+    output_path = Path(env["TESSERACT_OUTPUT_PATH"])
+    input_path = Path(env["TESSERACT_INPUT_PATH"])
+
+    if backend == "tesscpp":
+        hint = ("the tesscpp backend needs TESSCPP_CLI (the tesscpp binary) and TESSCPP_EXAMPLES_DIR (the directory "
+                "holding lib<example>.so); TESSCPP_SERVER_BACKEND=python runs the suite against tesseract-runtime")
+        cli = _tool("TESSCPP_CLI", hint)
+        examples_dir = _tool("TESSCPP_EXAMPLES_DIR", hint)
+        library = examples_dir / f"lib{example}.so"
+        if not cli.exists():
+            pytest.fail(f"TESSCPP_CLI={cli} does not exist: build tesscpp first", pytrace=False)
+        if not library.exists():
+            pytest.fail(f"{library} does not exist: TESSCPP_EXAMPLES_DIR must hold the built examples", pytrace=False)
+        command = [str(cli), "serve", str(library), "--host", "127.0.0.1", "--port", str(port or 0), *(cli_args or [])]
+    elif backend == "python":
+        runtime = Path(sys.executable).parent / "tesseract-runtime"
+        if not runtime.exists():
+            pytest.fail(f"{runtime} does not exist: the venv needs tesseract-core[runtime]==1.15.0")
+        env["TESSERACT_API_PATH"] = str(PY_FIXTURES / example / "tesseract_api.py")
+        env["TESSERACT_DEBUGPY_PORT"] = str(free_port())  # debug mode listens for a debugger
+        env["PYTHONUNBUFFERED"] = "1"
+        port = port or free_port()
+        command = [str(runtime), "serve", "--host", "127.0.0.1", "--port", str(port), *(cli_args or [])]
+    else:
+        pytest.fail(f"unknown backend {backend!r}")
+
+    stdout_path, stderr_path = workdir / "server.stdout", workdir / "server.stderr"
+    for attempt in range(3):
+        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+            process = subprocess.Popen(
+                command, env=env, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+        server = Server(
+            backend, example, "", output_path, input_path, env, process, stdout_path, stderr_path, command, settings
+        )
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        try:
+            if backend == "tesscpp":
+                server.url = _wait_for_line(server, deadline)["url"]
+            else:
+                server.url = f"http://127.0.0.1:{port}"
+                _wait_for_health(server, deadline)
+            return server
+        except BaseException:
+            server.stop(signal.SIGKILL)
+            lost_race = backend == "python" and "address already in use" in server.logs().lower()
+            if not lost_race or attempt == 2:
+                raise
+        # another process took the free port (or the debugger's) first: pick new ones
+        port = free_port()
+        env["TESSERACT_DEBUGPY_PORT"] = str(free_port())
+        command[command.index("--port") + 1] = str(port)
+    raise AssertionError("unreachable")
+
+
+class ServerPool:
+    """Servers shared by the whole session, one per (backend, example, settings, role)."""
+
+    def __init__(self, factory: pytest.TempPathFactory) -> None:
+        self._factory = factory
+        self._servers: dict[tuple, Server] = {}
+        self._failed: dict[tuple, str] = {}
+        self._extra: list[Server] = []
+
+    @staticmethod
+    def _key(backend: str, example: str, settings: dict[str, str], role: str) -> tuple:
+        return (backend, example, tuple(sorted((k, str(v)) for k, v in settings.items())), role)
+
+    def get(self, backend: str, example: str, settings: dict[str, str], role: str) -> Server:
+        key = self._key(backend, example, settings, role)
+        if key in self._failed:  # do not wait for a server that could not start once already
+            pytest.fail(f"(earlier start failed) {self._failed[key]}", pytrace=False)
+        server = self._servers.get(key)
+        if server is not None and not server.alive():
+            raise AssertionError(f"a shared {backend} server for {example} has died\n{server.logs()}")
+        if server is None:
+            workdir = self._factory.mktemp(f"{backend}-{example}-{role}")
+            try:
+                server = start_server(backend, example, workdir, dict(key[2]))
+            except BaseException as e:
+                self._failed[key] = str(e)
+                raise
+            self._servers[key] = server
+        return server
+
+    def prestart(self, wanted: list[tuple[str, str, dict[str, str], str]], parallel: int = 4) -> None:
+        """Starts the shared servers `wanted` ((backend, example, settings, role) each) side by side.
+
+        A server that does not start fails the tests that use it, not the caller."""
+        keys = list(dict.fromkeys(self._key(*w) for w in wanted))
+        keys = [k for k in keys if k not in self._servers and k not in self._failed]
+        workdirs = [self._factory.mktemp(f"{k[0]}-{k[1]}-{k[3]}") for k in keys]
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            futures = [
+                pool.submit(start_server, k[0], k[1], w, dict(k[2])) for k, w in zip(keys, workdirs, strict=True)
+            ]
+        for key, future in zip(keys, futures, strict=True):
+            try:
+                self._servers[key] = future.result()
+            except BaseException as e:  # noqa: BLE001 - reported by get()
+                self._failed[key] = str(e)
+
+    def fresh(self, backend: str, example: str, **kwargs) -> Server:
+        server = start_server(backend, example, self._factory.mktemp(f"{backend}-{example}-fresh"), **kwargs)
+        self._extra.append(server)
+        return server
+
+    def close(self) -> None:
+        for server in [*self._servers.values(), *self._extra]:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def server_pool(tmp_path_factory: pytest.TempPathFactory):
+    pool = ServerPool(tmp_path_factory)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="session")
+def backend() -> str:
+    """The backend under test (TESSCPP_SERVER_BACKEND, default tesscpp)."""
+    return selected_backend()
+
+
+class Servers:
+    """What a test uses to get servers; remembers them so their logs show when it fails."""
+
+    def __init__(self, pool: ServerPool, backend: str, node: pytest.Item) -> None:
+        self._pool, self.backend, self._node = pool, backend, node
+        self._fresh: list[Server] = []
+
+    def _used(self, server: Server) -> Server:
+        used = self._node.__dict__.setdefault("_tesscpp_servers", [])
+        if server not in used:
+            used.append(server)
+        return server
+
+    def get(self, example: str, backend: str | None = None, role: str = "sut", **settings: str) -> Server:
+        """A shared server (started on first use) of `backend` (default: the one under test)."""
+        settings = {k: str(v) for k, v in settings.items()}
+        return self._used(self._pool.get(backend or self.backend, example, settings, role))
+
+    def reference(self, example: str, **settings: str) -> Server:
+        """A tesseract-runtime server, distinct from any server under test even when that is python too."""
+        return self.get(example, backend="python", role="reference", **settings)
+
+    def fresh(self, example: str, backend: str | None = None, **kwargs) -> Server:
+        """A server of this test alone, stopped at its end (kwargs as `start_server`)."""
+        server = self._pool.fresh(backend or self.backend, example, **kwargs)
+        self._fresh.append(server)
+        return self._used(server)
+
+    def close(self) -> None:
+        for server in self._fresh:
+            server.stop()
+
+
+@pytest.fixture
+def servers(server_pool: ServerPool, backend: str, request: pytest.FixtureRequest):
+    access = Servers(server_pool, backend, request.node)
+    yield access
+    access.close()
+
+
+@pytest.fixture(autouse=True)
+def _tesscpp_only(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("tesscpp_only") and selected_backend() != "tesscpp":
+        pytest.skip("checks the tesscpp CLI itself (TESSCPP_SERVER_BACKEND is not tesscpp)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if report.failed:
+        for server in item.__dict__.get("_tesscpp_servers", []):
+            report.sections.append((f"{server.backend} server for {server.example} ({server.url})", server.logs()))
+    return report

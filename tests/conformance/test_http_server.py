@@ -123,7 +123,8 @@ def test_chunked_bodies_are_read(server):
     chunks = [APPLY[:10], APPLY[10:]]
     payload = b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks) + b"0\r\n\r\n"
     with socket.create_connection(("127.0.0.1", port)) as s:
-        s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + payload)
+        s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n" + payload)
         status, _, body = _recv_response(s)
         assert status == 200, body
 

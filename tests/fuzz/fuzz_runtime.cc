@@ -44,6 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tesscpp::RuntimeRequest request;
   request.method = data[0] & 0x80 ? "GET" : "POST";
   request.target = kTargets[data[0] % (sizeof kTargets / sizeof kTargets[0])];
+  request.content_type = data[0] & 0x40 ? "text/plain" : "application/json";
   if (const size_t nl = rest.find('\n'); nl != std::string_view::npos) {
     request.accept = std::string(rest.substr(0, nl));
     rest.remove_prefix(nl + 1);

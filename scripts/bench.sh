@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the codec benchmarks and the Python stack on the same work, in one run,
-# and writes the merged table to bench/results/codec-<date>.md (printed too).
+# Runs the codec and runtime benchmarks and the Python stack on the same work, in one run,
+# and writes the tables to bench/results/{codec,runtime}-<date>.md (printed too).
 set -euo pipefail
 build=${1:-build/release}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,3 +17,7 @@ python="$results/codec-$stamp.python.json"
   echo
   "$root/.venv/bin/python" "$root/bench/report.py" "$gbench" "$python"
 } | tee "$results/codec-$stamp.md"
+
+# The runtime: tesscpp serve vs tesseract-runtime serve under tesseract-core's SDK, and wrk on /health.
+"$root/.venv/bin/python" "$root/bench/runtime_bench.py" --cli "$build/bin/tesscpp" --examples "$build/examples" \
+  | tee "$results/runtime-$stamp.md"

@@ -3,10 +3,12 @@
 #include "http/server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -37,8 +39,8 @@ struct LargeTransfers {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const Runtime& runtime, const HttpServerOptions& options, asio::thread_pool& workers)
-      : stream_(std::move(socket)), runtime_(runtime), options_(options), workers_(workers) {
+  Session(tcp::socket socket, const Runtime& runtime, const HttpServerOptions& options)
+      : socket_(std::move(socket)), runtime_(runtime), options_(options) {
     buffer_.max_size(kHeaderLimit + (size_t{1} << 20));
   }
 
@@ -49,8 +51,8 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(boost::none);  // the body is read separately, checked against max_body_bytes
-    stream_.expires_after(options_.keep_alive_timeout);
-    http::async_read_header(stream_, buffer_, *parser_,
+    SetDeadline(options_.keep_alive_timeout);
+    http::async_read_header(socket_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
@@ -89,8 +91,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const size_t rest = length - have;
     if (rest == 0) return Dispatch();
     auto read_rest = [self = shared_from_this(), have, rest] {
-      self->stream_.expires_after(self->options_.body_timeout);
-      asio::async_read(self->stream_, asio::buffer(self->request_.body.data() + have, rest), LargeTransfers{rest},
+      self->SetDeadline(self->options_.body_timeout);
+      asio::async_read(self->socket_, asio::buffer(self->request_.body.data() + have, rest), LargeTransfers{rest},
                        [self](beast::error_code read_ec, size_t) {
                          if (read_ec) return self->Close();
                          self->Dispatch();
@@ -108,7 +110,7 @@ class Session : public std::enable_shared_from_this<Session> {
   template <typename Next>
   void WriteContinue(Next next) {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
+    asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
                       [self = shared_from_this(), next](beast::error_code ec, size_t) {
                         if (ec) return self->Close();
                         next();
@@ -122,8 +124,8 @@ class Session : public std::enable_shared_from_this<Session> {
     chunked_.emplace(std::move(*parser_));
     chunked_->body_limit(static_cast<uint64_t>(options_.max_body_bytes));
     auto read = [self = shared_from_this()] {
-      self->stream_.expires_after(self->options_.body_timeout);
-      http::async_read(self->stream_, self->buffer_, *self->chunked_, [self](beast::error_code ec, size_t) {
+      self->SetDeadline(self->options_.body_timeout);
+      http::async_read(self->socket_, self->buffer_, *self->chunked_, [self](beast::error_code ec, size_t) {
         if (ec == http::error::body_limit) return self->Reject(413, "Request body exceeds the limit");
         if (ec) return self->Close();
         const std::vector<char>& text = self->chunked_->get().body();
@@ -139,15 +141,13 @@ class Session : public std::enable_shared_from_this<Session> {
     read();
   }
 
+  // The request runs right here, on the thread that read it: handing it to
+  // another thread costs two wakeups per request (hundreds of microseconds on
+  // a VM), and the other I/O threads keep serving every other connection
+  // meanwhile (see HttpServer::Run).
   void Dispatch() {
-    // GETs are cheap (health, the cached documents): answer on the I/O thread.
-    if (request_.method == "GET") return Write(runtime_.Handle(request_));
-    stream_.expires_never();  // an endpoint may run for long
-    asio::post(workers_, [self = shared_from_this()] {
-      RuntimeResponse response = self->runtime_.Handle(self->request_);
-      asio::post(self->stream_.get_executor(),
-                 [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
-    });
+    deadline_ns_ = 0;  // an endpoint may run for long
+    Write(runtime_.Handle(request_));
   }
 
   void Reject(int status, const std::string& message) {
@@ -173,8 +173,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const size_t body_size = head_ ? 0 : static_cast<size_t>(response_.body.size());
     const std::array<asio::const_buffer, 2> parts{asio::buffer(header_text_),
                                                   asio::buffer(response_.body.data(), body_size)};
-    stream_.expires_after(options_.body_timeout);
-    asio::async_write(stream_, parts, LargeTransfers{header_text_.size() + body_size},
+    SetDeadline(options_.body_timeout);
+    asio::async_write(socket_, parts, LargeTransfers{header_text_.size() + body_size},
                       [self = shared_from_this()](beast::error_code ec, size_t) {
                         self->response_ = RuntimeResponse();
                         if (ec || !self->keep_alive_) return self->Close();
@@ -184,14 +184,35 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.close();
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    socket_.close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  // Deadlines are checked by the server's sweeper once a second rather than by
+  // a timer per operation: re-arming timers cost three syscalls and a reactor
+  // wakeup on every request.
+  void SetDeadline(std::chrono::seconds timeout) {
+    deadline_ns_ = (std::chrono::steady_clock::now() + timeout).time_since_epoch().count();
+  }
+
+ public:
+  /// Called by the sweeper: closes the connection (on its strand) if its
+  /// current wait has outlived its deadline. Returns false once it is closed.
+  bool CloseIfExpired(int64_t now_ns) {
+    const int64_t deadline = deadline_ns_;
+    if (deadline == 0 || now_ns < deadline) return socket_.is_open();
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      const int64_t again = self->deadline_ns_;
+      if (again != 0 && std::chrono::steady_clock::now().time_since_epoch().count() >= again) self->Close();
+    });
+    return true;
+  }
+
+ private:
+  tcp::socket socket_;
+  std::atomic<int64_t> deadline_ns_{0};
   const Runtime& runtime_;
   const HttpServerOptions& options_;
-  asio::thread_pool& workers_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> parser_;
   std::optional<http::request_parser<http::vector_body<char>>> chunked_;
@@ -205,21 +226,51 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 struct HttpServer::Impl {
-  Impl(const Runtime& r, const HttpServerOptions& o)
-      : runtime(r), options(o), workers(static_cast<size_t>(std::max(1, o.num_workers))) {}
+  Impl(const Runtime& r, const HttpServerOptions& o) : runtime(r), options(o), io(Threads()) {}
+  // One thread more than workers: with every worker inside a long endpoint,
+  // one is still free to answer /health and read other requests.
+  int Threads() const { return std::max(1, options.num_workers) + 1; }
+
   const Runtime& runtime;
   HttpServerOptions options;
-  asio::io_context io{1};
-  asio::thread_pool workers;
+  asio::io_context io;
   tcp::acceptor acceptor{io};
   asio::signal_set signals{io, SIGINT, SIGTERM};
+  asio::steady_timer sweep_timer{io};
+  std::mutex sessions_mutex;
+  std::vector<std::weak_ptr<Session>> sessions;
+
+  // Once a second: close connections whose wait outlived its deadline, forget
+  // closed ones.
+  void Sweep() {
+    sweep_timer.expires_after(std::chrono::seconds(1));
+    sweep_timer.async_wait([this](beast::error_code ec) {
+      if (ec) return;
+      const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+      {
+        std::lock_guard<std::mutex> lock(sessions_mutex);
+        std::erase_if(sessions, [now](const std::weak_ptr<Session>& weak) {
+          auto session = weak.lock();
+          return !session || !session->CloseIfExpired(now);
+        });
+      }
+      Sweep();
+    });
+  }
 
   void Accept() {
-    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+    // Each connection gets a strand: its handlers never run concurrently,
+    // whichever thread picks them up.
+    acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
         socket.set_option(tcp::no_delay(true));
-        std::make_shared<Session>(std::move(socket), runtime, options, workers)->Start();
+        auto session = std::make_shared<Session>(std::move(socket), runtime, options);
+        {
+          std::lock_guard<std::mutex> lock(sessions_mutex);
+          sessions.push_back(session);
+        }
+        session->Start();
       }
       Accept();
     });
@@ -244,10 +295,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Runtime& runtime, co
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-HttpServer::~HttpServer() {
-  Stop();
-  impl_->workers.join();
-}
+HttpServer::~HttpServer() { Stop(); }
 
 uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
 
@@ -256,10 +304,12 @@ void HttpServer::Run() {
     if (!ec) Stop();
   });
   impl_->Accept();
+  impl_->Sweep();
+  std::vector<std::thread> threads;
+  for (int i = 1; i < impl_->Threads(); ++i) threads.emplace_back([this] { impl_->io.run(); });
   impl_->io.run();
-  // Requests already on a worker finish; their responses are dropped with
-  // the connections.
-  impl_->workers.join();
+  // Requests being handled finish; their connections close with the server.
+  for (std::thread& t : threads) t.join();
 }
 
 void HttpServer::Stop() {
@@ -267,6 +317,7 @@ void HttpServer::Stop() {
     beast::error_code ignored;
     impl_->acceptor.close(ignored);
     impl_->signals.cancel(ignored);
+    impl_->sweep_timer.cancel();
     impl_->io.stop();
   });
 }

@@ -1,9 +1,9 @@
 // server.h: the HTTP/1.1 server in front of a Runtime (Boost.Beast; this
 // header keeps Beast out of its includers).
 //
-// One I/O thread accepts connections and reads and writes them
-// asynchronously; request handling runs on a pool of worker threads so that
-// slow endpoints do not stall /health or other connections. Bodies are read
+// num_workers + 1 threads share one event loop; a request is handled on the
+// thread that read it, so a long endpoint occupies one thread while the
+// others keep serving /health and other connections. Bodies are read
 // straight into pooled, padded buffers with large reads (the JSON parser then
 // works in place), responses are written from the encoder's buffer with one
 // gathered write.
@@ -23,7 +23,7 @@ class Runtime;
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;  ///< 0: any free port (see HttpServer::port())
-  int num_workers = 1;   ///< threads that run requests
+  int num_workers = 1;   ///< requests handled at once (threads: one more)
   /// Larger request bodies get 413 before any byte of them is read.
   int64_t max_body_bytes = int64_t{4} << 30;
   /// An idle keep-alive connection is closed after this (uvicorn's is 60 s).

@@ -1,27 +1,39 @@
 #include "runtime/run_dir.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <string_view>
 
 namespace tesscpp::runtime {
+namespace {
 
-Status CreateRunDirectory(const std::string& dir) {
-  std::error_code ec;
-  const std::filesystem::path logs = std::filesystem::path(dir) / "logs";
-  std::filesystem::create_directories(logs / "artifacts", ec);
-  if (ec) return Status::IoError("cannot create run directory '", dir, "': ", ec.message());
-  std::ofstream(logs / "tesseract.log", std::ios::trunc);
-  std::ofstream metrics(logs / "metrics.csv", std::ios::trunc);
-  metrics << "timestamp,key,value,step\r\n";  // Python's csv module ends rows with \r\n
-  if (!metrics) return Status::IoError("cannot write '", (logs / "metrics.csv").string(), "'");
-  return Status::OK();
+// mkdir(2) that accepts an existing directory (a run_id given twice).
+Status MakeDirectory(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return Status::OK();
+  return Status::IoError("cannot create run directory '", path, "': ", std::strerror(errno));
+}
+
+}  // namespace
+
+// Plain syscalls rather than std::filesystem: this runs on every call of a
+// wrapped endpoint, and each saved stat or reopen is latency a client sees.
+Result<internal::Fd> CreateRunDirectory(const std::string& dir) {
+  const std::string logs = dir + "/logs";
+  TESS_RETURN_IF_ERROR(MakeDirectory(dir));
+  TESS_RETURN_IF_ERROR(MakeDirectory(logs));
+  TESS_RETURN_IF_ERROR(MakeDirectory(logs + "/artifacts"));
+  TESS_ASSIGN_OR_RETURN(internal::Fd metrics,
+                        internal::Fd::Open(logs + "/metrics.csv", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC));
+  // Python's csv module ends rows with \r\n.
+  static constexpr std::string_view kHeader = "timestamp,key,value,step\r\n";
+  TESS_RETURN_IF_ERROR(metrics.WriteAll({reinterpret_cast<const uint8_t*>(kHeader.data()), kHeader.size()}));
+  return internal::Fd::Open(logs + "/tesseract.log", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC);
 }
 
 namespace {
@@ -31,20 +43,17 @@ std::mutex& CaptureMutex() {
 }
 }  // namespace
 
-Result<std::unique_ptr<StdioCapture>> StdioCapture::Start(const std::string& log_file) {
+Result<std::unique_ptr<StdioCapture>> StdioCapture::Start(internal::Fd log) {
   std::unique_ptr<StdioCapture> capture(new StdioCapture());
   capture->lock_ = std::unique_lock<std::mutex>(CaptureMutex());
-  const int fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IoError("cannot open log file '", log_file, "': ", std::strerror(errno));
   // Whatever the process buffered so far belongs to the terminal, not the run.
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
   capture->saved_stdout_ = ::dup(1);
   capture->saved_stderr_ = ::dup(2);
-  ::dup2(fd, 1);
-  ::dup2(fd, 2);
-  ::close(fd);
+  ::dup2(log.get(), 1);
+  ::dup2(log.get(), 2);
   // stdout into a file is fully buffered by default; line buffering lets a
   // client tailing the log (the SDK's stream_logs) see lines as they are printed.
   std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);

@@ -2,25 +2,28 @@
 // the endpoint prints (protocol.md §8).
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "platform/file.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::runtime {
 
 /// \brief Creates `<dir>/logs/` with an empty tesseract.log, metrics.csv (its
-/// header row) and artifacts/, as tesseract-core's file backend does.
-Status CreateRunDirectory(const std::string& dir);
+/// header row) and artifacts/, as tesseract-core's file backend does, and
+/// returns tesseract.log open for appending.
+Result<internal::Fd> CreateRunDirectory(const std::string& dir);
 
 /// \brief While alive, file descriptors 1 and 2 of the process write to
-/// `<log_dir>/tesseract.log` (appending), and are restored afterwards.
-/// Redirection is process-wide, so captures are serialised by a lock held for
-/// the capture's lifetime: endpoint calls with capture run one at a time, as
-/// they do in one tesseract-core worker.
+/// `log` (a run's tesseract.log), and are restored afterwards. Redirection is
+/// process-wide, so captures are serialised by a lock held for the capture's
+/// lifetime: endpoint calls with capture run one at a time, as they do in one
+/// tesseract-core worker.
 class StdioCapture {
  public:
-  static Result<std::unique_ptr<StdioCapture>> Start(const std::string& log_file);
+  static Result<std::unique_ptr<StdioCapture>> Start(internal::Fd log);
   ~StdioCapture();
   StdioCapture(const StdioCapture&) = delete;
   StdioCapture& operator=(const StdioCapture&) = delete;

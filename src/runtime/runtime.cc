@@ -312,12 +312,13 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   }
   const std::string run_name = "run_" + run_id;
   const std::string run_dir = (std::filesystem::path(config.output_path) / run_name).string();
-  if (Status s = runtime::CreateRunDirectory(run_dir); !s.ok()) return Failure(endpoint, {"OSError", s.message()});
+  auto log = runtime::CreateRunDirectory(run_dir);
+  if (!log.ok()) return Failure(endpoint, {"OSError", log.status().message()});
 
   std::string exception_type;
   Result<Value> outputs = Status::Internal("not run");
   {
-    auto capture = runtime::StdioCapture::Start(run_dir + "/logs/tesseract.log");
+    auto capture = runtime::StdioCapture::Start(*std::move(log));
     if (!capture.ok()) return Failure(endpoint, {"OSError", capture.status().message()});
     const auto start = std::chrono::steady_clock::now();
     outputs = Guarded(call, &exception_type);
@@ -358,13 +359,15 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
                                                        Value(std::string(text)),
                                                        Value()}});
   }
-  if (!runtime::IsValidUtf8(text)) return Detail(400, "There was an error parsing the body");
   JsonReadOptions read;
   read.arrays = ArrayDetection::kShaped;
   read.array_options.binref_dir = config.input_path;
   auto body = ReadJson(request.body, read);
   if (!body.ok()) {
     if (GetValidationDetail(body.status()) != nullptr) return Unprocessable(body.status());
+    // Starlette refuses a body that is not UTF-8 before parsing it (the
+    // parser checked UTF-8 already; this only tells which answer to give).
+    if (!runtime::IsValidUtf8(text)) return Detail(400, "There was an error parsing the body");
     // FastAPI reports Python's json position and message; where Python would
     // have parsed the body (NaN, deep nesting), ours names the problem at 0.
     const auto located = runtime::LocateJsonError(text);

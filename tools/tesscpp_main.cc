@@ -44,11 +44,12 @@ int Fail(const Status& status) {
 
 // The environment's TESSERACT_* settings with the command line on top, and the
 // component they apply to.
-Result<std::unique_ptr<tesscpp::Runtime>> MakeRuntime(const CommonOptions& o,
-                                                      std::shared_ptr<const tesscpp::ComponentLibrary>* library) {
+Result<std::unique_ptr<tesscpp::Runtime>> MakeRuntime(
+    const CommonOptions& o, std::shared_ptr<const tesscpp::ComponentLibrary>* library) {
   TESS_ASSIGN_OR_RETURN(tesscpp::RuntimeConfig config, tesscpp::RuntimeConfig::FromEnvironment());
   if (o.output_format) config.output_format = *o.output_format;
-  if (o.output_path) config.output_path = std::filesystem::absolute(*o.output_path).lexically_normal().string();
+  if (o.output_path)
+    config.output_path = std::filesystem::absolute(*o.output_path).lexically_normal().string();
   if (o.input_path) config.input_path = std::filesystem::absolute(*o.input_path).lexically_normal().string();
   if (o.output_file) config.output_file = *o.output_file;
   if (o.debug) config.debug = true;
@@ -88,7 +89,8 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
   const tesscpp::RuntimeResponse response = (*runtime)->Handle(request);
   const std::string_view body = response.body.string_view();
   if (response.status != 200) {
-    std::cerr << "tesscpp: " << endpoint << " failed with HTTP status " << response.status << ":\n" << body << "\n";
+    std::cerr << "tesscpp: " << endpoint << " failed with HTTP status " << response.status << ":\n"
+              << body << "\n";
     return 2;
   }
   const std::string& file = (*runtime)->config().output_file;
@@ -110,8 +112,8 @@ int Serve(const CommonOptions& o, const tesscpp::HttpServerOptions& server_optio
   if (!runtime.ok()) return Fail(runtime.status());
   auto server = tesscpp::HttpServer::Start(**runtime, server_options);
   if (!server.ok()) return Fail(server.status());
-  std::cout << "tesscpp: serving " << library->component().name() << " on http://" << server_options.host << ":"
-            << (*server)->port() << std::endl;
+  std::cout << "tesscpp: serving " << library->component().name() << " on http://" << server_options.host
+            << ":" << (*server)->port() << std::endl;
   (*server)->Run();
   return 0;
 }
@@ -128,7 +130,8 @@ int main(int argc, char** argv) {
   CLI::App* serve = app.add_subcommand("serve", "Serve a component over HTTP (like tesseract-runtime serve)");
   AddCommonOptions(serve, serve_options);
   serve->add_option("--host", server.host, "Address to listen on")->capture_default_str();
-  serve->add_option("--port", server.port, "Port (0: any free port, printed at start)")->capture_default_str();
+  serve->add_option("--port", server.port, "Port (0: any free port, printed at start)")
+      ->capture_default_str();
   serve->add_option("--num-workers", server.num_workers, "Threads that run requests")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
@@ -136,7 +139,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   int64_t keep_alive_s = server.keep_alive_timeout.count();
-  serve->add_option("--timeout-keep-alive", keep_alive_s, "Seconds an idle connection stays open (as uvicorn's)")
+  serve
+      ->add_option("--timeout-keep-alive", keep_alive_s,
+                   "Seconds an idle connection stays open (as uvicorn's)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   serve->callback([&] {
@@ -170,7 +175,8 @@ int main(int argc, char** argv) {
   for (OneShot& shot : one_shots) {
     CLI::App* command = app.add_subcommand(shot.command, std::string("Run ") + shot.endpoint + " once");
     AddCommonOptions(command, shot.options);
-    command->add_option("--output-file", shot.options.output_file, "Write the result to <output-path>/<file>");
+    command->add_option("--output-file", shot.options.output_file,
+                        "Write the result to <output-path>/<file>");
     if (std::string_view(shot.endpoint) != "health") {
       command->add_option("payload", shot.payload, "Request body: JSON text or @file")->required();
     }

@@ -40,8 +40,8 @@ Component MakeMeshstats() {
   ModelBuilder stats_model("SummaryStatistics");
   auto first = stats_model.Array<float>("first_point_coordinates", {3},
                                         {.differentiable = true, .doc = "Coordinates of point 0."});
-  auto barycenter =
-      stats_model.Array<float>("barycenter", {3}, {.differentiable = true, .doc = "Mean of all point coordinates."});
+  auto barycenter = stats_model.Array<float>(
+      "barycenter", {3}, {.differentiable = true, .doc = "Mean of all point coordinates."});
   auto statistics = c.outputs().Model("statistics", stats_model, {.doc = "Statistics of the mesh."});
 
   c.Apply(

@@ -23,12 +23,14 @@ Value Float32(float v) {
 
 Component MakeUnivariate() {
   Component c("univariate", "0.1.0", "The Rosenbrock function of two variables.\n");
-  auto x = c.inputs().Scalar<float>("x", {.differentiable = true, .doc = "First coordinate.", .default_value = 0.0});
-  auto y = c.inputs().Scalar<float>("y", {.differentiable = true, .doc = "Second coordinate.", .default_value = 0.0});
+  auto x = c.inputs().Scalar<float>(
+      "x", {.differentiable = true, .doc = "First coordinate.", .default_value = 0.0});
+  auto y = c.inputs().Scalar<float>(
+      "y", {.differentiable = true, .doc = "Second coordinate.", .default_value = 0.0});
   auto a = c.inputs().Scalar<float>("a", {.doc = "Scale of the first term.", .default_value = 1.0});
   auto b = c.inputs().Scalar<float>("b", {.doc = "Scale of the second term.", .default_value = 100.0});
-  auto result =
-      c.outputs().Scalar<float>("result", {.differentiable = true, .doc = "Value of the Rosenbrock function."});
+  auto result = c.outputs().Scalar<float>(
+      "result", {.differentiable = true, .doc = "Value of the Rosenbrock function."});
 
   auto point = [=](const ModelView& in) { return Point{in[x], in[y], in[a], in[b]}; };
 
@@ -44,13 +46,14 @@ Component MakeUnivariate() {
         return Status::OK();
       },
       "The result is a float32 scalar whatever the inputs.");
-  c.Jacobian([=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs, JacobianMap& jac) {
-    const Point p = point(in);
-    for (const auto& out : jac_outputs) {
-      for (const auto& name : jac_inputs) jac[out].insert_or_assign(name, Float32(p.d(name)).as_tensor());
-    }
-    return Status::OK();
-  });
+  c.Jacobian(
+      [=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs, JacobianMap& jac) {
+        const Point p = point(in);
+        for (const auto& out : jac_outputs) {
+          for (const auto& name : jac_inputs) jac[out].insert_or_assign(name, Float32(p.d(name)).as_tensor());
+        }
+        return Status::OK();
+      });
   c.JacobianVectorProduct([=](const ModelView& in, const PathSet& jvp_inputs, const PathSet& jvp_outputs,
                               const TensorMap& tangent, TensorMap& jvp) {
     const Point p = point(in);

@@ -20,11 +20,12 @@ Component MakeVectorAdd() {
       {.doc = "True if the output should be normalized, False otherwise.", .default_value = false});
   c.inputs().Check([=](const ModelView& in) {
     if (in[a].shape() == in[b].shape()) return Status::OK();
-    return Status::InvalidArgument("a and b must have the same shape. Got ", in[a].shape().ToString(), " and ",
-                                   in[b].shape().ToString(), " instead.");
+    return Status::InvalidArgument("a and b must have the same shape. Got ", in[a].shape().ToString(),
+                                   " and ", in[b].shape().ToString(), " instead.");
   });
 
-  auto result = c.outputs().Array<double>("result", {kAnyDim}, {.differentiable = true, .doc = "Vector s·a + b"});
+  auto result =
+      c.outputs().Array<double>("result", {kAnyDim}, {.differentiable = true, .doc = "Vector s·a + b"});
 
   c.Apply(
       [=](const ModelView& in, Record& out) -> Status {
@@ -43,7 +44,8 @@ Component MakeVectorAdd() {
       "Multiplies a vector `a` by `s`, and sums the result to `b`.");
 
   c.Jacobian(
-      [=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs, JacobianMap& jac) -> Status {
+      [=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs,
+          JacobianMap& jac) -> Status {
         if (jac_outputs != PathSet{"result"}) {
           return Status::InvalidArgument("only the jacobian of 'result' is available");
         }
@@ -57,11 +59,12 @@ Component MakeVectorAdd() {
           double norm = 0;
           for (int64_t i = 0; i < n; ++i) {
             raw[i] = sv * in[a][i] + in[b][i];
-            norm += double(raw[i]) * raw[i];
+            norm += static_cast<double>(raw[i]) * raw[i];
           }
           norm = std::sqrt(norm);
           for (int64_t i = 0; i < n; ++i) {
-            for (int64_t j = 0; j < n; ++j) d_raw[i * n + j] = ((i == j) - raw[i] / norm * raw[j] / norm) / norm;
+            for (int64_t j = 0; j < n; ++j)
+              d_raw[i * n + j] = ((i == j) - raw[i] / norm * raw[j] / norm) / norm;
           }
         }
         for (const std::string& name : jac_inputs) {

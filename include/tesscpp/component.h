@@ -34,10 +34,12 @@ using ApplyFn = std::function<Status(const ModelView& inputs, Record& outputs)>;
 using AbstractEvalFn = std::function<Status(const AbstractModelView& inputs, Record& outputs)>;
 using JacobianFn = std::function<Status(const ModelView& inputs, const PathSet& jac_inputs,
                                         const PathSet& jac_outputs, JacobianMap& jacobian)>;
-using JvpFn = std::function<Status(const ModelView& inputs, const PathSet& jvp_inputs, const PathSet& jvp_outputs,
-                                   const TensorMap& tangent_vector, TensorMap& jvp)>;
-using VjpFn = std::function<Status(const ModelView& inputs, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
-                                   const TensorMap& cotangent_vector, TensorMap& vjp)>;
+using JvpFn =
+    std::function<Status(const ModelView& inputs, const PathSet& jvp_inputs, const PathSet& jvp_outputs,
+                         const TensorMap& tangent_vector, TensorMap& jvp)>;
+using VjpFn =
+    std::function<Status(const ModelView& inputs, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
+                         const TensorMap& cotangent_vector, TensorMap& vjp)>;
 
 /// \brief An endpoint function with the docstring the OpenAPI document shows.
 template <typename Fn>
@@ -96,11 +98,10 @@ class Component {
 
 /// \brief Exports `factory` (a function returning tesscpp::Component) as this
 /// shared library's component entry point. Use once per library.
-#define TESSCPP_COMPONENT(factory)                                                                   \
-  extern "C" __attribute__((visibility("default"))) const TesscppComponentEntryV1*                   \
-  TESSCPP_COMPONENT_ENTRY_SYMBOL(void) {                                                             \
-    static const TesscppComponentEntryV1 entry = ::tesscpp::internal::MakeComponentEntry(+[]() {     \
-      return static_cast<void*>(new ::tesscpp::Component(factory()));                                \
-    });                                                                                              \
-    return &entry;                                                                                   \
+#define TESSCPP_COMPONENT(factory)                                                        \
+  extern "C" __attribute__((visibility("default"))) const TesscppComponentEntryV1*        \
+  TESSCPP_COMPONENT_ENTRY_SYMBOL(void) {                                                  \
+    static const TesscppComponentEntryV1 entry = ::tesscpp::internal::MakeComponentEntry( \
+        +[]() { return static_cast<void*>(new ::tesscpp::Component(factory())); });       \
+    return &entry;                                                                        \
   }

@@ -20,9 +20,9 @@
 #define TESSCPP_STRINGIFY_(x) #x
 #define TESSCPP_STRINGIFY(x) TESSCPP_STRINGIFY_(x)
 /// What must match between a component library and the process loading it.
-#define TESSCPP_BUILD_SIGNATURE                                                                     \
-  "tesscpp-0.1;gcc-" TESSCPP_STRINGIFY(__GNUC__) "." TESSCPP_STRINGIFY(__GNUC_MINOR__) ";cxx11abi-" \
-      TESSCPP_STRINGIFY(_GLIBCXX_USE_CXX11_ABI) ";cxx-" TESSCPP_STRINGIFY(__cplusplus)
+#define TESSCPP_BUILD_SIGNATURE                                         \
+  "tesscpp-0.1;gcc-" TESSCPP_STRINGIFY(__GNUC__) "." TESSCPP_STRINGIFY( \
+      __GNUC_MINOR__) ";cxx11abi-" TESSCPP_STRINGIFY(_GLIBCXX_USE_CXX11_ABI) ";cxx-" TESSCPP_STRINGIFY(__cplusplus)
 
 extern "C" {
 

@@ -232,7 +232,9 @@ class AbstractModelView {
     return ReadShapeDType(field(key.index));
   }
   ShapeDType operator[](const FieldKey<AnyArray>& key) const { return ReadShapeDType(field(key.index)); }
-  AbstractModelView operator[](const FieldKey<Nested>& key) const { return AbstractModelView(field(key.index)); }
+  AbstractModelView operator[](const FieldKey<Nested>& key) const {
+    return AbstractModelView(field(key.index));
+  }
   /// \brief Non-array fields read as in a ModelView.
   template <typename D>
   typename D::View operator[](const FieldKey<D>& key) const {
@@ -262,10 +264,12 @@ struct FieldOptions {
 /// \brief Builds a ModelSchema field by field; each field returns its typed key.
 class ModelBuilder {
  public:
-  explicit ModelBuilder(std::string name, std::string doc = "") : name_(std::move(name)), doc_(std::move(doc)) {}
+  explicit ModelBuilder(std::string name, std::string doc = "")
+      : name_(std::move(name)), doc_(std::move(doc)) {}
 
   /// \brief Adds a field of any descriptor.
   template <typename D>
+  // NOLINTNEXTLINE(performance-unnecessary-value-param): options is moved into AddField
   FieldKey<D> Add(std::string name, D descriptor, FieldOptions options = {}) {
     if constexpr (requires { descriptor.differentiable; }) {
       descriptor.differentiable = descriptor.differentiable || options.differentiable;
@@ -310,6 +314,7 @@ class Record {
 
   /// \brief Sets a field to any value (a Tensor, a number, a nested dict).
   template <typename D>
+  // NOLINTNEXTLINE(performance-unnecessary-value-param): value is moved into the record
   void Set(const FieldKey<D>& key, Value value) {
     values_.set(key.name, std::move(value));
   }

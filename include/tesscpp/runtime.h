@@ -69,7 +69,8 @@ class Runtime {
  public:
   /// \brief Prepares every endpoint of `component` (models, OpenAPI document).
   /// kInvalidArgument for a config that does not validate.
-  static Result<std::unique_ptr<Runtime>> Make(std::shared_ptr<const Component> component, RuntimeConfig config);
+  static Result<std::unique_ptr<Runtime>> Make(std::shared_ptr<const Component> component,
+                                               RuntimeConfig config);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

@@ -17,7 +17,8 @@ namespace {
 TEST(PublicHeaders, IncludeOnlyStdAndTesscpp) {
   const std::regex include_line(R"(^#include\s+([<"])([^>"]+)[>"])");
   int headers = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(TESS_SOURCE_DIR) + "/include/tesscpp")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(TESS_SOURCE_DIR) + "/include/tesscpp")) {
     const std::string header = entry.path().filename().string();
     std::ifstream in(entry.path());
     ASSERT_TRUE(in) << header;

@@ -52,8 +52,9 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(boost::none);  // the body is read separately, checked against max_body_bytes
     SetDeadline(options_.keep_alive_timeout);
-    http::async_read_header(socket_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+    http::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
@@ -67,7 +68,8 @@ class Session : public std::enable_shared_from_this<Session> {
     request_ = RuntimeRequest();
     request_.method = std::string(header.method_string());
     request_.target = std::string(header.target());
-    if (auto it = header.find(http::field::accept); it != header.end()) request_.accept = std::string(it->value());
+    if (auto it = header.find(http::field::accept); it != header.end())
+      request_.accept = std::string(it->value());
     if (auto it = header.find(http::field::content_type); it != header.end()) {
       request_.content_type = std::string(it->value());
     }
@@ -92,8 +94,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (rest == 0) return Dispatch();
     auto read_rest = [self = shared_from_this(), have, rest] {
       self->SetDeadline(self->options_.body_timeout);
-      asio::async_read(self->socket_, asio::buffer(self->request_.body.data() + have, rest), LargeTransfers{rest},
-                       [self](beast::error_code read_ec, size_t) {
+      asio::async_read(self->socket_, asio::buffer(self->request_.body.data() + have, rest),
+                       LargeTransfers{rest}, [self](beast::error_code read_ec, size_t) {
                          if (read_ec) return self->Close();
                          self->Dispatch();
                        });
@@ -163,11 +165,21 @@ class Session : public std::enable_shared_from_this<Session> {
   void Write(RuntimeResponse response) {
     response_ = std::move(response);
     request_.body = Buffer();  // the request's memory goes back to the pool before the write
-    header_text_ = "HTTP/1.1 " + std::to_string(response_.status) + " " +
-                   std::string(http::obsolete_reason(static_cast<http::status>(response_.status))) +
-                   "\r\ncontent-type: " + response_.content_type +
-                   "\r\ncontent-length: " + std::to_string(response_.body.size()) + "\r\n";
-    for (const auto& [name, value] : response_.headers) header_text_ += name + ": " + value + "\r\n";
+    header_text_ = "HTTP/1.1 ";
+    header_text_ += std::to_string(response_.status);
+    header_text_ += ' ';
+    header_text_ += http::obsolete_reason(static_cast<http::status>(response_.status));
+    header_text_ += "\r\ncontent-type: ";
+    header_text_ += response_.content_type;
+    header_text_ += "\r\ncontent-length: ";
+    header_text_ += std::to_string(response_.body.size());
+    header_text_ += "\r\n";
+    for (const auto& [name, value] : response_.headers) {
+      header_text_ += name;
+      header_text_ += ": ";
+      header_text_ += value;
+      header_text_ += "\r\n";
+    }
     if (!keep_alive_) header_text_ += "connection: close\r\n";
     header_text_ += "\r\n";
     const size_t body_size = head_ ? 0 : static_cast<size_t>(response_.body.size());
@@ -277,7 +289,8 @@ struct HttpServer::Impl {
   }
 };
 
-Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Runtime& runtime, const HttpServerOptions& options) {
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Runtime& runtime,
+                                                      const HttpServerOptions& options) {
   auto impl = std::make_unique<Impl>(runtime, options);
   beast::error_code ec;
   const auto address = asio::ip::make_address(options.host, ec);
@@ -295,7 +308,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Runtime& runtime, co
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-HttpServer::~HttpServer() { Stop(); }
+// Run() has returned by now (or never ran): nothing is left to stop.
+HttpServer::~HttpServer() = default;
 
 uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
 

@@ -22,7 +22,8 @@ Result<bool> ParseBool(const std::string& field, std::string text) {
   for (const char* f : {"0", "false", "no", "off", "n", "f"}) {
     if (text == f) return false;
   }
-  return Status::InvalidArgument("TESSERACT_", field, "='", text, "' is not a boolean (use 1/0, true/false, yes/no)");
+  return Status::InvalidArgument("TESSERACT_", field, "='", text,
+                                 "' is not a boolean (use 1/0, true/false, yes/no)");
 }
 
 std::string Absolute(const std::string& path) {
@@ -43,7 +44,8 @@ Result<RuntimeConfig> RuntimeConfig::FromEnvironment() {
   if (const char* v = Env("DESCRIPTION")) {
     // The reference replaces a literal backslash-n with a newline.
     std::string d = v;
-    for (size_t at = d.find("\\n"); at != std::string::npos; at = d.find("\\n", at + 1)) d.replace(at, 2, "\n");
+    for (size_t at = d.find("\\n"); at != std::string::npos; at = d.find("\\n", at + 1))
+      d.replace(at, 2, "\n");
     c.description = d;
   }
   text("INPUT_PATH", c.input_path);
@@ -73,9 +75,10 @@ Status RuntimeConfig::Validate() const {
     return Status::InvalidArgument("compression '", compression, "' is not one of none, lz4");
   }
   if (gpu_transport != "none") {
-    return Status::InvalidArgument("gpu transport '", gpu_transport,
-                                   "' is not available in this build (only 'none'; cuda_ipc comes with the GPU "
-                                   "transport)");
+    return Status::InvalidArgument(
+        "gpu transport '", gpu_transport,
+        "' is not available in this build (only 'none'; cuda_ipc comes with the GPU "
+        "transport)");
   }
   return Status::OK();
 }

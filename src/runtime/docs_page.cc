@@ -438,7 +438,8 @@ class DocsRenderer {
   const Value::Dict* Deref(const Value::Dict& schema) const {
     const std::string* ref = StringAt(schema, "$ref");
     if (ref == nullptr || schemas_ == nullptr || !ref->starts_with(kRefPrefix)) return nullptr;
-    return DictAt(*schemas_, std::string_view(*ref).substr(kRefPrefix.size()));
+    const std::string_view target = *ref;
+    return DictAt(*schemas_, target.substr(kRefPrefix.size()));
   }
 
   // The end of the $ref chain from `schema`.

@@ -30,7 +30,8 @@ std::shared_ptr<const ModelSchema> Derive(const ModelSchema& model, const std::s
   if (auto it = cache.find(&model); it != cache.end()) return it->second;
   std::vector<FieldSchema> fields;
   for (const FieldSchema& f : model.fields()) {
-    fields.push_back(Field(f.name, DeriveType(f.type, prefix, abstract, cache), f.description, f.default_value));
+    fields.push_back(
+        Field(f.name, DeriveType(f.type, prefix, abstract, cache), f.description, f.default_value));
   }
   std::vector<ModelValidator> validators;
   if (!abstract) validators = model.validators();
@@ -111,7 +112,8 @@ SchemaType ModelType(const ModelSchema& model) {
 
 }  // namespace
 
-std::shared_ptr<const ModelSchema> DeriveModel(const ModelSchema& model, const std::string& prefix, bool abstract) {
+std::shared_ptr<const ModelSchema> DeriveModel(const ModelSchema& model, const std::string& prefix,
+                                               bool abstract) {
   ModelCache cache;
   return Derive(model, prefix, abstract, cache);
 }

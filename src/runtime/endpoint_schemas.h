@@ -16,7 +16,8 @@ namespace tesscpp::runtime {
 /// \brief A copy of `model` and every model nested in it, each renamed
 /// `<prefix><name>`. With `abstract`, array leaves become ShapeDType leaves and
 /// model validators are dropped (they are written against real arrays).
-std::shared_ptr<const ModelSchema> DeriveModel(const ModelSchema& model, const std::string& prefix, bool abstract);
+std::shared_ptr<const ModelSchema> DeriveModel(const ModelSchema& model, const std::string& prefix,
+                                               bool abstract);
 
 /// \brief One differentiable array of a model, by path.
 struct DifferentiablePath {

@@ -11,8 +11,9 @@ std::shared_ptr<const ModelSchema> Mesh() {
       "Mesh", {Field("points", SchemaType::Array({kAnyDim, 3}, Dtype::kFloat32).Differentiable()),
                Field("cell_data", table), Field("n", SchemaType::Int()),
                Field("layers", SchemaType::List(SchemaType::Array({2}, Dtype::kFloat64).Differentiable()))});
-  return *ModelSchema::Make("InputSchema", {Field("mesh", SchemaType::Model(inner)),
-                                            Field("s", SchemaType::Scalar(Dtype::kFloat32).Differentiable())});
+  return *ModelSchema::Make("InputSchema",
+                            {Field("mesh", SchemaType::Model(inner)),
+                             Field("s", SchemaType::Scalar(Dtype::kFloat32).Differentiable())});
 }
 
 TEST(EndpointSchemas, DifferentiablePathsInDeclarationOrderWithWildcards) {

@@ -78,15 +78,15 @@ void CheckPathItem(const std::vector<DifferentiablePath>& paths, const Value& it
         issues.push_back({"string_type", loc, "Input should be a valid string", item, Value()});
       } else {
         const std::string pattern = "^" + p.regex + "$";
-        issues.push_back({"string_pattern_mismatch", loc, "String should match pattern " + PyRepr(pattern), item,
-                          Value::Dict{{"pattern", Value(pattern)}}});
+        issues.push_back({"string_pattern_mismatch", loc, "String should match pattern " + PyRepr(pattern),
+                          item, Value::Dict{{"pattern", Value(pattern)}}});
       }
     }
   }
 }
 
-Result<PathSet> ValidatePathSet(const std::vector<DifferentiablePath>& paths, const Value& input, const char* field,
-                                std::vector<ValidationIssue>& issues) {
+Result<PathSet> ValidatePathSet(const std::vector<DifferentiablePath>& paths, const Value& input,
+                                const char* field, std::vector<ValidationIssue>& issues) {
   if (!input.is_list()) {
     issues.push_back({"set_type", {Value(field)}, "Input should be a valid set", input, Value()});
     return Status::ValidationError(field);
@@ -102,11 +102,12 @@ Result<PathSet> ValidatePathSet(const std::vector<DifferentiablePath>& paths, co
   std::sort(set.begin(), set.end());
   set.erase(std::unique(set.begin(), set.end()), set.end());
   if (set.empty()) {
-    issues.push_back({"too_short",
-                      {Value(field)},
-                      "Set should have at least 1 item after validation, not 0",
-                      input,
-                      Value::Dict{{"field_type", Value("Set")}, {"min_length", Value(1)}, {"actual_length", Value(0)}}});
+    issues.push_back(
+        {"too_short",
+         {Value(field)},
+         "Set should have at least 1 item after validation, not 0",
+         input,
+         Value::Dict{{"field_type", Value("Set")}, {"min_length", Value(1)}, {"actual_length", Value(0)}}});
     return Status::ValidationError(field);
   }
   return set;
@@ -148,7 +149,8 @@ Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, co
     return Status::ValidationError(field);
   }
   auto value_error = [&](const std::string& msg) {
-    issues.push_back({"value_error", loc, "Value error, " + msg, input, Value::Dict{{"error", Value::Dict{}}}});
+    issues.push_back(
+        {"value_error", loc, "Value error, " + msg, input, Value::Dict{{"error", Value::Dict{}}}});
     return Status::ValidationError(field);
   };
   const size_t before = issues.size();
@@ -157,7 +159,8 @@ Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, co
       const size_t first = issues.size();
       CheckPathItem(paths, Value(key), Value(key), field, issues);
       // pydantic puts "[key]" after the key for dict-key errors.
-      for (size_t i = first; i < issues.size(); ++i) issues[i].loc.insert(issues[i].loc.begin() + 2, Value("[key]"));
+      for (size_t i = first; i < issues.size(); ++i)
+        issues[i].loc.insert(issues[i].loc.begin() + 2, Value("[key]"));
     }
   }
   if (issues.size() != before) return Status::ValidationError(field);
@@ -173,8 +176,8 @@ Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, co
   std::sort(sorted_given.begin(), sorted_given.end());
   sorted_given.erase(std::unique(sorted_given.begin(), sorted_given.end()), sorted_given.end());
   if (sorted_given != *keys) {
-    return value_error(std::string("Expected ") + vector_name + " with keys conforming to " + set_name + ": " +
-                       PySetRepr(*keys) + ", got " + PySetRepr(given) + ".");
+    return value_error(std::string("Expected ") + vector_name + " with keys conforming to " + set_name +
+                       ": " + PySetRepr(*keys) + ", got " + PySetRepr(given) + ".");
   }
   if (tangent && !inputs) {
     return value_error("Unable to validate tangent vector as inputs either missing or invalid");
@@ -242,11 +245,12 @@ Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const V
         const std::string& p = (*set)[i];
         if (p.find_first_of("[{") == std::string::npos) continue;
         if (!inputs || ValueAtPath(*inputs, p) == nullptr) {
-          issues.push_back({"value_error",
-                            {Value(in_field), Value(static_cast<int64_t>(i))},
-                            "Value error, Could not find " + std::string(in_field) + " path " + p + " in inputs.",
-                            Value(p),
-                            Value::Dict{{"error", Value::Dict{}}}});
+          issues.push_back(
+              {"value_error",
+               {Value(in_field), Value(static_cast<int64_t>(i))},
+               "Value error, Could not find " + std::string(in_field) + " path " + p + " in inputs.",
+               Value(p),
+               Value::Dict{{"error", Value::Dict{}}}});
         }
       }
       input_set = *set;
@@ -270,7 +274,8 @@ Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const V
     }
   }
   for (const auto& [key, value] : fields) {
-    if (key != "inputs" && key != in_field && key != out_field && (vector_field == nullptr || key != vector_field)) {
+    if (key != "inputs" && key != in_field && key != out_field &&
+        (vector_field == nullptr || key != vector_field)) {
       issues.push_back({"extra_forbidden", {Value(key)}, "Extra inputs are not permitted", value, Value()});
     }
   }
@@ -303,8 +308,8 @@ Result<Value> ValidateJacobianResult(const GradientModels& m, const GradientRequ
   for (const auto& [out_path, blocks] : result) {
     if (Keys(blocks) != request.input_set) {
       return Status::Internal("Error when validating output of jacobian:\nExpected input keys ",
-                              PySetRepr(request.input_set), ", got ", PySetRepr(Keys(blocks)), " for output key ",
-                              out_path);
+                              PySetRepr(request.input_set), ", got ", PySetRepr(Keys(blocks)),
+                              " for output key ", out_path);
     }
     const ShapeSpec& out_shape = FindDifferentiablePath(m.output_paths, out_path)->type.shape();
     Value::Dict row;
@@ -341,18 +346,21 @@ Result<Value> ValidateJacobianResult(const GradientModels& m, const GradientRequ
   return Value(std::move(out));
 }
 
-Result<Value> ValidateProductResult(const GradientModels& m, const GradientRequest& request, const TensorMap& result) {
+Result<Value> ValidateProductResult(const GradientModels& m, const GradientRequest& request,
+                                    const TensorMap& result) {
   const bool jvp = m.kind == GradientKind::kJvp;
   const PathSet& expected = jvp ? request.output_set : request.input_set;
   if (Keys(result) != expected) {
-    return Status::Internal("Expected keys ", PySetRepr(expected), " in output; got ", PySetRepr(Keys(result)));
+    return Status::Internal("Expected keys ", PySetRepr(expected), " in output; got ",
+                            PySetRepr(Keys(result)));
   }
   Value::Dict out;
   for (const auto& [path, tensor] : result) {
     const DifferentiablePath* p = FindDifferentiablePath(jvp ? m.output_paths : m.input_paths, path);
     auto validated = ValidateValue(p->type, Value(tensor));
     if (!validated.ok()) {
-      return Status::Internal(jvp ? "JVP" : "VJP", " result [", path, "]: ", IssueSummary(validated.status()));
+      return Status::Internal(jvp ? "JVP" : "VJP", " result [", path,
+                              "]: ", IssueSummary(validated.status()));
     }
     out.set(path, std::move(*validated));
   }

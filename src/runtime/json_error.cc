@@ -22,7 +22,8 @@ class Scanner {
   bool Fail(const char* message, size_t at) {
     // Python counts characters: every byte that does not continue a UTF-8 sequence.
     int64_t chars = 0;
-    for (size_t k = 0; k < at && k < s_.size(); ++k) chars += (static_cast<unsigned char>(s_[k]) & 0xC0) != 0x80;
+    for (size_t k = 0; k < at && k < s_.size(); ++k)
+      chars += (static_cast<unsigned char>(s_[k]) & 0xC0) != 0x80;
     error_ = JsonSyntaxError{chars, message};
     return false;
   }
@@ -87,7 +88,8 @@ class Scanner {
           i += 6;
           continue;
         }
-        if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) return Fail("Invalid \\escape", i);
+        if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos)
+          return Fail("Invalid \\escape", i);
         i += 2;
         continue;
       }

@@ -92,7 +92,8 @@ std::optional<Encoding> NegotiateEncoding(std::optional<std::string_view> accept
     if (Trim(piece).empty()) continue;
     ranges.push_back(ParseRange(piece));
   }
-  std::stable_sort(ranges.begin(), ranges.end(), [](const MediaRange& a, const MediaRange& b) { return a.q > b.q; });
+  std::stable_sort(ranges.begin(), ranges.end(),
+                   [](const MediaRange& a, const MediaRange& b) { return a.q > b.q; });
   for (const MediaRange& range : ranges) {
     Encoding e;
     if (range.type == "*/*" || range.type == "application/*") {

@@ -112,7 +112,8 @@ std::string CleanDoc(std::string_view doc) {
 // FastAPI's operation description: the cleaned docstring up to a form feed, stripped.
 std::string RouteDescription(std::string_view docstring) {
   const std::string cleaned = CleanDoc(docstring);
-  return std::string(PyStrip(std::string_view(cleaned).substr(0, cleaned.find('\f'))));
+  const std::string_view text = cleaned;
+  return std::string(PyStrip(text.substr(0, text.find('\f'))));
 }
 
 // ---------------------------------------------------------------------------
@@ -494,17 +495,17 @@ Value ParseConstant(std::string_view json) {
 }
 
 const Value& FixedSchema(std::string_view name) {
-  static const Value schemas = [] {
+  static const Value kSchemas = [] {
     Value out = ParseConstant(kFixedSchemas);
     for (const ModelDoc& d : kModelDocs) out.as_dict().at(d.model).as_dict().set("description", Value(d.doc));
     return out;
   }();
-  return schemas.as_dict().at(name);
+  return kSchemas.as_dict().at(name);
 }
 
 const Dict& ArrayLeafParts() {
-  static const Value parts = ParseConstant(kArrayLeafParts);
-  return parts.as_dict();
+  static const Value kParts = ParseConstant(kArrayLeafParts);
+  return kParts.as_dict();
 }
 
 // ---------------------------------------------------------------------------

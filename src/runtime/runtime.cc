@@ -63,13 +63,16 @@ RuntimeResponse Unprocessable(const std::vector<ValidationIssue>& issues) {
 // body): one value_error at the body.
 RuntimeResponse Unprocessable(const Status& status) {
   if (const ValidationDetail* detail = GetValidationDetail(status)) return Unprocessable(detail->issues());
-  return Unprocessable(std::vector<ValidationIssue>{
-      {"value_error", {}, "Value error, " + status.message(), Value(), Value::Dict{{"error", Value::Dict{}}}}});
+  return Unprocessable(std::vector<ValidationIssue>{{"value_error",
+                                                     {},
+                                                     "Value error, " + status.message(),
+                                                     Value(),
+                                                     Value::Dict{{"error", Value::Dict{}}}}});
 }
 
 std::string Uuid4() {
   thread_local std::mt19937_64 rng(std::random_device{}());
-  const uint64_t hi = (rng() & ~uint64_t{0xF000}) | 0x4000;  // version 4
+  const uint64_t hi = (rng() & ~uint64_t{0xF000}) | 0x4000;                  // version 4
   const uint64_t lo = (rng() & ~(uint64_t{3} << 62)) | (uint64_t{2} << 62);  // variant 10
   char text[37];
   std::snprintf(text, sizeof text, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
@@ -163,8 +166,8 @@ struct Runtime::Impl {
   std::shared_ptr<const Component> component;
   RuntimeConfig config;
   runtime::Offer offer;
-  std::shared_ptr<const ModelSchema> apply_request;   // ApplyInputSchema {inputs}
-  std::shared_ptr<const ModelSchema> apply_outputs;   // Apply_OutputSchema
+  std::shared_ptr<const ModelSchema> apply_request;  // ApplyInputSchema {inputs}
+  std::shared_ptr<const ModelSchema> apply_outputs;  // Apply_OutputSchema
   std::shared_ptr<const ModelSchema> abstract_request;
   std::shared_ptr<const ModelSchema> abstract_outputs;
   GradientModels jacobian{GradientKind::kJacobian, nullptr, {}, {}};
@@ -175,11 +178,12 @@ struct Runtime::Impl {
   std::string docs_html;
 
   RuntimeResponse Route(const RuntimeRequest& request) const;
-  RuntimeResponse Post(const std::string& endpoint, const RuntimeRequest& request, std::string_view query) const;
+  RuntimeResponse Post(const std::string& endpoint, const RuntimeRequest& request,
+                       std::string_view query) const;
   // Runs a wrapped endpoint: negotiation, run directory, stdio capture,
   // profiling; `call` produces the validated outputs.
-  RuntimeResponse RunWrapped(const std::string& endpoint, const RuntimeRequest& request, std::string_view query,
-                             const std::function<Result<Value>()>& call) const;
+  RuntimeResponse RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
+                             std::string_view query, const std::function<Result<Value>()>& call) const;
   RuntimeResponse Failure(const std::string& endpoint, const EndpointFailure& failure) const;
   Result<Value> CallApply(const Value& inputs) const;
   Result<Value> CallGradient(const GradientModels& models, const GradientRequest& request) const;
@@ -210,7 +214,8 @@ Result<Value> Runtime::Impl::CallApply(const Value& inputs) const {
   Record record;
   TESS_RETURN_IF_ERROR(component->apply().fn(ModelView(inputs), record));
   auto outputs = ValidateModel(*apply_outputs, std::move(record).Finish());
-  if (!outputs.ok()) return Status::Internal("apply returned outputs that do not fit OutputSchema: ", outputs.status());
+  if (!outputs.ok())
+    return Status::Internal("apply returned outputs that do not fit OutputSchema: ", outputs.status());
   return outputs;
 }
 
@@ -219,12 +224,14 @@ Result<Value> Runtime::Impl::CallAbstractEval(const Value& inputs) const {
   TESS_RETURN_IF_ERROR(component->abstract_eval().fn(AbstractModelView(inputs), record));
   auto outputs = ValidateModel(*abstract_outputs, std::move(record).Finish());
   if (!outputs.ok()) {
-    return Status::Internal("abstract_eval returned outputs that do not fit OutputSchema: ", outputs.status());
+    return Status::Internal("abstract_eval returned outputs that do not fit OutputSchema: ",
+                            outputs.status());
   }
   return outputs;
 }
 
-Result<Value> Runtime::Impl::CallGradient(const GradientModels& models, const GradientRequest& request) const {
+Result<Value> Runtime::Impl::CallGradient(const GradientModels& models,
+                                          const GradientRequest& request) const {
   const ModelView inputs(request.inputs);
   if (models.kind == GradientKind::kJacobian) {
     JacobianMap result;
@@ -233,11 +240,11 @@ Result<Value> Runtime::Impl::CallGradient(const GradientModels& models, const Gr
   }
   TensorMap result;
   if (models.kind == GradientKind::kJvp) {
-    TESS_RETURN_IF_ERROR(component->jacobian_vector_product().fn(inputs, request.input_set, request.output_set,
-                                                                 request.vector, result));
+    TESS_RETURN_IF_ERROR(component->jacobian_vector_product().fn(inputs, request.input_set,
+                                                                 request.output_set, request.vector, result));
   } else {
-    TESS_RETURN_IF_ERROR(component->vector_jacobian_product().fn(inputs, request.input_set, request.output_set,
-                                                                 request.vector, result));
+    TESS_RETURN_IF_ERROR(component->vector_jacobian_product().fn(inputs, request.input_set,
+                                                                 request.output_set, request.vector, result));
   }
   return runtime::ValidateProductResult(models, request, result);
 }
@@ -270,7 +277,9 @@ runtime::EndpointOutcome Runtime::Impl::RunForTest(const std::string& endpoint, 
     run([&] { return ValidateModel(*abstract_request, payload); },
         [&](const Value& v) { return CallAbstractEval(v.as_dict().at("inputs")); });
   } else {
-    const GradientModels& models = endpoint == "jacobian" ? jacobian : endpoint == "jacobian_vector_product" ? jvp : vjp;
+    const GradientModels& models = endpoint == "jacobian"                  ? jacobian
+                                   : endpoint == "jacobian_vector_product" ? jvp
+                                                                           : vjp;
     run([&] { return runtime::ValidateGradientRequest(models, payload); },
         [&](const GradientRequest& r) { return CallGradient(models, r); });
   }
@@ -303,12 +312,13 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   if (run_id.empty() || run_id.find('/') != std::string::npos || run_id == "." || run_id == "..") {
     // The reference joins run_id into a path unchecked; here it may not leave
     // the output directory.
-    return JsonResponse(422, ValidationIssuesToJson({{"value_error",
-                                                      {Value("query"), Value("run_id")},
-                                                      "Value error, run_id must be a non-empty name without '/'",
-                                                      Value(run_id),
-                                                      Value::Dict{{"error", Value::Dict{}}}}},
-                                                    {}));
+    return JsonResponse(422,
+                        ValidationIssuesToJson({{"value_error",
+                                                 {Value("query"), Value("run_id")},
+                                                 "Value error, run_id must be a non-empty name without '/'",
+                                                 Value(run_id),
+                                                 Value::Dict{{"error", Value::Dict{}}}}},
+                                               {}));
   }
   const std::string run_name = "run_" + run_id;
   const std::string run_dir = (std::filesystem::path(config.output_path) / run_name).string();
@@ -323,8 +333,8 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     const auto start = std::chrono::steady_clock::now();
     outputs = Guarded(call, &exception_type);
     if (config.profiling) {
-      std::printf("\n--- Profiling Statistics ---\n%s: %.6f s (validation of outputs included)\n", endpoint.c_str(),
-                  Seconds(start));
+      std::printf("\n--- Profiling Statistics ---\n%s: %.6f s (validation of outputs included)\n",
+                  endpoint.c_str(), Seconds(start));
     }
   }
   if (!outputs.ok()) {
@@ -352,12 +362,13 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
   const std::string_view text = request.body.string_view();
   if (!IsJsonContentType(request.content_type)) {
     // FastAPI hands a non-JSON body to the model as a string.
-    return Unprocessable(std::vector<ValidationIssue>{{"model_attributes_type",
-                                                       {},
-                                                       "Input should be a valid dictionary or object to extract "
-                                                       "fields from",
-                                                       Value(std::string(text)),
-                                                       Value()}});
+    return Unprocessable(
+        std::vector<ValidationIssue>{{"model_attributes_type",
+                                      {},
+                                      "Input should be a valid dictionary or object to extract "
+                                      "fields from",
+                                      Value(std::string(text)),
+                                      Value()}});
   }
   JsonReadOptions read;
   read.arrays = ArrayDetection::kShaped;
@@ -398,9 +409,11 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
     auto validated = ValidateModel(*abstract_request, *body);
     if (!validated.ok()) return Unprocessable(validated.status());
     std::string exception_type;
-    auto outputs = Guarded([&] { return CallAbstractEval(validated->as_dict().at("inputs")); }, &exception_type);
+    auto outputs =
+        Guarded([&] { return CallAbstractEval(validated->as_dict().at("inputs")); }, &exception_type);
     if (!outputs.ok()) {
-      return Failure(endpoint, {exception_type.empty() ? "Error" : exception_type, outputs.status().message()});
+      return Failure(endpoint,
+                     {exception_type.empty() ? "Error" : exception_type, outputs.status().message()});
     }
     return JsonResponse(200, *outputs);
   }
@@ -454,7 +467,8 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
   return Post(path.substr(1), request, query);
 }
 
-Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> component, RuntimeConfig config) {
+Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> component,
+                                               RuntimeConfig config) {
   TESS_RETURN_IF_ERROR(config.Validate());
   auto impl = std::make_unique<Impl>();
   const Component& c = *component;
@@ -468,7 +482,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> 
 
   const auto apply_inputs = runtime::DeriveModel(*inputs, "Apply_", false);
   impl->apply_request = *ModelSchema::Make(
-      "ApplyInputSchema", {Field("inputs", SchemaType::Model(apply_inputs), "The input data to apply the Tesseract to.")});
+      "ApplyInputSchema",
+      {Field("inputs", SchemaType::Model(apply_inputs), "The input data to apply the Tesseract to.")});
   impl->apply_outputs = runtime::DeriveModel(*outputs, "Apply_", false);
   impl->endpoints.push_back("apply");
 

@@ -22,7 +22,8 @@ using tesscpp::testing::DataPath;
 using tesscpp::testing::ReadFile;
 
 std::filesystem::path TempDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("tesscpp_runtime_test_" + name + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("tesscpp_runtime_test_" + name + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
 }
@@ -67,18 +68,21 @@ Value Parse(std::string_view text) {
     if (got.is_number() && want.is_number() && got.as_number() == want.as_number()) {
       return ::testing::AssertionSuccess();
     }
-    return ::testing::AssertionFailure() << where << ": kind " << Value::KindName(got.kind()) << " vs "
-                                         << Value::KindName(want.kind());
+    return ::testing::AssertionFailure()
+           << where << ": kind " << Value::KindName(got.kind()) << " vs " << Value::KindName(want.kind());
   }
   if (got.is_dict()) {
     if (got.as_dict().size() != want.as_dict().size()) {
-      return ::testing::AssertionFailure() << where << ": " << got.as_dict().size() << " vs " << want.as_dict().size()
-                                           << " keys";
+      return ::testing::AssertionFailure()
+             << where << ": " << got.as_dict().size() << " vs " << want.as_dict().size() << " keys";
     }
     for (const auto& [key, value] : want.as_dict()) {
       const Value* other = got.as_dict().find(key);
       if (other == nullptr) return ::testing::AssertionFailure() << where << ": missing key " << key;
-      auto r = SameJson(*other, value, where + "." + key);
+      std::string inner = where;
+      inner += '.';
+      inner += key;
+      auto r = SameJson(*other, value, inner);
       if (!r) return r;
     }
     return ::testing::AssertionSuccess();
@@ -95,10 +99,10 @@ Value Parse(std::string_view text) {
   }
   if (got.is_tensor()) {
     if (got.as_tensor().Equals(want.as_tensor())) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << where << ": arrays differ (" << DtypeName(got.as_tensor().dtype())
-                                         << got.as_tensor().shape().ToString() << " vs "
-                                         << DtypeName(want.as_tensor().dtype()) << want.as_tensor().shape().ToString()
-                                         << ")";
+    return ::testing::AssertionFailure()
+           << where << ": arrays differ (" << DtypeName(got.as_tensor().dtype())
+           << got.as_tensor().shape().ToString() << " vs " << DtypeName(want.as_tensor().dtype())
+           << want.as_tensor().shape().ToString() << ")";
   }
   if (got == want) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << where << ": values differ";
@@ -135,12 +139,16 @@ void Replay(const std::string& fixture) {
     const Value& want = rec.at("response");
     if (status != 422) {
       // Re-read the recorded body the same way, so arrays become tensors.
-      EXPECT_TRUE(SameJson(got_body, Parse(WriteJson(want)->string_view()), fixture + "/" + name));
+      std::string where = fixture;
+      where += '/';
+      where += name;
+      EXPECT_TRUE(SameJson(got_body, Parse(WriteJson(want)->string_view()), where));
       continue;
     }
     const auto& got_items = got_body.as_dict().at("detail").as_list();
     const auto& want_items = want.as_dict().at("detail").as_list();
-    ASSERT_EQ(got_items.size(), want_items.size()) << fixture << "/" << name << ": " << got.body.string_view();
+    ASSERT_EQ(got_items.size(), want_items.size())
+        << fixture << "/" << name << ": " << got.body.string_view();
     for (size_t i = 0; i < want_items.size(); ++i) {
       const auto& g = got_items[i].as_dict();
       const auto& w = want_items[i].as_dict();
@@ -190,13 +198,15 @@ TEST(Runtime, BadBodiesAre422) {
   ASSERT_NE(runtime, nullptr);
   RuntimeResponse r = Post(*runtime, "/apply", "");
   EXPECT_EQ(r.status, 422);
-  EXPECT_EQ(r.body.string_view(), R"({"detail":[{"type":"missing","loc":["body"],"msg":"Field required","input":null}]})");
+  EXPECT_EQ(r.body.string_view(),
+            R"({"detail":[{"type":"missing","loc":["body"],"msg":"Field required","input":null}]})");
   r = Post(*runtime, "/apply", "{not json");
   EXPECT_EQ(r.status, 422);
   EXPECT_NE(r.body.string_view().find("json_invalid"), std::string_view::npos);
   r = Post(*runtime, "/apply", R"({"inputs":{"a":[1],"b":[2]},"what":1})");
   EXPECT_EQ(r.status, 422);
-  EXPECT_NE(r.body.string_view().find(R"("type":"extra_forbidden","loc":["body","what"])"), std::string_view::npos);
+  EXPECT_NE(r.body.string_view().find(R"("type":"extra_forbidden","loc":["body","what"])"),
+            std::string_view::npos);
   r = Post(*runtime, "/apply?run_id=../escape", R"({"inputs":{"a":[1],"b":[2]}})");
   EXPECT_EQ(r.status, 422);
 }
@@ -206,10 +216,13 @@ TEST(Runtime, NegotiatesAndNamesTheFormatProduced) {
   ASSERT_NE(runtime, nullptr);
   const std::string body = R"({"inputs":{"a":[1,2,3],"b":[4,5,6]}})";
   EXPECT_EQ(Post(*runtime, "/apply", body).content_type, "application/json");
-  EXPECT_EQ(Post(*runtime, "/apply", body, "application/json, text/plain, */*").content_type, "application/json");
-  EXPECT_EQ(Post(*runtime, "/apply", body, "application/msgpack;q=1, application/json+base64;q=0.5").content_type,
-            "application/json+base64");
-  RuntimeResponse r = Post(*runtime, "/apply", body, "application/json+base64; gpu_transport=none; compression=lz4");
+  EXPECT_EQ(Post(*runtime, "/apply", body, "application/json, text/plain, */*").content_type,
+            "application/json");
+  EXPECT_EQ(
+      Post(*runtime, "/apply", body, "application/msgpack;q=1, application/json+base64;q=0.5").content_type,
+      "application/json+base64");
+  RuntimeResponse r =
+      Post(*runtime, "/apply", body, "application/json+base64; gpu_transport=none; compression=lz4");
   EXPECT_NE(r.body.string_view().find(R"("compression":"lz4")"), std::string_view::npos);
   r = Post(*runtime, "/apply", body, "application/json+base64; gpu_transport=cuda_ipc");
   EXPECT_EQ(r.status, 406);
@@ -229,7 +242,8 @@ TEST(Runtime, RunDirectoryHoldsWhatTheEndpointPrinted) {
   ASSERT_EQ(r.status, 200) << r.body.string_view();
   const auto run = std::filesystem::path(runtime->config().output_path) / "run_abc";
   EXPECT_TRUE(std::filesystem::exists(run / "logs" / "tesseract.log"));
-  EXPECT_NE(r.body.string_view().find(R"("buffer":"run_abc/)"), std::string_view::npos) << r.body.string_view();
+  EXPECT_NE(r.body.string_view().find(R"("buffer":"run_abc/)"), std::string_view::npos)
+      << r.body.string_view();
 }
 
 }  // namespace
@@ -258,23 +272,27 @@ TEST(RuntimeTestEndpoint, ComparesOutputsAndExceptions) {
   EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"apply",)" + payload +
                                      R"(,"expected_outputs":{"result":[5,7,9]},"whatever":1})"),
             "passed:");
-  const std::string wrong = TestStatus(*runtime, R"({"endpoint":"apply",)" + payload +
-                                                     R"(,"expected_outputs":{"result":[5,7,10]}})");
+  const std::string wrong = TestStatus(
+      *runtime, R"({"endpoint":"apply",)" + payload + R"(,"expected_outputs":{"result":[5,7,10]}})");
   EXPECT_EQ(wrong.rfind("failed:Values are not sufficiently close.", 0), 0u) << wrong;
   const std::string bad_input =
       R"({"endpoint":"apply","payload":{"inputs":{"a":[1,2,3],"b":[4,5]}},"expected_exception":)";
   EXPECT_EQ(TestStatus(*runtime, bad_input + R"("pydantic.ValidationError"})"), "passed:");
   EXPECT_EQ(TestStatus(*runtime, bad_input + R"("ValueError","expected_exception_regex":"same shape"})"),
             "passed:");
-  EXPECT_EQ(TestStatus(*runtime, bad_input + R"("KeyError"})").rfind("failed:Expected KeyError, but got", 0), 0u);
-  EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"apply",)" + payload + R"(,"expected_exception":"ValueError"})"),
-            "failed:Expected ValueError, but no exception was raised");
+  EXPECT_EQ(TestStatus(*runtime, bad_input + R"("KeyError"})").rfind("failed:Expected KeyError, but got", 0),
+            0u);
+  EXPECT_EQ(
+      TestStatus(*runtime, R"({"endpoint":"apply",)" + payload + R"(,"expected_exception":"ValueError"})"),
+      "failed:Expected ValueError, but no exception was raised");
   // The component's own failure: jacobian of an output it does not offer.
   EXPECT_EQ(TestStatus(*runtime,
                        R"({"endpoint":"jacobian","payload":{"inputs":{"a":[1],"b":[2]},"jac_inputs":["a"],)"
                        R"("jac_outputs":["result"]},"expected_outputs":{"result":{"a":[[1.0]]}}})"),
             "passed:");
-  EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"nope",)" + payload + "," + expected_ok + "}").rfind("failed:", 0), 0u);
+  EXPECT_EQ(
+      TestStatus(*runtime, R"({"endpoint":"nope",)" + payload + "," + expected_ok + "}").rfind("failed:", 0),
+      0u);
   EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"apply",)" + payload + "}").substr(0, 8), "HTTP 422");
   EXPECT_EQ(TestStatus(*runtime, R"({"endpoint":"apply",)" + payload + R"(,"expected_exception":"no.Such"})")
                 .substr(0, 8),

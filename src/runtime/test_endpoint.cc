@@ -17,7 +17,7 @@ namespace {
 // Python's exception classes a TestSpec may name, each with its base class.
 // Builtins missing here are valid names that no C++ failure maps to.
 const std::map<std::string, std::string>& PythonBases() {
-  static const std::map<std::string, std::string> bases = {
+  static const std::map<std::string, std::string> kBases = {
       {"BaseException", ""},
       {"Exception", "BaseException"},
       {"ValueError", "Exception"},
@@ -39,7 +39,7 @@ const std::map<std::string, std::string>& PythonBases() {
       {"StopIteration", "Exception"},
       {"TimeoutError", "OSError"},
   };
-  return bases;
+  return kBases;
 }
 
 // pydantic's ValidationError is importable under these names.
@@ -67,7 +67,8 @@ std::string ShortName(const std::string& cls) {
 }
 
 Value Outcome(const char* status, std::string message, const std::string& endpoint) {
-  return Value::Dict{{"status", Value(status)}, {"message", Value(std::move(message))}, {"endpoint", Value(endpoint)}};
+  return Value::Dict{
+      {"status", Value(status)}, {"message", Value(std::move(message))}, {"endpoint", Value(endpoint)}};
 }
 
 // Element i of a CPU tensor as a complex double (real dtypes have imag 0).
@@ -123,11 +124,13 @@ struct Comparison {
   std::vector<std::string> discrepancies;
 };
 
-void CompareTensors(const Tensor& got, const Tensor& want, const std::vector<std::string>& path, Comparison& c) {
+void CompareTensors(const Tensor& got, const Tensor& want, const std::vector<std::string>& path,
+                    Comparison& c) {
   if (got.shape() != want.shape() || got.dtype() != want.dtype()) {
-    c.structure_errors.push_back(JoinPath(path) + ": expected array of shape " + want.shape().ToString() + " and dtype " +
-                                 std::string(DtypeName(want.dtype())) + ", got shape " + got.shape().ToString() +
-                                 " and dtype " + std::string(DtypeName(got.dtype())));
+    c.structure_errors.push_back(JoinPath(path) + ": expected array of shape " + want.shape().ToString() +
+                                 " and dtype " + std::string(DtypeName(want.dtype())) + ", got shape " +
+                                 got.shape().ToString() + " and dtype " +
+                                 std::string(DtypeName(got.dtype())));
     return;
   }
   const bool inexact = IsInexact(want.dtype());
@@ -139,18 +142,20 @@ void CompareTensors(const Tensor& got, const Tensor& want, const std::vector<std
     const auto w = Element(want, i);
     bool close = g == w;
     if (inexact && !close) {
-      const bool both_nan = (std::isnan(g.real()) || std::isnan(g.imag())) && (std::isnan(w.real()) || std::isnan(w.imag()));
+      const bool both_nan =
+          (std::isnan(g.real()) || std::isnan(g.imag())) && (std::isnan(w.real()) || std::isnan(w.imag()));
       close = both_nan || std::abs(g - w) <= c.atol + c.rtol * std::abs(w);
     }
     if (close) continue;
     if (++count <= 100) {
-      diffs.push_back("  index " + std::to_string(i) + ": obtained " + FormatNumber(g, complex) + ", expected " +
-                      FormatNumber(w, complex));
+      diffs.push_back("  index " + std::to_string(i) + ": obtained " + FormatNumber(g, complex) +
+                      ", expected " + FormatNumber(w, complex));
     }
   }
   if (count == 0) return;
-  std::string msg = JoinPath(path) + "\nShape: " + want.shape().ToString() + "\n  Number of differences: " +
-                    std::to_string(count) + " / " + std::to_string(want.num_elements());
+  std::string msg = JoinPath(path) + "\nShape: " + want.shape().ToString() +
+                    "\n  Number of differences: " + std::to_string(count) + " / " +
+                    std::to_string(want.num_elements());
   for (const std::string& d : diffs) msg += "\n" + d;
   c.discrepancies.push_back(std::move(msg));
 }
@@ -163,8 +168,8 @@ void Compare(const Value& got, const Value& want, std::vector<std::string>& path
     // array of the output's dtype (what the reference's model validation does).
     auto converted = ValidateValue(SchemaType::Array(ShapeSpec::AnyRank(), got.as_tensor().dtype()), want);
     if (!converted.ok()) {
-      c.structure_errors.push_back(JoinPath(path) + ": expected value is not an array: " +
-                                   converted.status().message());
+      c.structure_errors.push_back(JoinPath(path) +
+                                   ": expected value is not an array: " + converted.status().message());
       return;
     }
     return CompareTensors(got.as_tensor(), converted->as_tensor(), path, c);
@@ -217,24 +222,25 @@ void Compare(const Value& got, const Value& want, std::vector<std::string>& path
     return;
   }
   if (got.kind() != want.kind()) {
-    c.structure_errors.push_back(JoinPath(path) + ": expected " + std::string(Value::KindName(want.kind())) + ", got " +
-                                 std::string(Value::KindName(got.kind())));
+    c.structure_errors.push_back(JoinPath(path) + ": expected " + std::string(Value::KindName(want.kind())) +
+                                 ", got " + std::string(Value::KindName(got.kind())));
     return;
   }
   if (!(got == want)) c.discrepancies.push_back(JoinPath(path) + ": values differ");
 }
 
 std::shared_ptr<const ModelSchema> TestSpecModel() {
-  static const auto model = *ModelSchema::Make(
+  static const auto kModel = *ModelSchema::Make(
       "TestSpec",
       {Field("endpoint", SchemaType::String()), Field("payload", SchemaType::Dict(SchemaType::Any())),
        Field("expected_outputs", SchemaType::Optional(SchemaType::Dict(SchemaType::Any())), "", Value()),
        Field("expected_exception", SchemaType::Optional(SchemaType::String()), "", Value()),
        Field("expected_exception_regex", SchemaType::Optional(SchemaType::String()), "", Value()),
-       Field("atol", SchemaType::Float(), "", Value(1e-8)), Field("rtol", SchemaType::Float(), "", Value(1e-5)),
+       Field("atol", SchemaType::Float(), "", Value(1e-8)),
+       Field("rtol", SchemaType::Float(), "", Value(1e-5)),
        Field("skip_output_path_checks", SchemaType::Bool(), "", Value(false)),
        Field("cli_config", SchemaType::Optional(SchemaType::Dict(SchemaType::Any())), "", Value())});
-  return model;
+  return kModel;
 }
 
 }  // namespace
@@ -267,7 +273,8 @@ std::string PythonExceptionFor(const std::string& cpp_exception_type, StatusCode
   }
 }
 
-Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& endpoints, const EndpointRunner& run) {
+Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& endpoints,
+                          const EndpointRunner& run) {
   // Unknown keys are ignored, as the reference's TestSpec does.
   Value::Dict known;
   if (body.is_dict()) {
@@ -275,7 +282,8 @@ Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& end
       if (const Value* v = body.as_dict().find(f.name)) known.set(f.name, *v);
     }
   }
-  TESS_ASSIGN_OR_RETURN(Value spec, ValidateModel(*TestSpecModel(), body.is_dict() ? Value(std::move(known)) : body));
+  TESS_ASSIGN_OR_RETURN(Value spec,
+                        ValidateModel(*TestSpecModel(), body.is_dict() ? Value(std::move(known)) : body));
   const Value::Dict& s = spec.as_dict();
   const bool has_outputs = !s.at("expected_outputs").is_null();
   const bool has_exception = !s.at("expected_exception").is_null();
@@ -287,9 +295,10 @@ Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& end
   if (has_exception) {
     expected_exception = CanonicalName(s.at("expected_exception").as_string());
     if (PythonBases().count(expected_exception) == 0) {
-      return value_error("unknown exception '" + expected_exception +
-                             "': a C++ Tesseract reports Python builtin exceptions and pydantic.ValidationError",
-                         {Value("expected_exception")});
+      return value_error(
+          "unknown exception '" + expected_exception +
+              "': a C++ Tesseract reports Python builtin exceptions and pydantic.ValidationError",
+          {Value("expected_exception")});
     }
   }
   if (has_outputs == has_exception) {
@@ -304,7 +313,8 @@ Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& end
       endpoint == "health") {
     std::string available;
     for (const std::string& e : endpoints) available += (available.empty() ? "'" : ", '") + e + "'";
-    return Outcome("failed", "Endpoint " + endpoint + " not found\n  Available endpoints: [" + available + "]",
+    return Outcome("failed",
+                   "Endpoint " + endpoint + " not found\n  Available endpoints: [" + available + "]",
                    endpoint);
   }
 
@@ -312,17 +322,18 @@ Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& end
   if (!outcome.outputs) {
     if (!has_exception) {
       if (outcome.invalid_payload) {
-        return Outcome("failed",
-                       "inputs do not conform to InputSchema (perhaps the InputSchema has recently changed?):\n" +
-                           outcome.message,
-                       endpoint);
+        return Outcome(
+            "failed",
+            "inputs do not conform to InputSchema (perhaps the InputSchema has recently changed?):\n" +
+                outcome.message,
+            endpoint);
       }
       return Outcome("error", ShortName(outcome.exception) + ": " + outcome.message, endpoint);
     }
     if (!IsSubclass(outcome.exception, expected_exception)) {
       return Outcome("failed",
-                     "Expected " + ShortName(expected_exception) + ", but got " + ShortName(outcome.exception) + ": " +
-                         outcome.message,
+                     "Expected " + ShortName(expected_exception) + ", but got " +
+                         ShortName(outcome.exception) + ": " + outcome.message,
                      endpoint);
     }
     if (const Value& regex = s.at("expected_exception_regex"); !regex.is_null()) {
@@ -343,7 +354,8 @@ Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& end
     return Outcome("passed", "", endpoint);
   }
   if (has_exception) {
-    return Outcome("failed", "Expected " + ShortName(expected_exception) + ", but no exception was raised", endpoint);
+    return Outcome("failed", "Expected " + ShortName(expected_exception) + ", but no exception was raised",
+                   endpoint);
   }
   Comparison c{s.at("atol").as_number(), s.at("rtol").as_number(), {}, {}};
   std::vector<std::string> path;
@@ -353,7 +365,8 @@ Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& end
     for (const std::string& item : items) out += (out.empty() ? "" : "\n\n") + item;
     return out;
   };
-  if (!c.structure_errors.empty()) return Outcome("failed", "Structure mismatch.\n\n" + join(c.structure_errors), endpoint);
+  if (!c.structure_errors.empty())
+    return Outcome("failed", "Structure mismatch.\n\n" + join(c.structure_errors), endpoint);
   if (!c.discrepancies.empty()) {
     return Outcome("failed", "Values are not sufficiently close.\n\n" + join(c.discrepancies), endpoint);
   }

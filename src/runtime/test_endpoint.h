@@ -40,6 +40,7 @@ std::string PythonExceptionFor(const std::string& cpp_exception_type, StatusCode
 /// \brief Answers a /test body. kValidationError (issues for a 422) when the
 /// body is not a TestSpec: missing fields, both or neither of
 /// expected_outputs / expected_exception, an unknown exception name.
-Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& endpoints, const EndpointRunner& run);
+Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& endpoints,
+                          const EndpointRunner& run);
 
 }  // namespace tesscpp::runtime

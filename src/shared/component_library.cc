@@ -18,10 +18,11 @@ Result<std::shared_ptr<const ComponentLibrary>> ComponentLibrary::Open(const std
   if (library->handle_ == nullptr) {
     return Status::NotFound("cannot load component library '", path, "': ", dlerror());
   }
-  auto entry_fn = reinterpret_cast<TesscppComponentEntryFn>(dlsym(library->handle_, TESSCPP_COMPONENT_ENTRY_NAME));
+  auto entry_fn =
+      reinterpret_cast<TesscppComponentEntryFn>(dlsym(library->handle_, TESSCPP_COMPONENT_ENTRY_NAME));
   if (entry_fn == nullptr) {
-    return Status::NotFound("'", path, "' is not a tesscpp component library: no ", TESSCPP_COMPONENT_ENTRY_NAME,
-                            " (did it use TESSCPP_COMPONENT?)");
+    return Status::NotFound("'", path, "' is not a tesscpp component library: no ",
+                            TESSCPP_COMPONENT_ENTRY_NAME, " (did it use TESSCPP_COMPONENT?)");
   }
   const TesscppComponentEntryV1* entry = entry_fn();
   if (entry == nullptr || entry->abi_version != TESSCPP_COMPONENT_ABI_VERSION ||

@@ -35,10 +35,14 @@ const tesscpp::Runtime& Served() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // One fixed run_id: every wrapped call would otherwise leave a run directory.
-  static const char* const kTargets[] = {"/apply?run_id=fuzz", "/jacobian?run_id=fuzz",
+  static const char* const kTargets[] = {"/apply?run_id=fuzz",
+                                         "/jacobian?run_id=fuzz",
                                          "/jacobian_vector_product?run_id=fuzz",
-                                         "/vector_jacobian_product?run_id=fuzz", "/abstract_eval", "/test",
-                                         "/apply?run_id=..", "/health"};
+                                         "/vector_jacobian_product?run_id=fuzz",
+                                         "/abstract_eval",
+                                         "/test",
+                                         "/apply?run_id=..",
+                                         "/health"};
   if (size == 0) return 0;
   std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   tesscpp::RuntimeRequest request;

@@ -81,8 +81,7 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
     request.method = "POST";
     auto payload = ReadPayload(payload_arg);
     if (!payload.ok()) return Fail(payload.status());
-    auto owner = std::make_shared<std::string>(std::move(*payload));
-    request.body = tesscpp::Buffer::Wrap(owner->data(), static_cast<int64_t>(owner->size()), owner);
+    request.body = tesscpp::Buffer::FromString(*std::move(payload));
     request.accept = "application/" + (*runtime)->config().output_format;
     request.content_type = "application/json";
   }

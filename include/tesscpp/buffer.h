@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace tesscpp {
@@ -37,6 +38,9 @@ class Buffer {
     b.owner_ = std::move(owner);
     return b;
   }
+
+  /// \brief A buffer that owns `text` (no copy of its bytes).
+  static Buffer FromString(std::string text);
 
   /// \brief Start of the bytes. Writable: a Buffer is a handle, not a const view;
   /// whoever shares it agrees on who writes.

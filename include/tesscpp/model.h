@@ -307,6 +307,15 @@ class ModelBuilder {
   std::vector<ModelValidator> validators_;
 };
 
+/// \brief Allocates a C-contiguous CPU tensor of T and returns it with its elements.
+template <typename T>
+Result<std::pair<Tensor, std::span<T>>> NewTensor(std::vector<int64_t> dims) {
+  TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(std::move(dims)));
+  TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(DtypeOf<T>(), std::move(shape)));
+  std::span<T> elements{tensor.data_as<T>(), static_cast<size_t>(tensor.num_elements())};
+  return std::pair<Tensor, std::span<T>>{std::move(tensor), elements};
+}
+
 /// \brief A model's output values under construction, by key.
 class Record {
  public:
@@ -322,11 +331,9 @@ class Record {
   /// to fill. The dtype is T; the runtime casts to the schema dtype if they differ.
   template <typename T, typename D>
   Result<std::span<T>> NewArray(const FieldKey<D>& key, std::vector<int64_t> dims) {
-    TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(std::move(dims)));
-    TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(DtypeOf<T>(), std::move(shape)));
-    std::span<T> elements{tensor.data_as<T>(), static_cast<size_t>(tensor.num_elements())};
-    values_.set(key.name, Value(std::move(tensor)));
-    return elements;
+    TESS_ASSIGN_OR_RETURN(auto array, NewTensor<T>(std::move(dims)));
+    values_.set(key.name, Value(std::move(array.first)));
+    return array.second;
   }
   /// \brief For abstract_eval: the field's shape and dtype.
   template <typename D>
@@ -354,14 +361,5 @@ using TensorMap = std::map<std::string, Tensor>;
 /// \brief Jacobian blocks: output path -> input path -> array of shape
 /// (*output_shape, *input_shape).
 using JacobianMap = std::map<std::string, TensorMap>;
-
-/// \brief Allocates a C-contiguous CPU tensor of T and returns it with its elements.
-template <typename T>
-Result<std::pair<Tensor, std::span<T>>> NewTensor(std::vector<int64_t> dims) {
-  TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(std::move(dims)));
-  TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(DtypeOf<T>(), std::move(shape)));
-  std::span<T> elements{tensor.data_as<T>(), static_cast<size_t>(tensor.num_elements())};
-  return std::pair<Tensor, std::span<T>>{std::move(tensor), elements};
-}
 
 }  // namespace tesscpp

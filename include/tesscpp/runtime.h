@@ -80,13 +80,7 @@ class Runtime {
   /// concurrently only where the component allows it (see the server notes).
   RuntimeResponse Handle(const RuntimeRequest& request) const;
 
-  /// \brief Endpoint names this component serves ("apply", "jacobian", ...,
-  /// "health", and "test" in debug mode), as the OpenAPI document lists them.
-  std::vector<std::string> endpoints() const;
-
   const RuntimeConfig& config() const;
-  /// \brief The /openapi.json document, serialised.
-  const std::string& openapi_json() const;
 
  private:
   struct Impl;

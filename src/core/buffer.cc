@@ -6,6 +6,11 @@
 
 namespace tesscpp {
 
+Buffer Buffer::FromString(std::string text) {
+  auto owner = std::make_shared<std::string>(std::move(text));
+  return Wrap(owner->data(), static_cast<int64_t>(owner->size()), owner);
+}
+
 Buffer Buffer::Slice(int64_t offset, int64_t length) const {
   if (offset < 0 || length < 0 || offset > size_ || length > size_ - offset) {
     std::fprintf(stderr, "tesscpp: Buffer::Slice(%lld, %lld) outside a buffer of %lld bytes\n",

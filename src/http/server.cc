@@ -157,8 +157,7 @@ class Session : public std::enable_shared_from_this<Session> {
     RuntimeResponse r;
     r.status = status;
     r.content_type = "text/plain; charset=utf-8";
-    auto text = std::make_shared<std::string>(message);
-    r.body = Buffer::Wrap(text->data(), static_cast<int64_t>(text->size()), text);
+    r.body = Buffer::FromString(message);
     Write(std::move(r));
   }
 

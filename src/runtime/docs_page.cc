@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/py_text.h"
 #include "tesscpp/json.h"
 
 namespace tesscpp::runtime {
@@ -97,12 +98,6 @@ void AppendInline(std::string& out, std::string_view text) {
   if (at < text.size()) AppendEscaped(out, text.substr(at));
 }
 
-std::string_view Trim(std::string_view text) {
-  const size_t first = text.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
-}
-
 // Paragraphs are separated by blank lines; the lines of one are rejoined, as
 // docstrings are hard-wrapped and indented to the code around them.
 void AppendProse(std::string& out, std::string_view text) {
@@ -118,7 +113,7 @@ void AppendProse(std::string& out, std::string_view text) {
   while (at <= text.size()) {
     size_t end = text.find('\n', at);
     if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = Trim(text.substr(at, end - at));
+    const std::string_view line = PyStrip(text.substr(at, end - at));
     if (line.empty()) {
       flush();
     } else {

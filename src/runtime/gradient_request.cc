@@ -18,21 +18,6 @@ const char* SetField(GradientKind kind, bool inputs) {
   return "";
 }
 
-void Prefix(std::vector<ValidationIssue>& issues, const std::vector<Value>& prefix) {
-  for (ValidationIssue& issue : issues) issue.loc.insert(issue.loc.begin(), prefix.begin(), prefix.end());
-}
-
-void Absorb(std::vector<ValidationIssue>& into, const Status& status, const std::vector<Value>& prefix) {
-  const ValidationDetail* detail = GetValidationDetail(status);
-  if (detail == nullptr) {
-    into.push_back({"value_error", prefix, "Value error, " + status.message(), Value(), Value()});
-    return;
-  }
-  std::vector<ValidationIssue> issues = detail->issues();
-  Prefix(issues, prefix);
-  into.insert(into.end(), issues.begin(), issues.end());
-}
-
 // The value at a concrete path ("mesh.points", "layers.[0].w", "d.{k}") of
 // validated inputs, or nullptr.
 const Value* ValueAtPath(const Value& root, std::string_view path_text) {
@@ -230,7 +215,10 @@ Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const V
     if (validated.ok()) {
       inputs = *validated;
     } else {
-      Absorb(issues, validated.status(), {Value("inputs")});
+      // ValidateModel always reports issues.
+      const Status located = PrefixLocation(validated.status(), {Value("inputs")});
+      const auto& found = GetValidationDetail(located)->issues();
+      issues.insert(issues.end(), found.begin(), found.end());
     }
   } else {
     missing("inputs");

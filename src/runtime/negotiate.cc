@@ -9,12 +9,6 @@
 namespace tesscpp::runtime {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 std::string Lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -41,7 +35,7 @@ struct MediaRange {
 
 // Python's float(): surrounding whitespace allowed, the whole text must parse.
 double ParseQ(std::string_view text) {
-  const std::string s(Trim(text));
+  const std::string s(PyStrip(text));
   if (s.empty()) return 0.0;
   char* end = nullptr;
   const double q = std::strtod(s.c_str(), &end);
@@ -51,12 +45,12 @@ double ParseQ(std::string_view text) {
 MediaRange ParseRange(std::string_view piece) {
   MediaRange range;
   const auto params = Split(piece, ';');
-  range.type = Lower(Trim(params[0]));
+  range.type = Lower(PyStrip(params[0]));
   for (size_t i = 1; i < params.size(); ++i) {
     const size_t eq = params[i].find('=');
     if (eq == std::string_view::npos) continue;
-    const std::string key = Lower(Trim(params[i].substr(0, eq)));
-    std::string_view value = Trim(params[i].substr(eq + 1));
+    const std::string key = Lower(PyStrip(params[i].substr(0, eq)));
+    std::string_view value = PyStrip(params[i].substr(eq + 1));
     // Python's strip('"'): every surrounding quote goes.
     while (!value.empty() && value.front() == '"') value.remove_prefix(1);
     while (!value.empty() && value.back() == '"') value.remove_suffix(1);
@@ -89,7 +83,7 @@ std::optional<Encoding> NegotiateEncoding(std::optional<std::string_view> accept
   }
   std::vector<MediaRange> ranges;
   for (std::string_view piece : Split(*accept, ',')) {
-    if (Trim(piece).empty()) continue;
+    if (PyStrip(piece).empty()) continue;
     ranges.push_back(ParseRange(piece));
   }
   std::stable_sort(ranges.begin(), ranges.end(),

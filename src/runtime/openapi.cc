@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/endpoint_schemas.h"
+#include "runtime/py_text.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validate.h"
 
@@ -29,15 +30,6 @@ using List = Value::List;
 
 // ---------------------------------------------------------------------------
 // Python's text functions that shape titles and descriptions.
-
-// str.isspace for the characters docstrings and identifiers can hold.
-bool IsPySpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
-
-std::string_view PyStrip(std::string_view s) {
-  while (!s.empty() && IsPySpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsPySpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // name.title().replace("_", " ").strip(): pydantic's title for a field
 // ("n_points" -> "N Points") and, equally, FastAPI's summary for a route.

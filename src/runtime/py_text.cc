@@ -5,6 +5,12 @@
 
 namespace tesscpp::runtime {
 
+std::string_view PyStrip(std::string_view s) {
+  while (!s.empty() && IsPySpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsPySpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
 std::string PyRepr(std::string_view s) {
   const bool has_single = s.find('\'') != std::string_view::npos;
   const bool has_double = s.find('"') != std::string_view::npos;

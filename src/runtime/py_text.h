@@ -9,6 +9,12 @@
 
 namespace tesscpp::runtime {
 
+/// \brief str.isspace for the ASCII characters (docstrings, identifiers, headers).
+inline bool IsPySpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
+
+/// \brief str.strip(): `s` without surrounding whitespace.
+std::string_view PyStrip(std::string_view s);
+
 /// \brief repr(s): single quotes unless s holds ' and no ", escapes as Python.
 std::string PyRepr(std::string_view s);
 

@@ -37,17 +37,12 @@ using runtime::GradientRequest;
 
 namespace {
 
-Buffer TextBuffer(std::string text) {
-  auto owner = std::make_shared<std::string>(std::move(text));
-  return Buffer::Wrap(owner->data(), static_cast<int64_t>(owner->size()), owner);
-}
-
 RuntimeResponse JsonResponse(int status, const Value& body, std::string content_type = "application/json") {
   RuntimeResponse r;
   r.status = status;
   r.content_type = std::move(content_type);
   auto bytes = WriteJson(body);
-  r.body = bytes.ok() ? *std::move(bytes) : TextBuffer("{}");
+  r.body = bytes.ok() ? *std::move(bytes) : Buffer::FromString("{}");
   return r;
 }
 
@@ -174,8 +169,10 @@ struct Runtime::Impl {
   GradientModels jvp{GradientKind::kJvp, nullptr, {}, {}};
   GradientModels vjp{GradientKind::kVjp, nullptr, {}, {}};
   std::vector<std::string> endpoints;
-  std::string openapi_json;
-  std::string docs_html;
+  // Built once; every response shares these bytes.
+  Buffer openapi_body;
+  Buffer docs_body;
+  Buffer health_body = Buffer::FromString(R"({"status":"ok"})");
 
   RuntimeResponse Route(const RuntimeRequest& request) const;
   RuntimeResponse Post(const std::string& endpoint, const RuntimeRequest& request,
@@ -292,13 +289,14 @@ RuntimeResponse Runtime::Impl::Failure(const std::string& endpoint, const Endpoi
   r.status = 500;
   r.content_type = "text/plain; charset=utf-8";
   if (!config.debug) {
-    r.body = TextBuffer("Internal Server Error");
+    r.body = Buffer::FromString("Internal Server Error");
     return r;
   }
   // Shaped like the Python traceback the reference shows in debug mode, so
   // people and tools that look for "Traceback" and the message find them.
-  r.body = TextBuffer("Traceback (most recent call last):\n  endpoint \"" + endpoint + "\" of component \"" +
-                      component->name() + "\"\n" + failure.type + ": " + failure.message + "\n");
+  r.body = Buffer::FromString("Traceback (most recent call last):\n  endpoint \"" + endpoint +
+                              "\" of component \"" + component->name() + "\"\n" + failure.type + ": " +
+                              failure.message + "\n");
   return r;
 }
 
@@ -308,7 +306,8 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   const std::optional<Encoding> encoding = runtime::NegotiateEncoding(request.accept, offer);
   if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
 
-  std::string run_id = QueryParam(query, "run_id").value_or(Uuid4());
+  std::optional<std::string> given_run_id = QueryParam(query, "run_id");
+  const std::string run_id = given_run_id ? *std::move(given_run_id) : Uuid4();
   if (run_id.empty() || run_id.find('/') != std::string::npos || run_id == "." || run_id == "..") {
     // The reference joins run_id into a path unchecked; here it may not leave
     // the output directory.
@@ -395,7 +394,7 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
   if (endpoint == "apply") {
     auto validated = ValidateModel(*apply_request, *body);
     if (!validated.ok()) return Unprocessable(validated.status());
-    const Value inputs = validated->as_dict().at("inputs");
+    const Value& inputs = validated->as_dict().at("inputs");
     return RunWrapped(endpoint, request, query, [&] { return CallApply(inputs); });
   }
   if (endpoint == "test") {
@@ -448,20 +447,19 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
   }
   if (path == "/health") {
     // Health probes are the most frequent request a server sees: no JSON writer.
-    static const std::string kHealthy = R"({"status":"ok"})";
     RuntimeResponse r;
-    r.body = Buffer::Wrap(const_cast<char*>(kHealthy.data()), static_cast<int64_t>(kHealthy.size()), nullptr);
+    r.body = health_body;
     return r;
   }
   if (path == "/openapi.json") {
     RuntimeResponse r;
-    r.body = TextBuffer(openapi_json);
+    r.body = openapi_body;
     return r;
   }
   if (path == "/docs") {
     RuntimeResponse r;
     r.content_type = "text/html; charset=utf-8";
-    r.body = TextBuffer(docs_html);
+    r.body = docs_body;
     return r;
   }
   return Post(path.substr(1), request, query);
@@ -534,10 +532,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> 
   doc.gpu_transports = impl->offer.gpu_transports;
   doc.compressions = impl->offer.compressions;
   const Value openapi = runtime::BuildOpenApiDocument(doc);
-  TESS_ASSIGN_OR_RETURN(Buffer openapi_bytes, WriteJson(openapi));
-  impl->openapi_json.assign(reinterpret_cast<const char*>(openapi_bytes.data()),
-                            static_cast<size_t>(openapi_bytes.size()));
-  impl->docs_html = runtime::RenderDocsPage(openapi);
+  TESS_ASSIGN_OR_RETURN(impl->openapi_body, WriteJson(openapi));
+  impl->docs_body = Buffer::FromString(runtime::RenderDocsPage(openapi));
   impl->component = std::move(component);
   impl->config = std::move(config);
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
@@ -547,8 +543,6 @@ Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
 RuntimeResponse Runtime::Handle(const RuntimeRequest& request) const { return impl_->Route(request); }
-std::vector<std::string> Runtime::endpoints() const { return impl_->endpoints; }
 const RuntimeConfig& Runtime::config() const { return impl_->config; }
-const std::string& Runtime::openapi_json() const { return impl_->openapi_json; }
 
 }  // namespace tesscpp

@@ -48,8 +48,7 @@ RuntimeResponse Post(const Runtime& runtime, const std::string& path, const std:
   request.target = path;
   request.accept = std::move(accept);
   request.content_type = "application/json";
-  auto owner = std::make_shared<std::string>(body);
-  request.body = Buffer::Wrap(owner->data(), static_cast<int64_t>(owner->size()), owner);
+  request.body = Buffer::FromString(body);
   return runtime.Handle(request);
 }
 

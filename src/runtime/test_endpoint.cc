@@ -2,12 +2,11 @@
 
 #include <cmath>
 #include <complex>
-#include <cstring>
 #include <map>
 #include <regex>
 #include <sstream>
 
-#include "core/float16.h"
+#include "schema/array_coercion.h"
 #include "tesscpp/validate.h"
 #include "tesscpp/validation.h"
 
@@ -71,33 +70,6 @@ Value Outcome(const char* status, std::string message, const std::string& endpoi
       {"status", Value(status)}, {"message", Value(std::move(message))}, {"endpoint", Value(endpoint)}};
 }
 
-// Element i of a CPU tensor as a complex double (real dtypes have imag 0).
-std::complex<double> Element(const Tensor& t, int64_t i) {
-  const uint8_t* p = t.data() + i * ItemSize(t.dtype());
-  auto load = [p](auto tag) {
-    decltype(tag) v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  };
-  switch (t.dtype()) {
-    case Dtype::kBool: return p[0] != 0 ? 1.0 : 0.0;
-    case Dtype::kInt8: return static_cast<double>(load(int8_t{}));
-    case Dtype::kInt16: return static_cast<double>(load(int16_t{}));
-    case Dtype::kInt32: return static_cast<double>(load(int32_t{}));
-    case Dtype::kInt64: return static_cast<double>(load(int64_t{}));
-    case Dtype::kUInt8: return static_cast<double>(load(uint8_t{}));
-    case Dtype::kUInt16: return static_cast<double>(load(uint16_t{}));
-    case Dtype::kUInt32: return static_cast<double>(load(uint32_t{}));
-    case Dtype::kUInt64: return static_cast<double>(load(uint64_t{}));
-    case Dtype::kFloat16: return static_cast<double>(internal::HalfToFloat(load(uint16_t{})));
-    case Dtype::kFloat32: return static_cast<double>(load(float{}));
-    case Dtype::kFloat64: return load(double{});
-    case Dtype::kComplex64: return std::complex<double>(load(std::complex<float>{}));
-    case Dtype::kComplex128: return load(std::complex<double>{});
-  }
-  return 0.0;
-}
-
 bool IsInexact(Dtype d) { return IsFloating(d) || IsComplex(d); }
 
 std::string FormatNumber(std::complex<double> v, bool complex) {
@@ -138,8 +110,8 @@ void CompareTensors(const Tensor& got, const Tensor& want, const std::vector<std
   std::vector<std::string> diffs;
   int64_t count = 0;
   for (int64_t i = 0; i < want.num_elements(); ++i) {
-    const auto g = Element(got, i);
-    const auto w = Element(want, i);
+    const auto g = internal::ElementAt(got, i);
+    const auto w = internal::ElementAt(want, i);
     bool close = g == w;
     if (inexact && !close) {
       const bool both_nan =

@@ -181,6 +181,11 @@ Result<Tensor> CoerceShapeDtype(const SchemaType& type, Tensor t, BufferPool* po
 
 }  // namespace
 
+std::complex<double> ElementAt(const Tensor& t, int64_t i) {
+  const Number n = Load(t.data() + i * ItemSize(t.dtype()), t.dtype());
+  return {static_cast<double>(n.re), static_cast<double>(n.im)};
+}
+
 bool Castable(Dtype from, Dtype to) {
   return CanCastSameKind(from, to) || (IsInteger(from) && IsInteger(to));
 }

@@ -53,8 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     request.accept = std::string(rest.substr(0, nl));
     rest.remove_prefix(nl + 1);
   }
-  auto owner = std::make_shared<std::string>(rest);
-  request.body = tesscpp::Buffer::Wrap(owner->data(), static_cast<int64_t>(owner->size()), owner);
+  request.body = tesscpp::Buffer::FromString(std::string(rest));
   const tesscpp::RuntimeResponse response = Served().Handle(request);
   if (response.status < 200 || response.status > 599) std::abort();
   if (response.status == 200 && response.content_type.rfind("application/json", 0) == 0 &&

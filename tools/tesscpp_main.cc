@@ -1,9 +1,10 @@
-// tesscpp: serve a component library over HTTP, print its OpenAPI document, or
+// tesscpp: serve a component library over HTTP, print its OpenAPI document,
 // run one endpoint once from the shell — what `tesseract-runtime` does for a
-// tesseract_api.py.
+// tesseract_api.py — or call any served Tesseract.
 //
 //   tesscpp serve build/examples/libvectoradd.so --port 8000
 //   tesscpp apply build/examples/libvectoradd.so @inputs.json
+//   tesscpp call http://127.0.0.1:8000 apply @payload.json --output-format json+base64
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -11,8 +12,10 @@
 #include <sstream>
 
 #include "http/server.h"
+#include "tesscpp/client.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
+#include "tesscpp/json.h"
 #include "tesscpp/runtime.h"
 
 namespace {
@@ -117,6 +120,99 @@ int Serve(const CommonOptions& o, const tesscpp::HttpServerOptions& server_optio
   return 0;
 }
 
+struct CallOptions {
+  std::string url;
+  std::string endpoint;
+  std::string payload;
+  tesscpp::ClientOptions client;
+  std::optional<std::string> run_id;
+  std::string print_arrays = "json";
+};
+
+// The payload's field `name`, or a clear error.
+Result<const tesscpp::Value*> Field(const tesscpp::Value& payload, const char* name) {
+  const tesscpp::Value* v = payload.is_dict() ? payload.as_dict().find(name) : nullptr;
+  if (v == nullptr) return Status::InvalidArgument("the payload has no field '", name, "'");
+  return v;
+}
+
+Result<std::vector<std::string>> Paths(const tesscpp::Value& payload, const char* name) {
+  TESS_ASSIGN_OR_RETURN(const tesscpp::Value* list, Field(payload, name));
+  std::vector<std::string> out;
+  if (list->is_list()) {
+    for (const tesscpp::Value& v : list->as_list()) {
+      if (!v.is_string()) return Status::InvalidArgument("'", name, "' must be a list of strings");
+      out.push_back(v.as_string());
+    }
+    return out;
+  }
+  return Status::InvalidArgument("'", name, "' must be a list of strings");
+}
+
+// The endpoint's request body, split into the client's arguments.
+Result<tesscpp::Value> CallEndpoint(const tesscpp::Tesseract& t, const CallOptions& o,
+                                    const tesscpp::Value& p) {
+  const std::string& e = o.endpoint;
+  if (e == "health") return t.Health();
+  if (e == "openapi" || e == "openapi.json") return t.OpenApiSchema();
+  if (e == "test") {
+    TESS_ASSIGN_OR_RETURN(tesscpp::TestOutcome outcome, t.Test(p));
+    return tesscpp::Value::Dict{{"status", tesscpp::Value(outcome.status)},
+                                {"message", tesscpp::Value(outcome.message)}};
+  }
+  TESS_ASSIGN_OR_RETURN(const tesscpp::Value* inputs, Field(p, "inputs"));
+  if (e == "apply") return t.Apply(*inputs, o.run_id);
+  if (e == "abstract_eval") return t.AbstractEval(*inputs);
+  if (e == "jacobian") {
+    TESS_ASSIGN_OR_RETURN(auto in, Paths(p, "jac_inputs"));
+    TESS_ASSIGN_OR_RETURN(auto out, Paths(p, "jac_outputs"));
+    return t.Jacobian(*inputs, in, out, o.run_id);
+  }
+  if (e == "jacobian_vector_product") {
+    TESS_ASSIGN_OR_RETURN(auto in, Paths(p, "jvp_inputs"));
+    TESS_ASSIGN_OR_RETURN(auto out, Paths(p, "jvp_outputs"));
+    TESS_ASSIGN_OR_RETURN(const tesscpp::Value* tangent, Field(p, "tangent_vector"));
+    return t.JacobianVectorProduct(*inputs, in, out, *tangent, o.run_id);
+  }
+  if (e == "vector_jacobian_product") {
+    TESS_ASSIGN_OR_RETURN(auto in, Paths(p, "vjp_inputs"));
+    TESS_ASSIGN_OR_RETURN(auto out, Paths(p, "vjp_outputs"));
+    TESS_ASSIGN_OR_RETURN(const tesscpp::Value* cotangent, Field(p, "cotangent_vector"));
+    return t.VectorJacobianProduct(*inputs, in, out, *cotangent, o.run_id);
+  }
+  return Status::InvalidArgument("unknown endpoint '", e,
+                                 "' (apply, abstract_eval, jacobian, jacobian_vector_product, "
+                                 "vector_jacobian_product, test, health, openapi)");
+}
+
+int Call(const CallOptions& o) {
+  tesscpp::Value payload;
+  if (!o.payload.empty()) {
+    auto text = ReadPayload(o.payload);
+    if (!text.ok()) return Fail(text.status());
+    // Arraydicts in the payload become tensors, which the client encodes as asked.
+    tesscpp::JsonReadOptions read;
+    read.arrays = tesscpp::ArrayDetection::kShaped;
+    auto parsed = tesscpp::ReadJson(*text, read);
+    if (!parsed.ok()) return Fail(parsed.status().WithContext("payload"));
+    payload = *std::move(parsed);
+  }
+  auto tesseract = tesscpp::Tesseract::FromUrl(o.url, o.client);
+  if (!tesseract.ok()) return Fail(tesseract.status());
+  auto result = CallEndpoint(*tesseract, o, payload);
+  if (!result.ok()) {
+    std::cerr << "tesscpp: " << o.endpoint << " failed: " << result.status().message() << "\n";
+    return 2;
+  }
+  tesscpp::JsonWriteOptions write;
+  if (o.print_arrays == "base64") write.arrays.encoding = tesscpp::ArrayEncoding::kBase64;
+  auto text = tesscpp::WriteJson(*result, write);
+  if (!text.ok()) return Fail(text.status());
+  std::cout.write(reinterpret_cast<const char*>(text->data()), static_cast<std::streamsize>(text->size()));
+  std::cout << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -184,6 +280,36 @@ int main(int argc, char** argv) {
       std::exit(RunOnce(shot.options, shot.endpoint, shot.payload));
     });
   }
+
+  CallOptions call_options;
+  CLI::App* call =
+      app.add_subcommand("call", "Call an endpoint of any served Tesseract (tesscpp or tesseract-core)");
+  call->add_option("url", call_options.url, "The Tesseract's URL, e.g. http://127.0.0.1:8000")->required();
+  call->add_option("endpoint", call_options.endpoint,
+                   "apply, abstract_eval, jacobian, jacobian_vector_product, vector_jacobian_product, test, "
+                   "health or openapi")
+      ->required();
+  call->add_option("payload", call_options.payload,
+                   "Request body: JSON text or @file (none for health, openapi)");
+  tesscpp::RequestedEncoding& encoding = call_options.client.encoding;
+  call->add_option("--output-format", encoding.output_format, "json, json+base64 or json+binref");
+  call->add_option("--compression", encoding.compression, "none or lz4");
+  call->add_option("--gpu-transport", encoding.gpu_transport, "none (cuda_ipc with the GPU build)");
+  call->add_option("--server-output-path", call_options.client.server_output_path,
+                   "The server's output directory, as seen here (json+binref outputs)");
+  call->add_option("--server-input-path", call_options.client.server_input_path,
+                   "The server's input directory, as seen here (json+binref inputs)");
+  call->add_option("--run-id", call_options.run_id, "Name of the run directory (run_<id>)");
+  call->add_option("--connect-timeout", call_options.client.connect_timeout_s, "Seconds")
+      ->capture_default_str();
+  call->add_option("--read-timeout", call_options.client.read_timeout_s,
+                   "Seconds of silence allowed (0: no limit)")
+      ->capture_default_str();
+  call->add_option("--print-arrays", call_options.print_arrays,
+                   "Arrays in the printed result: json or base64")
+      ->check(CLI::IsMember({"json", "base64"}))
+      ->capture_default_str();
+  call->callback([&] { std::exit(Call(call_options)); });
 
   CLI11_PARSE(app, argc, argv);
   return 0;

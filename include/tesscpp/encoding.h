@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tesscpp/result.h"
 #include "tesscpp/tensor.h"
@@ -45,26 +46,45 @@ struct ArrayDecodeOptions {
   /// Accept "raw", the legacy name of "json" that the SDK still reads in responses
   /// (the server's request model refuses it).
   bool accept_raw = false;
+  /// When set, uncompressed binref arrays borrow a copy-on-write mapping of
+  /// their file instead of being copied out of it (writes stay private to this
+  /// process), and the files' paths are appended here. Only for files nobody
+  /// truncates while the tensors live (SIGBUS otherwise): the client's opt-in
+  /// binref pool, which unlinks them after decoding.
+  std::vector<std::string>* borrowed_binref_files = nullptr;
+};
+
+/// \brief Where binref arrays are written: Append stores bytes and returns the
+/// buffer reference "path:offset" (relative to the directory the reader resolves
+/// against).
+class BinrefSink {
+ public:
+  virtual ~BinrefSink() = default;
+  virtual Result<std::string> Append(std::span<const uint8_t> bytes) = 0;
 };
 
 /// \brief Appends binref arrays to files as the reference server does: every
 /// array of one response goes into `<base_dir>/<subdir>/<uuid4>.bin`, one after
 /// another, and a new file starts once the current one holds more than
-/// `max_file_size` bytes. Buffer strings are relative to `base_dir`. Not
+/// `max_file_size` bytes (0: one file per non-empty array, as the SDK writes
+/// request inputs). Buffer strings are relative to `base_dir`. Not
 /// thread-safe; one writer per response.
-class BinrefWriter {
+class BinrefWriter final : public BinrefSink {
  public:
   static constexpr int64_t kDefaultMaxFileSize = int64_t{100} << 20;  // 100 MiB, as the reference
 
   explicit BinrefWriter(std::string base_dir, std::string subdir = "",
                         int64_t max_file_size = kDefaultMaxFileSize);
-  ~BinrefWriter();
+  ~BinrefWriter() override;
   BinrefWriter(BinrefWriter&&) noexcept;
   BinrefWriter& operator=(BinrefWriter&&) noexcept;
 
   /// \brief Appends `bytes` and returns "<subdir>/<uuid>.bin:<offset>".
   /// kIoError naming the file when it cannot be created or written.
-  Result<std::string> Append(std::span<const uint8_t> bytes);
+  Result<std::string> Append(std::span<const uint8_t> bytes) override;
+
+  /// \brief The files created so far, as absolute paths.
+  const std::vector<std::string>& files() const;
 
  private:
   struct Impl;
@@ -76,7 +96,7 @@ struct ArrayEncodeOptions {
   /// Applied to base64 and binref arrays; json never compresses (as the reference).
   Compression compression = Compression::kNone;
   /// Required for kBinref: where the bytes go.
-  BinrefWriter* binref = nullptr;
+  BinrefSink* binref = nullptr;
   /// Write "object_type": "array". Servers always do; the SDK omits it in requests.
   bool object_type = true;
 };

@@ -10,11 +10,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "tesscpp/buffer.h"
 #include "tesscpp/result.h"
+#include "tesscpp/value.h"
 
 namespace tesscpp {
 
@@ -39,6 +41,10 @@ struct RuntimeConfig {
   /// over TESSERACT_<X>, as tesseract-runtime's CLI has it. kInvalidArgument
   /// naming the variable for an unparsable boolean or an unknown format.
   static Result<RuntimeConfig> FromEnvironment();
+  /// \brief Defaults overridden by `settings`, keyed by the variable's suffix
+  /// in any case ({"debug", "1"}, {"output_path", "/tmp/out"}); the last of
+  /// repeated keys wins. Errors as FromEnvironment.
+  static Result<RuntimeConfig> FromSettings(const std::vector<std::pair<std::string, std::string>>& settings);
 
   /// \brief kInvalidArgument naming the setting that is not valid.
   Status Validate() const;
@@ -79,6 +85,23 @@ class Runtime {
   /// (404, 405, 406, 413, 422, 500). Thread-safe; endpoint calls may run
   /// concurrently only where the component allows it (see the server notes).
   RuntimeResponse Handle(const RuntimeRequest& request) const;
+
+  /// \brief Runs `endpoint` in-process on `payload`, the request body as a
+  /// Value tree whose arrays may be Tensors (no HTTP, no serialisation): what
+  /// the client's from_library uses, as tesseract-core's in-process client.
+  /// The payload is validated with the endpoint's request model and the
+  /// outputs with its output model; apply and the gradient endpoints run in
+  /// `<output_path>/run_<run_id or uuid4>` with their stdio in its log.
+  /// kValidationError with a ValidationDetail (loc from the payload's root),
+  /// kUnimplemented for an endpoint the component lacks, and the endpoint's
+  /// own code for its failures ("Error running Tesseract API <endpoint>: ...").
+  Result<Value> Call(std::string_view endpoint, const Value& payload,
+                     const std::optional<std::string>& run_id = std::nullopt) const;
+
+  /// \brief The served endpoints, in the OpenAPI document's order ("test" in debug mode).
+  const std::vector<std::string>& endpoints() const;
+  /// \brief The OpenAPI document as served at /openapi.json.
+  const Buffer& openapi_document() const;
 
   const RuntimeConfig& config() const;
 

@@ -192,7 +192,7 @@ Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOpt
       break;
     case ArrayEncoding::kBinref:
       tensor = ReadBinref(*fields.buffer_text, header->compression, options.binref_dir, header->dtype,
-                          header->shape, pool);
+                          header->shape, pool, options.borrowed_binref_files);
       break;
   }
   if (!tensor.ok()) return UndecodableBuffer(tensor.status(), header->encoding).WithContext("data.buffer");

@@ -111,8 +111,10 @@ void WriteJsonBuffer(const Tensor& tensor, JsonWriter& writer);
 
 /// \brief binref: parses "path[:offset[:compressed_size]]", resolves the path
 /// inside `binref_dir`, checks the byte range, then reads (and decompresses) it
-/// into a new tensor.
+/// into a new tensor, or (`borrowed_files` set, uncompressed, aligned) into a
+/// tensor over a copy-on-write mapping of the file, whose path is recorded.
 Result<Tensor> ReadBinref(std::string_view spec, Compression compression, const std::string& binref_dir,
-                          Dtype dtype, Shape shape, BufferPool* pool);
+                          Dtype dtype, Shape shape, BufferPool* pool,
+                          std::vector<std::string>* borrowed_files = nullptr);
 
 }  // namespace tesscpp::internal

@@ -11,32 +11,17 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <random>
+#include <memory>
 
 #include "codec/array_codec.h"
 #include "codec/lz4.h"
 #include "platform/file.h"
+#include "platform/uuid.h"
 
 namespace tesscpp {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string NewUuid4() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  uint64_t hi = rng(), lo = rng();
-  hi = (hi & 0xffffffffffff0fffull) | 0x0000000000004000ull;  // version 4
-  lo = (lo & 0x3fffffffffffffffull) | 0x8000000000000000ull;  // RFC 4122 variant
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(36);
-  for (int i = 0; i < 32; ++i) {
-    const uint64_t word = i < 16 ? hi : lo;
-    out += kHex[(word >> (60 - 4 * (i % 16))) & 15];
-    if (i == 7 || i == 11 || i == 15 || i == 19) out += '-';
-  }
-  return out;
-}
 
 // The reference's grammar: the path is the shortest prefix after which the rest
 // is empty, ":<digits>" or ":<digits>:<digits>".
@@ -112,6 +97,7 @@ struct BinrefWriter::Impl {
   std::string current_name;  // relative to base_dir
   internal::Fd current;
   int64_t current_size = 0;
+  std::vector<std::string> files;
 };
 
 BinrefWriter::BinrefWriter(std::string base_dir, std::string subdir, int64_t max_file_size)
@@ -130,7 +116,7 @@ Result<std::string> BinrefWriter::Append(std::span<const uint8_t> bytes) {
   // Like the reference: a file that already exceeds the limit is closed, so one
   // file holds at most one array past the limit.
   if (!w.current.valid() || w.current_size > w.max_file_size) {
-    const std::string name = NewUuid4() + ".bin";
+    const std::string name = internal::NewUuid4() + ".bin";
     w.current_name = w.subdir.empty() ? name : w.subdir + "/" + name;
     const fs::path dir = fs::path(w.base_dir) / w.subdir;
     std::error_code ec;
@@ -139,6 +125,7 @@ Result<std::string> BinrefWriter::Append(std::span<const uint8_t> bytes) {
     TESS_ASSIGN_OR_RETURN(w.current,
                           internal::Fd::Open((dir / name).string(), O_WRONLY | O_CREAT | O_APPEND | O_TRUNC));
     w.current_size = 0;
+    w.files.push_back((dir / name).string());
   }
   const int64_t offset = w.current_size;
   Status written = w.current.WriteAll(bytes);
@@ -147,10 +134,13 @@ Result<std::string> BinrefWriter::Append(std::span<const uint8_t> bytes) {
   return w.current_name + ":" + std::to_string(offset);
 }
 
+const std::vector<std::string>& BinrefWriter::files() const { return impl_->files; }
+
 namespace internal {
 
 Result<Tensor> ReadBinref(std::string_view spec_text, Compression compression, const std::string& binref_dir,
-                          Dtype dtype, Shape shape, BufferPool* pool) {
+                          Dtype dtype, Shape shape, BufferPool* pool,
+                          std::vector<std::string>* borrowed_files) {
   const BinrefSpec spec = ParseSpec(spec_text);
   TESS_ASSIGN_OR_RETURN(int64_t offset, ParseCount(spec.offset, "offset"));
   const int64_t nbytes = shape.num_elements() * ItemSize(dtype);
@@ -177,6 +167,13 @@ Result<Tensor> ReadBinref(std::string_view spec_text, Compression compression, c
     TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, std::move(shape), pool));
     TESS_RETURN_IF_ERROR(Lz4FrameDecompress(mapped.bytes(), tensor.bytes()));
     return tensor;
+  }
+  if (borrowed_files != nullptr && nbytes > 0 && offset % ItemSize(dtype) == 0) {
+    TESS_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Map(fd, offset, length, MappedFile::kCopyOnWrite));
+    auto owner = std::make_shared<MappedFile>(std::move(mapped));
+    uint8_t* data = owner->writable_data();
+    borrowed_files->push_back(path);
+    return Tensor::Make(dtype, std::move(shape), Buffer::Wrap(data, nbytes, std::move(owner)));
   }
   TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, std::move(shape), pool));
   if (nbytes == 0) return tensor;

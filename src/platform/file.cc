@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -94,18 +95,28 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   return *this;  // `moved` now unmaps what this object held
 }
 
-Result<MappedFile> MappedFile::Map(const Fd& fd, int64_t offset, int64_t length) {
+Result<MappedFile> MappedFile::Map(const Fd& fd, int64_t offset, int64_t length, Access access) {
   MappedFile m;
   if (length == 0) return m;
   const int64_t page = ::sysconf(_SC_PAGESIZE);
   const int64_t start = offset / page * page;
   m.base_length_ = static_cast<size_t>(offset - start + length);
-  void* base = ::mmap(nullptr, m.base_length_, PROT_READ, MAP_PRIVATE, fd.get(), start);
+  const int protection = access == kCopyOnWrite ? PROT_READ | PROT_WRITE : PROT_READ;
+  void* base = ::mmap(nullptr, m.base_length_, protection, MAP_PRIVATE, fd.get(), start);
   if (base == MAP_FAILED) return Status::IoError("mmap failed: ", std::strerror(errno));
   m.base_ = base;
   m.data_ = static_cast<const uint8_t*>(base) + (offset - start);
   m.length_ = length;
   return m;
+}
+
+Result<std::string> MakeTempDir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/" + prefix + "XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return Status::IoError("cannot create a temporary directory '", pattern, "': ", std::strerror(errno));
+  }
+  return pattern;
 }
 
 }  // namespace tesscpp::internal

@@ -49,7 +49,8 @@ class Fd {
   int fd_ = -1;
 };
 
-/// \brief A read-only private mapping of part of a file; unmapped on destruction.
+/// \brief A private mapping of part of a file (read-only, or copy-on-write);
+/// unmapped on destruction.
 /// Reading from a mapping is ~2x faster than pread into a warm buffer
 /// (cpp-stack.md 1.13). The file must not shrink while mapped (SIGBUS).
 class MappedFile {
@@ -63,9 +64,12 @@ class MappedFile {
 
   /// \brief Maps bytes [offset, offset + length) of `fd`. Any offset is allowed
   /// (the mapping starts at the page below it). A zero length maps nothing.
-  static Result<MappedFile> Map(const Fd& fd, int64_t offset, int64_t length);
+  enum Access : uint8_t { kReadOnly, kCopyOnWrite };
+  static Result<MappedFile> Map(const Fd& fd, int64_t offset, int64_t length, Access access = kReadOnly);
 
   std::span<const uint8_t> bytes() const { return {data_, static_cast<size_t>(length_)}; }
+  /// \brief The first byte, writable. Only for kCopyOnWrite mappings.
+  uint8_t* writable_data() const { return const_cast<uint8_t*>(data_); }  // NOLINT: mapped PROT_WRITE
 
  private:
   void* base_ = nullptr;
@@ -73,5 +77,9 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   int64_t length_ = 0;
 };
+
+/// \brief Creates a new directory `$TMPDIR/<prefix>XXXXXX` (TMPDIR defaulting
+/// to /tmp) and returns its path.
+Result<std::string> MakeTempDir(const std::string& prefix);
 
 }  // namespace tesscpp::internal

@@ -1,17 +1,15 @@
 // RuntimeConfig: tesseract-core's runtime settings, read from TESSERACT_*.
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include "tesscpp/runtime.h"
 
 namespace tesscpp {
 namespace {
 
-// TESSERACT_RUNTIME_<X> wins over TESSERACT_<X> (tesseract-runtime's CLI reads both).
-const char* Env(const std::string& field) {
-  if (const char* v = std::getenv(("TESSERACT_RUNTIME_" + field).c_str())) return v;
-  return std::getenv(("TESSERACT_" + field).c_str());
-}
+// The value of setting FIELD (upper case), or null.
+using Lookup = std::function<const char*(const std::string& field)>;
 
 // pydantic's boolean spellings.
 Result<bool> ParseBool(const std::string& field, std::string text) {
@@ -32,11 +30,9 @@ std::string Absolute(const std::string& path) {
   return ec ? path : abs.lexically_normal().string();
 }
 
-}  // namespace
-
-Result<RuntimeConfig> RuntimeConfig::FromEnvironment() {
+Result<RuntimeConfig> FromLookup(const Lookup& Env) {  // NOLINT(readability-identifier-naming)
   RuntimeConfig c;
-  auto text = [](const char* field, auto& into) {
+  auto text = [&Env](const char* field, auto& into) {
     if (const char* v = Env(field)) into = std::string(v);
   };
   text("NAME", c.name);
@@ -64,6 +60,29 @@ Result<RuntimeConfig> RuntimeConfig::FromEnvironment() {
   c.output_path = Absolute(c.output_path);
   TESS_RETURN_IF_ERROR(c.Validate());
   return c;
+}
+
+}  // namespace
+
+Result<RuntimeConfig> RuntimeConfig::FromEnvironment() {
+  // TESSERACT_RUNTIME_<X> wins over TESSERACT_<X> (tesseract-runtime's CLI reads both).
+  return FromLookup([](const std::string& field) -> const char* {
+    if (const char* v = std::getenv(("TESSERACT_RUNTIME_" + field).c_str())) return v;
+    return std::getenv(("TESSERACT_" + field).c_str());
+  });
+}
+
+Result<RuntimeConfig> RuntimeConfig::FromSettings(
+    const std::vector<std::pair<std::string, std::string>>& settings) {
+  return FromLookup([&settings](const std::string& field) -> const char* {
+    const char* found = nullptr;  // the last one wins
+    for (const auto& [key, value] : settings) {
+      std::string upper = key;
+      for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      if (upper == field) found = value.c_str();
+    }
+    return found;
+  });
 }
 
 Status RuntimeConfig::Validate() const {

@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
-#include <random>
 #include <typeinfo>
 
+#include "platform/uuid.h"
 #include "runtime/docs_page.h"
 #include "runtime/endpoint_schemas.h"
 #include "runtime/gradient_request.h"
@@ -63,17 +63,6 @@ RuntimeResponse Unprocessable(const Status& status) {
                                                      "Value error, " + status.message(),
                                                      Value(),
                                                      Value::Dict{{"error", Value::Dict{}}}}});
-}
-
-std::string Uuid4() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  const uint64_t hi = (rng() & ~uint64_t{0xF000}) | 0x4000;                  // version 4
-  const uint64_t lo = (rng() & ~(uint64_t{3} << 62)) | (uint64_t{2} << 62);  // variant 10
-  char text[37];
-  std::snprintf(text, sizeof text, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
-                static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFFF),
-                static_cast<unsigned>(lo >> 48), static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
-  return text;
 }
 
 int HexDigit(char c) {
@@ -138,6 +127,14 @@ ArrayEncoding EncodingOf(const std::string& format) {
   return ArrayEncoding::kJson;
 }
 
+ValidationIssue RunIdIssue(const std::string& run_id) {
+  return {"value_error",
+          {Value("query"), Value("run_id")},
+          "Value error, run_id must be a non-empty name without '/'",
+          Value(run_id),
+          Value::Dict{{"error", Value::Dict{}}}};
+}
+
 // FastAPI parses application/json and application/<anything>+json (any case,
 // parameters ignored); a request without Content-Type is not parsed.
 bool IsJsonContentType(const std::optional<std::string>& content_type) {
@@ -182,6 +179,17 @@ struct Runtime::Impl {
   RuntimeResponse RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
                              std::string_view query, const std::function<Result<Value>()>& call) const;
   RuntimeResponse Failure(const std::string& endpoint, const EndpointFailure& failure) const;
+  // Creates the run directory, captures stdio into its log and runs `call`;
+  // on failure `failure` names what went wrong as the served endpoint reports it.
+  Result<Value> RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
+                                  const std::function<Result<Value>()>& call, EndpointFailure* failure) const;
+  // The 422 for a run_id that would leave the output directory, if it does.
+  static std::optional<RuntimeResponse> InvalidRunId(const std::string& run_id);
+  Result<Value> CallInProcess(std::string_view endpoint, const Value& payload,
+                              const std::optional<std::string>& run_id) const;
+  const GradientModels& GradientModelsFor(std::string_view endpoint) const {
+    return endpoint == "jacobian" ? jacobian : endpoint == "jacobian_vector_product" ? jvp : vjp;
+  }
   Result<Value> CallApply(const Value& inputs) const;
   Result<Value> CallGradient(const GradientModels& models, const GradientRequest& request) const;
   Result<Value> CallAbstractEval(const Value& inputs) const;
@@ -274,9 +282,7 @@ runtime::EndpointOutcome Runtime::Impl::RunForTest(const std::string& endpoint, 
     run([&] { return ValidateModel(*abstract_request, payload); },
         [&](const Value& v) { return CallAbstractEval(v.as_dict().at("inputs")); });
   } else {
-    const GradientModels& models = endpoint == "jacobian"                  ? jacobian
-                                   : endpoint == "jacobian_vector_product" ? jvp
-                                                                           : vjp;
+    const GradientModels& models = GradientModelsFor(endpoint);
     run([&] { return runtime::ValidateGradientRequest(models, payload); },
         [&](const GradientRequest& r) { return CallGradient(models, r); });
   }
@@ -300,35 +306,32 @@ RuntimeResponse Runtime::Impl::Failure(const std::string& endpoint, const Endpoi
   return r;
 }
 
-RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
-                                          std::string_view query,
-                                          const std::function<Result<Value>()>& call) const {
-  const std::optional<Encoding> encoding = runtime::NegotiateEncoding(request.accept, offer);
-  if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
-
-  std::optional<std::string> given_run_id = QueryParam(query, "run_id");
-  const std::string run_id = given_run_id ? *std::move(given_run_id) : Uuid4();
-  if (run_id.empty() || run_id.find('/') != std::string::npos || run_id == "." || run_id == "..") {
-    // The reference joins run_id into a path unchecked; here it may not leave
-    // the output directory.
-    return JsonResponse(422,
-                        ValidationIssuesToJson({{"value_error",
-                                                 {Value("query"), Value("run_id")},
-                                                 "Value error, run_id must be a non-empty name without '/'",
-                                                 Value(run_id),
-                                                 Value::Dict{{"error", Value::Dict{}}}}},
-                                               {}));
+std::optional<RuntimeResponse> Runtime::Impl::InvalidRunId(const std::string& run_id) {
+  if (!run_id.empty() && run_id.find('/') == std::string::npos && run_id != "." && run_id != "..") {
+    return std::nullopt;
   }
-  const std::string run_name = "run_" + run_id;
-  const std::string run_dir = (std::filesystem::path(config.output_path) / run_name).string();
-  auto log = runtime::CreateRunDirectory(run_dir);
-  if (!log.ok()) return Failure(endpoint, {"OSError", log.status().message()});
+  // The reference joins run_id into a path unchecked; here it may not leave
+  // the output directory.
+  return JsonResponse(422, ValidationIssuesToJson({RunIdIssue(run_id)}, {}));
+}
 
+Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
+                                               const std::function<Result<Value>()>& call,
+                                               EndpointFailure* failure) const {
+  const std::string run_dir = (std::filesystem::path(config.output_path) / ("run_" + run_id)).string();
+  auto log = runtime::CreateRunDirectory(run_dir);
+  if (!log.ok()) {
+    *failure = {"OSError", log.status().message()};
+    return log.status();
+  }
   std::string exception_type;
   Result<Value> outputs = Status::Internal("not run");
   {
     auto capture = runtime::StdioCapture::Start(*std::move(log));
-    if (!capture.ok()) return Failure(endpoint, {"OSError", capture.status().message()});
+    if (!capture.ok()) {
+      *failure = {"OSError", capture.status().message()};
+      return capture.status();
+    }
     const auto start = std::chrono::steady_clock::now();
     outputs = Guarded(call, &exception_type);
     if (config.profiling) {
@@ -336,11 +339,25 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
                   endpoint.c_str(), Seconds(start));
     }
   }
-  if (!outputs.ok()) {
-    return Failure(endpoint, {exception_type.empty() ? "Error" : exception_type, outputs.status().message()});
-  }
+  if (!outputs.ok())
+    *failure = {exception_type.empty() ? "Error" : exception_type, outputs.status().message()};
+  return outputs;
+}
 
-  BinrefWriter binref(config.output_path, run_name);
+RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
+                                          std::string_view query,
+                                          const std::function<Result<Value>()>& call) const {
+  const std::optional<Encoding> encoding = runtime::NegotiateEncoding(request.accept, offer);
+  if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
+
+  std::optional<std::string> given_run_id = QueryParam(query, "run_id");
+  const std::string run_id = given_run_id ? *std::move(given_run_id) : internal::NewUuid4();
+  if (auto refused = InvalidRunId(run_id)) return *std::move(refused);
+  EndpointFailure failure;
+  auto outputs = RunInRunDirectory(endpoint, run_id, call, &failure);
+  if (!outputs.ok()) return Failure(endpoint, failure);
+
+  BinrefWriter binref(config.output_path, "run_" + run_id);
   JsonWriteOptions write;
   write.arrays.encoding = EncodingOf(encoding->format);
   write.arrays.compression =
@@ -352,6 +369,50 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   r.content_type = "application/" + encoding->format;
   r.body = *std::move(body);
   return r;
+}
+
+Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Value& payload,
+                                           const std::optional<std::string>& given_run_id) const {
+  if (std::find(endpoints.begin(), endpoints.end(), endpoint) == endpoints.end()) {
+    return Status::Unimplemented("endpoint '", endpoint, "' is not implemented by this Tesseract (",
+                                 component->name(), ")");
+  }
+  if (endpoint == "health") return Value::Dict{{"status", Value("ok")}};
+  if (endpoint == "test") {
+    return runtime::RunTestSpec(payload, endpoints,
+                                [this](const std::string& e, const Value& p) { return RunForTest(e, p); });
+  }
+  const std::string name(endpoint);
+  // Runs a validated request as the served endpoint runs, failures shaped
+  // like the SDK's in-process client reports them.
+  auto run = [&](const std::function<Result<Value>()>& call, bool wrapped) -> Result<Value> {
+    EndpointFailure failure;
+    Result<Value> outputs = Status::Internal("not run");
+    if (wrapped) {
+      const std::string run_id = given_run_id.value_or(internal::NewUuid4());
+      if (InvalidRunId(run_id)) return ValidationFailure({RunIdIssue(run_id)});
+      outputs = RunInRunDirectory(name, run_id, call, &failure);
+    } else {
+      std::string exception_type;
+      outputs = Guarded(call, &exception_type);
+      if (!outputs.ok())
+        failure = {exception_type.empty() ? "Error" : exception_type, outputs.status().message()};
+    }
+    if (outputs.ok()) return outputs;
+    return Status(outputs.status().code(),
+                  "Error running Tesseract API " + name + ": " + failure.type + ": " + failure.message);
+  };
+  if (endpoint == "apply") {
+    TESS_ASSIGN_OR_RETURN(Value validated, ValidateModel(*apply_request, payload));
+    return run([&] { return CallApply(validated.as_dict().at("inputs")); }, true);
+  }
+  if (endpoint == "abstract_eval") {
+    TESS_ASSIGN_OR_RETURN(Value validated, ValidateModel(*abstract_request, payload));
+    return run([&] { return CallAbstractEval(validated.as_dict().at("inputs")); }, false);
+  }
+  const GradientModels& models = GradientModelsFor(endpoint);
+  TESS_ASSIGN_OR_RETURN(GradientRequest validated, runtime::ValidateGradientRequest(models, payload));
+  return run([&] { return CallGradient(models, validated); }, true);
 }
 
 RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRequest& request,
@@ -416,9 +477,7 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
     }
     return JsonResponse(200, *outputs);
   }
-  const GradientModels& models = endpoint == "jacobian"                  ? jacobian
-                                 : endpoint == "jacobian_vector_product" ? jvp
-                                                                         : vjp;
+  const GradientModels& models = GradientModelsFor(endpoint);
   auto validated = runtime::ValidateGradientRequest(models, *body);
   if (!validated.ok()) return Unprocessable(validated.status());
   return RunWrapped(endpoint, request, query, [&] { return CallGradient(models, *validated); });
@@ -544,5 +603,11 @@ Runtime::~Runtime() = default;
 
 RuntimeResponse Runtime::Handle(const RuntimeRequest& request) const { return impl_->Route(request); }
 const RuntimeConfig& Runtime::config() const { return impl_->config; }
+Result<Value> Runtime::Call(std::string_view endpoint, const Value& payload,
+                            const std::optional<std::string>& run_id) const {
+  return impl_->CallInProcess(endpoint, payload, run_id);
+}
+const std::vector<std::string>& Runtime::endpoints() const { return impl_->endpoints; }
+const Buffer& Runtime::openapi_document() const { return impl_->openapi_body; }
 
 }  // namespace tesscpp

@@ -39,7 +39,7 @@ TEST_CASES = ROOT / "tests" / "fixtures" / "test_cases"
 GOLDEN_RUNTIME = ROOT / "tests" / "data" / "golden" / "runtime"
 
 BACKENDS = ("tesscpp", "python")
-EXAMPLES = ("vectoradd", "univariate", "meshstats", "noop")
+EXAMPLES = ("vectoradd", "univariate", "meshstats", "noop", "collections")
 
 # name -> (version, description) as the C++ examples declare them (examples/*/*.cc).
 # Both backends are started with these in TESSERACT_NAME/VERSION/DESCRIPTION so
@@ -49,6 +49,7 @@ EXAMPLE_INFO = {
     "univariate": ("0.1.0", "The Rosenbrock function of two variables.\\n"),
     "meshstats": ("0.1.0", "Summary statistics of a volumetric mesh.\\n"),
     "noop": ("0.1.0", "Returns its input array unchanged.\\n"),
+    "collections": ("0.1.0", "Sums a list of vectors and scales it by named weights.\\n"),
 }
 
 STARTUP_TIMEOUT_S = float(os.environ.get("TESSCPP_SERVER_STARTUP_TIMEOUT", "60"))

@@ -187,9 +187,13 @@ def _start_servers_side_by_side(request: pytest.FixtureRequest, server_pool, bac
 # ----------------------------------------------------------------------------- recorded cases
 
 
+# The examples whose answers from tesseract-core were recorded (collections came later).
+RECORDED_EXAMPLES = ("vectoradd", "univariate", "meshstats", "noop")
+
+
 def _golden_cases() -> list[Case]:
     cases = []
-    for example in EXAMPLES:
+    for example in RECORDED_EXAMPLES:
         recorded = json.loads((GOLDEN_RUNTIME / f"{example}.cases.json").read_text())
         for entry in recorded:
             case_id = f"{example}-{entry['name']}-{entry['accept'].split('/')[-1]}"

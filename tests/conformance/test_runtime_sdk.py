@@ -35,6 +35,7 @@ PATHS = {
                    "/vector_jacobian_product", "/health"},
     "meshstats": {"/apply", "/abstract_eval", "/jacobian", "/health"},
     "noop": {"/apply", "/health"},
+    "collections": {"/apply", "/health"},
 }  # fmt: skip
 FORMATS = ["json", "json+base64", "json+binref"]
 

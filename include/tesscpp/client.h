@@ -1,0 +1,239 @@
+// client.h: Tesseract, a handle on any Tesseract — one reached over HTTP
+// (tesscpp serve, tesseract-runtime, a container), one whose server process it
+// starts and owns, or a component library loaded into this process.
+//
+//   auto t = Tesseract::FromUrl("http://127.0.0.1:8000");
+//   auto out = t->Apply(Value::Dict{{"a", Value(a)}, {"b", Value(b)}, {"s", 2.0}});
+//   const Tensor& result = out->as_dict().at("result").as_tensor();
+//
+// Behaviour follows tesseract-core 1.15's SDK client (protocol.md §3, §4, §7,
+// §8, §11): the same Accept header, the same checks of requested encodings
+// against what the server advertises, the same request bodies. Inputs are
+// Value trees whose arrays are Tensors (sent as base64 or binref arraydicts)
+// or plain lists and numbers (sent as they are); outputs of apply and the
+// gradient endpoints come back with their arrays decoded into Tensors.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tesscpp/result.h"
+#include "tesscpp/status.h"
+#include "tesscpp/value.h"
+
+namespace tesscpp {
+
+/// \brief The encodings a server advertises in its OpenAPI document
+/// (x-supported-output-formats, -gpu-transports, -compressions). A list is
+/// nullopt when the server does not advertise it: runtimes older than 1.13
+/// advertise nothing, 1.13 and 1.14 only output formats.
+struct ServerCapabilities {
+  std::optional<std::vector<std::string>> output_formats;
+  std::optional<std::vector<std::string>> gpu_transports;
+  std::optional<std::vector<std::string>> compressions;
+
+  static ServerCapabilities FromOpenApi(const Value& document);
+};
+
+/// \brief What calls through a Tesseract ask for. A field left nullopt is the
+/// server's choice, except gpu_transport, which POSTs send as "none".
+struct RequestedEncoding {
+  std::optional<std::string> output_format;  ///< "json", "json+base64", "json+binref"
+  std::optional<std::string> gpu_transport;  ///< "none", "cuda_ipc"
+  std::optional<std::string> compression;    ///< "none", "lz4"
+
+  /// \brief A copy where the fields `overrides` sets win.
+  RequestedEncoding Merge(const RequestedEncoding& overrides) const;
+  /// \brief The Accept value, e.g. "application/json+base64; gpu_transport=none;
+  /// compression=lz4", or nullopt when nothing is asked for.
+  std::optional<std::string> AcceptHeader() const;
+
+  friend bool operator==(const RequestedEncoding&, const RequestedEncoding&) = default;
+};
+
+/// \brief Checks `encoding` against `capabilities` before any request, with the
+/// SDK's rules: a server advertising no formats (older than 1.13) cannot take
+/// media-type parameters (gpu_transport=none is dropped, anything else
+/// refused); one advertising formats but no transports (1.13/1.14) cannot be
+/// asked for a GPU transport; a value missing from an advertised list is
+/// refused. Returns the encoding to send; kInvalidArgument naming the field.
+Result<RequestedEncoding> FitEncodingToServer(RequestedEncoding encoding,
+                                              const ServerCapabilities& capabilities);
+
+/// \brief Attached to the Status of a non-2xx answer: the HTTP status and body.
+class HttpErrorDetail : public StatusDetail {
+ public:
+  static constexpr std::string_view kTypeId = "tesscpp::HttpErrorDetail";
+  HttpErrorDetail(int http_status, std::string body) : http_status_(http_status), body_(std::move(body)) {}
+  std::string_view type_id() const override { return kTypeId; }
+  std::string ToString() const override;
+  int http_status() const { return http_status_; }
+  const std::string& body() const { return body_; }
+
+ private:
+  int http_status_;
+  std::string body_;
+};
+
+/// \brief The HttpErrorDetail of `status`, or nullptr.
+const HttpErrorDetail* GetHttpErrorDetail(const Status& status);
+
+/// \brief Receives the lines an endpoint prints (without their newline).
+using LogSink = std::function<void(std::string_view line)>;
+
+struct ClientOptions {
+  /// Seconds to wait for a connection.
+  double connect_timeout_s = 10;
+  /// Longest silence, in seconds, while waiting for or reading a response; 0
+  /// waits as long as the endpoint runs (the SDK's timeout=None).
+  double read_timeout_s = 0;
+  /// The server's output directory as this process sees it: json+binref
+  /// outputs are read from it (a buffer path leaving it is refused), and
+  /// stream_logs tails the run logs in it.
+  std::string server_output_path;
+  /// The server's input directory as this process sees it: with json+binref,
+  /// input arrays are written there as files, removed after the call.
+  std::string server_input_path;
+  /// Opt-in binref fast path for a tmpfs input/output directory: input arrays
+  /// go into reused, pre-faulted pool files, and output arrays borrow
+  /// copy-on-write mappings of the server's files (which are then unlinked).
+  bool binref_pool = false;
+  /// The encoding calls request (see Tesseract::WithEncoding).
+  RequestedEncoding encoding;
+  /// When set, apply and the gradient endpoints stream the run's log lines
+  /// here while they run (needs server_output_path).
+  LogSink stream_logs;
+};
+
+/// \brief How Tesseract::FromSource serves a component.
+struct SourceOptions {
+  /// The server's input and output directories. Empty: a temporary output
+  /// directory (and, for json+binref, input directory) removed on teardown.
+  std::string input_path;
+  std::string output_path;
+  /// Served with this TESSERACT_OUTPUT_FORMAT, and what calls request.
+  std::string output_format = "json+base64";
+  std::optional<std::string> gpu_transport;
+  /// More TESSERACT_<KEY> settings, e.g. {"profiling", "1"}. The server runs
+  /// in debug mode (as the SDK's from_source) unless this says otherwise.
+  std::vector<std::pair<std::string, std::string>> runtime_config;
+  /// For a tesseract_api.py: the Python with tesseract-core[runtime] that runs
+  /// tesseract-runtime (default: python3 on PATH).
+  std::string python_executable;
+  /// For a component library: the tesscpp CLI (default: $TESSCPP_CLI, then
+  /// ../bin/tesscpp beside libtesscpp.so, then tesscpp on PATH).
+  std::string tesscpp_executable;
+  /// Seconds to wait for the server to answer /health.
+  double startup_timeout_s = 60;
+  /// Timeouts, stream_logs and binref_pool of the client (paths and encoding
+  /// come from the fields above).
+  ClientOptions client;
+};
+
+/// \brief How Tesseract::FromLibrary runs a component in this process.
+struct LibraryOptions {
+  /// Where run directories go. Empty: a temporary directory removed with the
+  /// last handle.
+  std::string output_path;
+  std::optional<std::string> gpu_transport;
+  /// More TESSERACT_<KEY> settings, as SourceOptions::runtime_config.
+  std::vector<std::pair<std::string, std::string>> runtime_config;
+  LogSink stream_logs;
+};
+
+/// \brief The answer of the debug-mode /test endpoint.
+struct TestOutcome {
+  std::string status;   ///< "passed", "failed" or "error"
+  std::string message;  ///< why it did not pass
+  bool passed() const { return status == "passed"; }
+};
+
+class TesseractSession;
+
+/// \brief A handle on one Tesseract. Copies and WithEncoding views share the
+/// connection (and the served process, stopped with the last handle or by
+/// Teardown). Calls through one connection are serialised; use one Tesseract
+/// per thread for parallel calls.
+///
+/// Errors: a 422 is kValidationError with a ValidationDetail (type, loc, msg per
+/// issue) and a message printed as pydantic prints a ValidationError; a 406 is
+/// kNotAcceptable naming what the server offers; other non-2xx answers carry an
+/// HttpErrorDetail ("Error <status> from Tesseract: <body>"); an endpoint the
+/// Tesseract lacks is kUnimplemented before any request; an unreachable server
+/// kUnavailable; a timeout kDeadlineExceeded; an unreadable answer kDecodeError.
+class Tesseract {
+ public:
+  /// \brief A Tesseract served at `url` ("host:port" gets http://). Nothing is
+  /// sent until the first call.
+  static Result<Tesseract> FromUrl(std::string_view url, ClientOptions options = {});
+
+  /// \brief Starts a server for `path` and waits until it is healthy: a
+  /// component library (lib<name>.so) is served by `tesscpp serve`, a
+  /// tesseract_api.py by `tesseract-runtime serve`. kDeadlineExceeded (with the
+  /// server's log) when it is not healthy within startup_timeout_s,
+  /// kUnavailable when it exits first.
+  static Result<Tesseract> FromSource(const std::string& path, SourceOptions options = {});
+
+  /// \brief Loads a component library into this process and calls it with no
+  /// HTTP and no serialisation (tesseract-core's from_tesseract_api): the same
+  /// validation, run directories and results as served.
+  static Result<Tesseract> FromLibrary(const std::string& path, LibraryOptions options = {});
+
+  /// \name Endpoints.
+  /// @{
+  Result<Value> Apply(const Value& inputs, const std::optional<std::string>& run_id = std::nullopt) const;
+  Result<Value> AbstractEval(const Value& abstract_inputs) const;
+  Result<Value> Health() const;
+  Result<Value> Jacobian(const Value& inputs, const std::vector<std::string>& jac_inputs,
+                         const std::vector<std::string>& jac_outputs,
+                         const std::optional<std::string>& run_id = std::nullopt) const;
+  Result<Value> JacobianVectorProduct(const Value& inputs, const std::vector<std::string>& jvp_inputs,
+                                      const std::vector<std::string>& jvp_outputs,
+                                      const Value& tangent_vector,
+                                      const std::optional<std::string>& run_id = std::nullopt) const;
+  Result<Value> VectorJacobianProduct(const Value& inputs, const std::vector<std::string>& vjp_inputs,
+                                      const std::vector<std::string>& vjp_outputs,
+                                      const Value& cotangent_vector,
+                                      const std::optional<std::string>& run_id = std::nullopt) const;
+  /// \brief Posts a TestSpec to /test (debug mode only).
+  Result<TestOutcome> Test(const Value& test_spec) const;
+  /// @}
+
+  /// \brief The OpenAPI document (fetched once per connection).
+  Result<Value> OpenApiSchema() const;
+  /// \brief The endpoints, from the document's paths ("apply", "health", ...).
+  Result<std::vector<std::string>> AvailableEndpoints() const;
+  /// \brief What the server advertises; nullopt for in-process Tesseracts,
+  /// which pass arrays in memory.
+  Result<std::optional<ServerCapabilities>> Capabilities() const;
+
+  /// \brief A view requesting a different encoding, sharing this connection.
+  /// Fields left nullopt keep this handle's. kInvalidArgument when the server
+  /// cannot provide it (checked now, against its advertised capabilities).
+  Result<Tesseract> WithEncoding(const RequestedEncoding& encoding) const;
+  const RequestedEncoding& current_encoding() const { return encoding_; }
+
+  /// \brief For FromSource: stops the server and removes its temporary
+  /// directories now. kInvalidArgument when there is no server of its own to stop.
+  Status Teardown();
+  /// \brief For FromSource: what the server printed (kept after teardown).
+  Result<std::string> ServerLogs() const;
+  /// \brief The URL called ("" for in-process Tesseracts).
+  std::string url() const;
+
+ private:
+  Tesseract(std::shared_ptr<TesseractSession> session, RequestedEncoding encoding);
+  Result<Value> Call(std::string_view endpoint, const Value* payload,
+                     const std::optional<std::string>& run_id) const;
+  Status RequireEndpoint(std::string_view endpoint, std::string_view what) const;
+
+  std::shared_ptr<TesseractSession> session_;
+  RequestedEncoding encoding_;
+};
+
+}  // namespace tesscpp

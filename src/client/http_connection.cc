@@ -1,0 +1,209 @@
+// http_connection.cc: libcurl easy handle, kept alive between requests;
+// responses read into one padded buffer sized from Content-Length.
+#include "client/http_connection.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+
+#include "tesscpp/buffer_pool.h"
+
+namespace tesscpp::client {
+namespace {
+
+void InitCurlOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string Lowercase(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// A curl header list freed on scope exit.
+struct HeaderList {
+  curl_slist* list = nullptr;
+  ~HeaderList() { curl_slist_free_all(list); }
+  void Add(const std::string& header) { list = curl_slist_append(list, header.c_str()); }
+};
+
+}  // namespace
+
+std::optional<std::string> HttpResponse::Header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (key == name) return value;
+  }
+  return std::nullopt;
+}
+
+std::string SanitizeUrl(std::string_view url) {
+  std::string out(Trim(url));
+  if (out.find("://") == std::string::npos) out = "http://" + out;
+  const size_t authority = out.find("://") + 3;
+  const size_t end = out.find_first_of("?#", authority);
+  if (end != std::string::npos) out.resize(end);
+  while (out.size() > authority && out.back() == '/') out.pop_back();
+  return out;
+}
+
+// The state of one request, reached from curl's callbacks.
+struct HttpConnection::Transfer {
+  HttpResponse response;
+  Buffer body;           // sized from Content-Length when the server sent one
+  int64_t received = 0;  // bytes in `body`
+  std::string overflow;  // bytes without (or beyond) a Content-Length
+  Status failure;        // an allocation that failed inside a callback
+
+  static size_t OnHeader(char* data, size_t size, size_t count, void* self) {
+    auto* t = static_cast<Transfer*>(self);
+    const std::string_view line(data, size * count);
+    if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a 100 Continue, a retry)
+      t->response.headers.clear();
+      t->body = Buffer();
+      t->received = 0;
+      t->overflow.clear();
+      return size * count;
+    }
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) return size * count;
+    std::string name = Lowercase(Trim(line.substr(0, colon)));
+    std::string value(Trim(line.substr(colon + 1)));
+    if (name == "content-length") {
+      char* end = nullptr;
+      const long long length = std::strtoll(value.c_str(), &end, 10);
+      if (length > 0 && end != value.c_str()) {
+        auto buffer = BufferPool::Default()->Allocate(length);
+        if (!buffer.ok()) {
+          t->failure = buffer.status();
+          return 0;  // aborts the transfer
+        }
+        t->body = *std::move(buffer);
+      }
+    } else if (name == "content-type") {
+      t->response.content_type = value;
+    }
+    t->response.headers.emplace_back(std::move(name), std::move(value));
+    return size * count;
+  }
+
+  static size_t OnBody(char* data, size_t size, size_t count, void* self) {
+    auto* t = static_cast<Transfer*>(self);
+    const size_t n = size * count;
+    const int64_t room = t->body.size() - t->received;
+    if (t->overflow.empty() && static_cast<int64_t>(n) <= room) {
+      std::memcpy(t->body.data() + t->received, data, n);
+      t->received += static_cast<int64_t>(n);
+    } else {
+      t->overflow.append(data, n);
+    }
+    return n;
+  }
+
+  // The body as one padded buffer.
+  Result<Buffer> TakeBody() {
+    if (overflow.empty() && received == body.size()) return std::move(body);
+    TESS_ASSIGN_OR_RETURN(Buffer all,
+                          BufferPool::Default()->Allocate(received + static_cast<int64_t>(overflow.size())));
+    if (received > 0) std::memcpy(all.data(), body.data(), static_cast<size_t>(received));
+    if (!overflow.empty()) std::memcpy(all.data() + received, overflow.data(), overflow.size());
+    return all;
+  }
+};
+
+Result<std::unique_ptr<HttpConnection>> HttpConnection::Open(std::string base_url, HttpTimeouts timeouts) {
+  InitCurlOnce();
+  std::unique_ptr<HttpConnection> c(new HttpConnection());
+  c->base_url_ = std::move(base_url);
+  c->timeouts_ = timeouts;
+  c->curl_ = curl_easy_init();
+  if (c->curl_ == nullptr) return Status::ResourceExhausted("curl_easy_init failed");
+  CURL* curl = static_cast<CURL*>(c->curl_);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM: safe in threads
+  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);
+  curl_easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024 * 1024);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::ceil(timeouts.connect_s * 1000)));
+  if (timeouts.read_s > 0) {
+    // "Less than 1 byte per second for read_s seconds": the longest silence.
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                     std::max(1L, static_cast<long>(std::ceil(timeouts.read_s))));
+  }
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
+  return c;
+}
+
+HttpConnection::~HttpConnection() {
+  if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+Result<HttpResponse> HttpConnection::Send(std::string_view method, std::string_view target,
+                                          const std::vector<std::string>& headers, const Buffer* body) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string url = base_url_ + std::string(target);
+  bool connection_failed = false;
+  auto response = SendOnce(method, url, headers, body, &connection_failed);
+  // The server may close a kept-alive connection just as a request goes out
+  // (its idle timeout); the request never reached it, so it is sent again.
+  if (!response.ok() && connection_failed)
+    response = SendOnce(method, url, headers, body, &connection_failed);
+  return response;
+}
+
+Result<HttpResponse> HttpConnection::SendOnce(std::string_view method, const std::string& url,
+                                              const std::vector<std::string>& headers, const Buffer* body,
+                                              bool* connection_failed) {
+  CURL* curl = static_cast<CURL*>(curl_);
+  Transfer transfer;
+  HeaderList list;
+  for (const std::string& h : headers) list.Add(h);
+  list.Add("Expect:");  // no 100-continue round trip: the body follows at once
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list.list);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, nullptr);
+  if (method == "GET") {
+    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  } else {
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS,
+                     body != nullptr ? reinterpret_cast<const char*>(body->data()) : "");
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(body != nullptr ? body->size() : 0));
+    if (method != "POST") curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, std::string(method).c_str());
+  }
+  const CURLcode code = curl_easy_perform(curl);
+  if (!transfer.failure.ok()) return transfer.failure;
+  if (code != CURLE_OK) {
+    const std::string what = std::string(method) + " " + url + ": " + curl_easy_strerror(code);
+    switch (code) {
+      case CURLE_OPERATION_TIMEDOUT: return Status::DeadlineExceeded("timed out: ", what);
+      case CURLE_GOT_NOTHING:
+      case CURLE_SEND_ERROR:
+      case CURLE_RECV_ERROR: *connection_failed = true; return Status::Unavailable("connection lost: ", what);
+      default: return Status::Unavailable("cannot reach the Tesseract: ", what);
+    }
+  }
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  transfer.response.status = static_cast<int>(status);
+  TESS_ASSIGN_OR_RETURN(transfer.response.body, transfer.TakeBody());
+  return std::move(transfer.response);
+}
+
+}  // namespace tesscpp::client

@@ -1,0 +1,70 @@
+// http_connection.h: one persistent HTTP/1.1 connection to a server, over a
+// libcurl easy handle (cpp-stack.md §1.2).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tesscpp/buffer.h"
+#include "tesscpp/result.h"
+
+namespace tesscpp::client {
+
+struct HttpResponse {
+  int status = 0;
+  std::string content_type;
+  std::vector<std::pair<std::string, std::string>> headers;  ///< names lowercased
+  Buffer body;                                               ///< padded (simdjson parses it in place)
+
+  /// \brief The first header named `name` (lowercase), if any.
+  std::optional<std::string> Header(std::string_view name) const;
+};
+
+struct HttpTimeouts {
+  double connect_s = 10;
+  double read_s = 0;  ///< longest silence; 0: none
+};
+
+/// \brief Requests to one server over a kept-alive connection. Send() is
+/// serialised by a mutex: one request on the wire at a time.
+class HttpConnection {
+ public:
+  /// \brief `base_url` as "scheme://host:port[/prefix]", no trailing slash.
+  static Result<std::unique_ptr<HttpConnection>> Open(std::string base_url, HttpTimeouts timeouts);
+  ~HttpConnection();
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
+
+  /// \brief Sends `method` to base_url + `target` with `headers` ("Name: value")
+  /// and, when not null, `body` (sent from where it lies, with its length).
+  /// A request that fails on a connection the server closed while idle is sent
+  /// once more, as the SDK does. kUnavailable when the server cannot be
+  /// reached, kDeadlineExceeded on a timeout.
+  Result<HttpResponse> Send(std::string_view method, std::string_view target,
+                            const std::vector<std::string>& headers, const Buffer* body);
+
+  const std::string& base_url() const { return base_url_; }
+
+ private:
+  HttpConnection() = default;
+  struct Transfer;
+  Result<HttpResponse> SendOnce(std::string_view method, const std::string& url,
+                                const std::vector<std::string>& headers, const Buffer* body,
+                                bool* connection_failed);
+
+  std::string base_url_;
+  HttpTimeouts timeouts_;
+  std::mutex mutex_;
+  void* curl_ = nullptr;  // CURL*, kept out of this header
+};
+
+/// \brief `url` with "http://" added when it names no scheme, query and
+/// fragment dropped and no trailing slash (the SDK's _sanitize_url).
+std::string SanitizeUrl(std::string_view url);
+
+}  // namespace tesscpp::client

@@ -1,0 +1,325 @@
+// http_session.cc: calls over HTTP as tesseract-core 1.15's SDK makes them
+// (protocol.md §3.4, §4, §7, §11): Accept header, arraydicts in the body,
+// binref input files, decoding of the answer and of its errors.
+#include <filesystem>
+#include <mutex>
+
+#include "client/binref_pool.h"
+#include "client/http_connection.h"
+#include "client/log_streamer.h"
+#include "client/served_server.h"
+#include "client/session.h"
+#include "platform/uuid.h"
+#include "tesscpp/json.h"
+#include "tesscpp/validation.h"
+
+namespace tesscpp {
+namespace client {
+
+std::string RunLogPath(const std::string& output_path, const std::string& run_id) {
+  return (std::filesystem::path(output_path) / ("run_" + run_id) / "logs" / "tesseract.log").string();
+}
+
+bool IsWrappedEndpoint(std::string_view endpoint) {
+  return endpoint == "apply" || endpoint == "jacobian" || endpoint == "jacobian_vector_product" ||
+         endpoint == "vector_jacobian_product";
+}
+
+}  // namespace client
+
+namespace {
+
+using client::HttpConnection;
+using client::HttpResponse;
+
+// "a.b.0.c", as pydantic prints a location.
+std::string JoinLoc(const std::vector<Value>& loc) {
+  std::string out;
+  for (const Value& part : loc) {
+    if (!out.empty()) out += '.';
+    if (part.is_string()) {
+      out += part.as_string();
+    } else if (part.is_int()) {
+      out += std::to_string(part.as_int());
+    } else {
+      out += "?";
+    }
+  }
+  return out;
+}
+
+// A 422 body's detail list as a validation failure printed like pydantic's
+// ValidationError ("2 validation errors for endpoint apply\nbody.inputs.a\n  msg [type=...]").
+std::optional<Status> ValidationErrorFrom(const Value& body, std::string_view endpoint) {
+  const Value* detail = body.is_dict() ? body.as_dict().find("detail") : nullptr;
+  if (detail == nullptr || !detail->is_list()) return std::nullopt;
+  std::vector<ValidationIssue> issues;
+  for (const Value& item : detail->as_list()) {
+    if (!item.is_dict()) return std::nullopt;
+    const Value::Dict& d = item.as_dict();
+    const Value* type = d.find("type");
+    const Value* loc = d.find("loc");
+    if (type == nullptr || !type->is_string() || loc == nullptr || !loc->is_list()) return std::nullopt;
+    const Value* msg = d.find("msg");
+    const Value* input = d.find("input");
+    const Value* ctx = d.find("ctx");
+    issues.push_back({type->as_string(), loc->as_list(),
+                      msg != nullptr && msg->is_string() ? msg->as_string() : "",
+                      input != nullptr ? *input : Value(), ctx != nullptr ? *ctx : Value()});
+  }
+  if (issues.empty()) return std::nullopt;
+  std::string text = std::to_string(issues.size()) +
+                     (issues.size() == 1 ? " validation error" : " validation errors") + " for endpoint " +
+                     std::string(endpoint);
+  for (const ValidationIssue& issue : issues)
+    text += "\n" + JoinLoc(issue.loc) + "\n  " + issue.msg + " [type=" + issue.type + "]";
+  Status failure = ValidationFailure(std::move(issues));
+  return Status(StatusCode::kValidationError, text).WithDetail(failure.detail());
+}
+
+std::string ListOf(const Value::Dict& detail, std::string_view key) {
+  const Value* values = detail.find(key);
+  if (values == nullptr || !values->is_list()) return "?";
+  std::string out;
+  for (const Value& v : values->as_list())
+    out += (out.empty() ? "" : ", ") + (v.is_string() ? v.as_string() : "?");
+  return "[" + out + "]";
+}
+
+StatusCode CodeForHttpStatus(int status) {
+  switch (status) {
+    case 404: return StatusCode::kNotFound;
+    case 406: return StatusCode::kNotAcceptable;
+    case 413: return StatusCode::kPayloadTooLarge;
+    case 422: return StatusCode::kValidationError;
+    default: return status >= 500 ? StatusCode::kInternal : StatusCode::kInvalidArgument;
+  }
+}
+
+// The error a non-2xx answer becomes.
+Status ErrorFrom(const HttpResponse& response, std::string_view endpoint,
+                 const std::optional<std::string>& accept) {
+  const std::string text(response.body.string_view());
+  auto http = std::make_shared<HttpErrorDetail>(response.status, text);
+  if (response.status == 422 || response.status == 406) {
+    auto body = ReadJson(response.body);
+    if (body.ok() && response.status == 422) {
+      if (auto failure = ValidationErrorFrom(*body, endpoint)) return *failure;
+    }
+    const Value* detail = body.ok() && body->is_dict() ? body->as_dict().find("detail") : nullptr;
+    if (response.status == 406 && detail != nullptr && detail->is_dict()) {
+      const Value::Dict& d = detail->as_dict();
+      const Value* message = d.find("message");
+      return Status::NotAcceptable(
+                 "The Tesseract cannot answer ", endpoint, " with Accept '", accept.value_or(""), "'",
+                 message != nullptr && message->is_string() ? ": " + message->as_string() : "",
+                 ". It offers output formats ", ListOf(d, "available_formats"), ", gpu transports ",
+                 ListOf(d, "available_gpu_transports"), ", compressions ",
+                 ListOf(d, "available_compressions"))
+          .WithDetail(http);
+    }
+  }
+  return Status(CodeForHttpStatus(response.status), http->ToString()).WithDetail(http);
+}
+
+class HttpSession final : public TesseractSession {
+ public:
+  HttpSession(std::unique_ptr<HttpConnection> connection, ClientOptions options,
+              std::unique_ptr<ServedServer> server)
+      : connection_(std::move(connection)), options_(std::move(options)), server_(std::move(server)) {
+    if (options_.binref_pool && !options_.server_input_path.empty()) {
+      pool_ = std::make_unique<client::BinrefPool>(options_.server_input_path);
+    }
+  }
+  ~HttpSession() override {
+    connection_.reset();  // before the server it talks to goes
+    pool_.reset();
+    server_.reset();
+  }
+
+  Result<Value> Run(std::string_view endpoint, const Value* payload, const std::optional<std::string>& run_id,
+                    const RequestedEncoding& requested) override;
+  Result<Value> OpenApi() override;
+  Result<std::optional<ServerCapabilities>> Capabilities() override {
+    TESS_ASSIGN_OR_RETURN(const ServerCapabilities* c, FetchCapabilities());
+    return std::optional<ServerCapabilities>(*c);
+  }
+  Status CheckRequestedEncoding(const RequestedEncoding& requested) override {
+    TESS_ASSIGN_OR_RETURN(const ServerCapabilities* c, FetchCapabilities());
+    return FitEncodingToServer(requested, *c).status();
+  }
+  Status Teardown() override {
+    if (server_ == nullptr) return TesseractSession::Teardown();
+    connection_.reset();
+    server_->Stop();
+    return Status::OK();
+  }
+  Result<std::string> ServerLogs() override {
+    if (server_ == nullptr) return TesseractSession::ServerLogs();
+    return server_->Logs();
+  }
+  std::string url() const override { return url_; }
+
+ private:
+  // Read from the OpenAPI document, once per connection (as the SDK).
+  Result<const ServerCapabilities*> FetchCapabilities() {
+    TESS_RETURN_IF_ERROR(OpenApi().status());
+    std::lock_guard<std::mutex> lock(openapi_mutex_);
+    return &*capabilities_;
+  }
+  Result<Buffer> EncodeBody(const Value& payload, const RequestedEncoding& encoding, BinrefSink** sink,
+                            std::unique_ptr<BinrefWriter>* files,
+                            std::unique_ptr<client::BinrefPool::Lease>* lease);
+  Result<Value> Decode(const HttpResponse& response, std::string_view endpoint);
+  Result<HttpConnection*> Connection() {
+    if (connection_ == nullptr) return Status::Unavailable("this Tesseract has been torn down");
+    return connection_.get();
+  }
+
+  std::unique_ptr<HttpConnection> connection_;
+  ClientOptions options_;
+  std::unique_ptr<ServedServer> server_;
+  std::unique_ptr<client::BinrefPool> pool_;
+  std::string url_ = connection_ != nullptr ? connection_->base_url() : "";
+  std::mutex openapi_mutex_;
+  std::optional<Value> openapi_;
+  std::optional<ServerCapabilities> capabilities_;
+};
+
+Result<Value> HttpSession::OpenApi() {
+  std::lock_guard<std::mutex> lock(openapi_mutex_);
+  if (openapi_) return *openapi_;
+  TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
+  TESS_ASSIGN_OR_RETURN(HttpResponse response, connection->Send("GET", "/openapi.json", {}, nullptr));
+  TESS_ASSIGN_OR_RETURN(Value document, Decode(response, "openapi.json"));
+  openapi_ = document;
+  capabilities_ = ServerCapabilities::FromOpenApi(document);
+  return document;
+}
+
+Result<Buffer> HttpSession::EncodeBody(const Value& payload, const RequestedEncoding& encoding,
+                                       BinrefSink** sink, std::unique_ptr<BinrefWriter>* files,
+                                       std::unique_ptr<client::BinrefPool::Lease>* lease) {
+  JsonWriteOptions write;
+  write.arrays.object_type = false;  // as the SDK sends them
+  write.arrays.encoding = ArrayEncoding::kBase64;
+  if (encoding.compression == "lz4") write.arrays.compression = Compression::kLz4;
+  if (encoding.output_format == "json+binref" && (pool_ != nullptr || !options_.server_input_path.empty())) {
+    if (pool_ != nullptr) {
+      *lease = std::make_unique<client::BinrefPool::Lease>(pool_.get());
+      *sink = lease->get();
+    } else {
+      // One file per array, "name:0", removed after the call (as the SDK).
+      *files = std::make_unique<BinrefWriter>(options_.server_input_path, "", 0);
+      *sink = files->get();
+    }
+    write.arrays.encoding = ArrayEncoding::kBinref;
+    write.arrays.binref = *sink;
+  }
+  return WriteJson(payload, write);
+}
+
+Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
+                               const std::optional<std::string>& given_run_id,
+                               const RequestedEncoding& requested) {
+  const bool is_get = endpoint == "health";
+  RequestedEncoding encoding = requested;
+  // GPU transports are opt-in: POSTs name "none", since 1.13/1.14 runtimes
+  // would otherwise use the one they serve.
+  if (!encoding.gpu_transport && !is_get) encoding.gpu_transport = "none";
+  if (encoding.gpu_transport || encoding.compression) {
+    TESS_ASSIGN_OR_RETURN(const ServerCapabilities* capabilities, FetchCapabilities());
+    TESS_ASSIGN_OR_RETURN(encoding, FitEncodingToServer(std::move(encoding), *capabilities));
+  }
+  std::vector<std::string> headers;
+  const std::optional<std::string> accept = is_get ? std::nullopt : encoding.AcceptHeader();
+  if (accept) headers.push_back("Accept: " + *accept);
+  if (!is_get) headers.emplace_back("Content-Type: application/json");
+
+  std::optional<std::string> run_id = given_run_id;
+  std::optional<client::LogStreamer> streamer;
+  if (options_.stream_logs && client::IsWrappedEndpoint(endpoint)) {
+    if (options_.server_output_path.empty()) {
+      return Status::InvalidArgument("stream_logs needs server_output_path: the run log is read from there");
+    }
+    if (!run_id) run_id = internal::NewUuid4();
+  }
+  std::string target = "/" + std::string(endpoint);
+  if (run_id) target += "?run_id=" + *run_id;  // uuids and names: nothing to escape in practice
+  if (run_id && run_id->find_first_of("&#% +?") != std::string::npos) {
+    return Status::InvalidArgument("run_id '", *run_id, "' holds characters that would need URL escaping");
+  }
+
+  BinrefSink* sink = nullptr;
+  std::unique_ptr<BinrefWriter> files;
+  std::unique_ptr<client::BinrefPool::Lease> lease;
+  Buffer body;
+  if (payload != nullptr) {
+    auto encoded = EncodeBody(*payload, encoding, &sink, &files, &lease);
+    if (!encoded.ok())
+      return encoded.status().WithContext("encoding the request to " + std::string(endpoint));
+    body = *std::move(encoded);
+  }
+  // Input files go whatever happens once they were written.
+  struct RemoveFiles {
+    const std::unique_ptr<BinrefWriter>& writer;
+    ~RemoveFiles() {
+      if (writer == nullptr) return;
+      std::error_code ignored;
+      for (const std::string& f : writer->files()) std::filesystem::remove(f, ignored);
+    }
+  } remove_files{files};
+
+  TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
+  Result<HttpResponse> response = Status::Internal("not sent");
+  {
+    if (options_.stream_logs && run_id && client::IsWrappedEndpoint(endpoint)) {
+      streamer.emplace(client::RunLogPath(options_.server_output_path, *run_id), options_.stream_logs);
+    }
+    response =
+        connection->Send(is_get ? "GET" : "POST", target, headers, payload != nullptr ? &body : nullptr);
+    streamer.reset();
+  }
+  if (!response.ok()) return response.status();
+  if (response->status < 200 || response->status >= 300) return ErrorFrom(*response, endpoint, accept);
+  return Decode(*response, endpoint);
+}
+
+Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view endpoint) {
+  if (response.status < 200 || response.status >= 300) return ErrorFrom(response, endpoint, std::nullopt);
+  JsonReadOptions read;
+  std::vector<std::string> mapped;
+  if (client::IsWrappedEndpoint(endpoint)) {
+    read.arrays = ArrayDetection::kTagged;
+    read.array_options.accept_raw = true;
+    read.array_options.binref_dir = options_.server_output_path;
+    if (pool_ != nullptr) read.array_options.borrowed_binref_files = &mapped;
+  }
+  auto value = ReadJson(response.body, read);
+  if (!value.ok()) {
+    if (value.status().message().find("binref") != std::string::npos && options_.server_output_path.empty()) {
+      return Status::InvalidArgument(
+          "the answer of ", endpoint,
+          " holds json+binref arrays, which need server_output_path: ", value.status().message());
+    }
+    return Status(value.status().code(), "cannot decode the answer of " + std::string(endpoint) + " from " +
+                                             url_ + ": " + value.status().message());
+  }
+  // Mapped outputs keep their pages; the names go so files do not pile up.
+  std::error_code ignored;
+  for (const std::string& f : mapped) std::filesystem::remove(f, ignored);
+  return value;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<TesseractSession>> MakeHttpSession(std::string url, ClientOptions options,
+                                                          std::unique_ptr<ServedServer> server) {
+  TESS_ASSIGN_OR_RETURN(
+      auto connection,
+      HttpConnection::Open(client::SanitizeUrl(url), {options.connect_timeout_s, options.read_timeout_s}));
+  return std::shared_ptr<TesseractSession>(
+      std::make_shared<HttpSession>(std::move(connection), std::move(options), std::move(server)));
+}
+
+}  // namespace tesscpp

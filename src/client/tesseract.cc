@@ -1,0 +1,145 @@
+// tesseract.cc: the Tesseract handle — request bodies per endpoint, the
+// "not implemented by this Tesseract" checks, views with other encodings.
+#include <algorithm>
+
+#include "client/session.h"
+
+namespace tesscpp {
+namespace {
+
+Value PathList(const std::vector<std::string>& paths) {
+  Value::List list;
+  list.reserve(paths.size());
+  for (const std::string& p : paths) list.emplace_back(p);
+  return list;
+}
+
+}  // namespace
+
+Tesseract::Tesseract(std::shared_ptr<TesseractSession> session, RequestedEncoding encoding)
+    : session_(std::move(session)), encoding_(std::move(encoding)) {}
+
+Result<Tesseract> Tesseract::FromUrl(std::string_view url, ClientOptions options) {
+  RequestedEncoding encoding = options.encoding;
+  TESS_ASSIGN_OR_RETURN(auto session, MakeHttpSession(std::string(url), std::move(options), nullptr));
+  return Tesseract(std::move(session), std::move(encoding));
+}
+
+Result<Tesseract> Tesseract::FromSource(const std::string& path, SourceOptions options) {
+  TESS_ASSIGN_OR_RETURN(auto session, MakeServedSession(path, options));
+  return Tesseract(std::move(session),
+                   RequestedEncoding{options.output_format, options.gpu_transport, std::nullopt});
+}
+
+Result<Tesseract> Tesseract::FromLibrary(const std::string& path, LibraryOptions options) {
+  TESS_ASSIGN_OR_RETURN(auto session, MakeLibrarySession(path, options));
+  return Tesseract(std::move(session), RequestedEncoding{std::nullopt, options.gpu_transport, std::nullopt});
+}
+
+Result<Value> Tesseract::Call(std::string_view endpoint, const Value* payload,
+                              const std::optional<std::string>& run_id) const {
+  return session_->Run(endpoint, payload, run_id, encoding_);
+}
+
+Status Tesseract::RequireEndpoint(std::string_view endpoint, std::string_view what) const {
+  TESS_ASSIGN_OR_RETURN(std::vector<std::string> endpoints, AvailableEndpoints());
+  if (std::find(endpoints.begin(), endpoints.end(), endpoint) != endpoints.end()) return Status::OK();
+  return Status::Unimplemented(
+      what, " is not implemented by this Tesseract (it serves: ",
+      [&] {
+        std::string list;
+        for (const std::string& e : endpoints) list += (list.empty() ? "" : ", ") + e;
+        return list;
+      }(),
+      ")");
+}
+
+Result<Value> Tesseract::Apply(const Value& inputs, const std::optional<std::string>& run_id) const {
+  const Value payload = Value::Dict{{"inputs", inputs}};
+  return Call("apply", &payload, run_id);
+}
+
+Result<Value> Tesseract::AbstractEval(const Value& abstract_inputs) const {
+  TESS_RETURN_IF_ERROR(RequireEndpoint("abstract_eval", "abstract_eval"));
+  const Value payload = Value::Dict{{"inputs", abstract_inputs}};
+  return Call("abstract_eval", &payload, std::nullopt);
+}
+
+Result<Value> Tesseract::Health() const { return Call("health", nullptr, std::nullopt); }
+
+Result<Value> Tesseract::Jacobian(const Value& inputs, const std::vector<std::string>& jac_inputs,
+                                  const std::vector<std::string>& jac_outputs,
+                                  const std::optional<std::string>& run_id) const {
+  TESS_RETURN_IF_ERROR(RequireEndpoint("jacobian", "Jacobian"));
+  const Value payload = Value::Dict{
+      {"inputs", inputs}, {"jac_inputs", PathList(jac_inputs)}, {"jac_outputs", PathList(jac_outputs)}};
+  return Call("jacobian", &payload, run_id);
+}
+
+Result<Value> Tesseract::JacobianVectorProduct(const Value& inputs,
+                                               const std::vector<std::string>& jvp_inputs,
+                                               const std::vector<std::string>& jvp_outputs,
+                                               const Value& tangent_vector,
+                                               const std::optional<std::string>& run_id) const {
+  TESS_RETURN_IF_ERROR(RequireEndpoint("jacobian_vector_product", "Jacobian Vector Product (JVP)"));
+  const Value payload = Value::Dict{{"inputs", inputs},
+                                    {"jvp_inputs", PathList(jvp_inputs)},
+                                    {"jvp_outputs", PathList(jvp_outputs)},
+                                    {"tangent_vector", tangent_vector}};
+  return Call("jacobian_vector_product", &payload, run_id);
+}
+
+Result<Value> Tesseract::VectorJacobianProduct(const Value& inputs,
+                                               const std::vector<std::string>& vjp_inputs,
+                                               const std::vector<std::string>& vjp_outputs,
+                                               const Value& cotangent_vector,
+                                               const std::optional<std::string>& run_id) const {
+  TESS_RETURN_IF_ERROR(RequireEndpoint("vector_jacobian_product", "Vector Jacobian Product (VJP)"));
+  const Value payload = Value::Dict{{"inputs", inputs},
+                                    {"vjp_inputs", PathList(vjp_inputs)},
+                                    {"vjp_outputs", PathList(vjp_outputs)},
+                                    {"cotangent_vector", cotangent_vector}};
+  return Call("vector_jacobian_product", &payload, run_id);
+}
+
+Result<TestOutcome> Tesseract::Test(const Value& test_spec) const {
+  Status available = RequireEndpoint("test", "The test endpoint");
+  if (!available.ok()) {
+    return Status::Unimplemented(available.message(), "; it is served only in debug mode");
+  }
+  TESS_ASSIGN_OR_RETURN(Value result, Call("test", &test_spec, std::nullopt));
+  const Value* status = result.is_dict() ? result.as_dict().find("status") : nullptr;
+  if (status == nullptr || !status->is_string()) {
+    return Status::DecodeError("the answer of test has no 'status' string");
+  }
+  const Value* message = result.as_dict().find("message");
+  return TestOutcome{status->as_string(),
+                     message != nullptr && message->is_string() ? message->as_string() : ""};
+}
+
+Result<Value> Tesseract::OpenApiSchema() const { return session_->OpenApi(); }
+
+Result<std::vector<std::string>> Tesseract::AvailableEndpoints() const {
+  TESS_ASSIGN_OR_RETURN(Value document, session_->OpenApi());
+  const Value* paths = document.is_dict() ? document.as_dict().find("paths") : nullptr;
+  if (paths == nullptr || !paths->is_dict())
+    return Status::DecodeError("the OpenAPI document has no 'paths' object");
+  std::vector<std::string> endpoints;
+  for (const auto& [path, _] : paths->as_dict())
+    endpoints.push_back(path.substr(path.find_first_not_of('/')));
+  return endpoints;
+}
+
+Result<std::optional<ServerCapabilities>> Tesseract::Capabilities() const { return session_->Capabilities(); }
+
+Result<Tesseract> Tesseract::WithEncoding(const RequestedEncoding& encoding) const {
+  // Calls check again with the merged encoding; failing here names the argument.
+  TESS_RETURN_IF_ERROR(session_->CheckRequestedEncoding(encoding));
+  return Tesseract(session_, encoding_.Merge(encoding));
+}
+
+Status Tesseract::Teardown() { return session_->Teardown(); }
+Result<std::string> Tesseract::ServerLogs() const { return session_->ServerLogs(); }
+std::string Tesseract::url() const { return session_->url(); }
+
+}  // namespace tesscpp

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the codec and runtime benchmarks and the Python stack on the same work, in one run,
-# and writes the tables to bench/results/{codec,runtime}-<date>.md (printed too).
+# Runs the codec, runtime and client benchmarks and the Python stack on the same work, in one
+# run, and writes the tables to bench/results/{codec,runtime,client}-<date>.md (printed too).
 set -euo pipefail
 build=${1:-build/release}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,3 +21,7 @@ python="$results/codec-$stamp.python.json"
 # The runtime: tesscpp serve vs tesseract-runtime serve under tesseract-core's SDK, and wrk on /health.
 "$root/.venv/bin/python" "$root/bench/runtime_bench.py" --cli "$build/bin/tesscpp" --examples "$build/examples" \
   | tee "$results/runtime-$stamp.md"
+
+# The client: tesscpp's C++ client vs tesseract-core's SDK against both servers.
+"$root/.venv/bin/python" "$root/bench/client_bench.py" --bench "$build/bin/client_benchmark" --cli "$build/bin/tesscpp" \
+  --examples "$build/examples" | tee "$results/client-$stamp.md"

@@ -139,7 +139,7 @@ class HttpSession final : public TesseractSession {
 
   Result<Value> Run(std::string_view endpoint, const Value* payload, const std::optional<std::string>& run_id,
                     const RequestedEncoding& requested) override;
-  Result<Value> OpenApi() override;
+  Result<std::shared_ptr<const Value>> OpenApi() override;
   Result<std::optional<ServerCapabilities>> Capabilities() override {
     TESS_ASSIGN_OR_RETURN(const ServerCapabilities* c, FetchCapabilities());
     return std::optional<ServerCapabilities>(*c);
@@ -182,19 +182,19 @@ class HttpSession final : public TesseractSession {
   std::unique_ptr<client::BinrefPool> pool_;
   std::string url_ = connection_ != nullptr ? connection_->base_url() : "";
   std::mutex openapi_mutex_;
-  std::optional<Value> openapi_;
+  std::shared_ptr<const Value> openapi_;
   std::optional<ServerCapabilities> capabilities_;
 };
 
-Result<Value> HttpSession::OpenApi() {
+Result<std::shared_ptr<const Value>> HttpSession::OpenApi() {
   std::lock_guard<std::mutex> lock(openapi_mutex_);
-  if (openapi_) return *openapi_;
+  if (openapi_ != nullptr) return openapi_;
   TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
   TESS_ASSIGN_OR_RETURN(HttpResponse response, connection->Send("GET", "/openapi.json", {}, nullptr));
   TESS_ASSIGN_OR_RETURN(Value document, Decode(response, "openapi.json"));
-  openapi_ = document;
   capabilities_ = ServerCapabilities::FromOpenApi(document);
-  return document;
+  openapi_ = std::make_shared<const Value>(std::move(document));
+  return openapi_;
 }
 
 Result<Buffer> HttpSession::EncodeBody(const Value& payload, const RequestedEncoding& encoding,

@@ -2,6 +2,7 @@
 // into this process and called through the Runtime's in-process entry, with
 // no HTTP and no serialisation (tesseract-core's LocalClient).
 #include <filesystem>
+#include <mutex>
 
 #include "client/log_streamer.h"
 #include "client/session.h"
@@ -41,7 +42,14 @@ class LibrarySession final : public TesseractSession {
     return runtime_->Call(endpoint, payload != nullptr ? *payload : Value(), run_id);
   }
 
-  Result<Value> OpenApi() override { return ReadJson(runtime_->openapi_document()); }
+  Result<std::shared_ptr<const Value>> OpenApi() override {
+    std::lock_guard<std::mutex> lock(openapi_mutex_);
+    if (openapi_ == nullptr) {
+      TESS_ASSIGN_OR_RETURN(Value document, ReadJson(runtime_->openapi_document()));
+      openapi_ = std::make_shared<const Value>(std::move(document));
+    }
+    return openapi_;
+  }
   Result<std::optional<ServerCapabilities>> Capabilities() override {
     return std::optional<ServerCapabilities>();
   }
@@ -63,6 +71,8 @@ class LibrarySession final : public TesseractSession {
   std::string gpu_transport_;
   LogSink stream_logs_;
   std::string scratch_dir_;
+  std::mutex openapi_mutex_;
+  std::shared_ptr<const Value> openapi_;
 };
 
 }  // namespace

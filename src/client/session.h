@@ -23,7 +23,8 @@ class TesseractSession {
   /// gradient endpoints.
   virtual Result<Value> Run(std::string_view endpoint, const Value* payload,
                             const std::optional<std::string>& run_id, const RequestedEncoding& encoding) = 0;
-  virtual Result<Value> OpenApi() = 0;
+  /// \brief The OpenAPI document, fetched (or built) once and shared.
+  virtual Result<std::shared_ptr<const Value>> OpenApi() = 0;
   virtual Result<std::optional<ServerCapabilities>> Capabilities() = 0;
   /// \brief kInvalidArgument when `requested` cannot be served.
   virtual Status CheckRequestedEncoding(const RequestedEncoding& requested) = 0;

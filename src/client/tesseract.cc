@@ -117,11 +117,14 @@ Result<TestOutcome> Tesseract::Test(const Value& test_spec) const {
                      message != nullptr && message->is_string() ? message->as_string() : ""};
 }
 
-Result<Value> Tesseract::OpenApiSchema() const { return session_->OpenApi(); }
+Result<Value> Tesseract::OpenApiSchema() const {
+  TESS_ASSIGN_OR_RETURN(std::shared_ptr<const Value> document, session_->OpenApi());
+  return *document;
+}
 
 Result<std::vector<std::string>> Tesseract::AvailableEndpoints() const {
-  TESS_ASSIGN_OR_RETURN(Value document, session_->OpenApi());
-  const Value* paths = document.is_dict() ? document.as_dict().find("paths") : nullptr;
+  TESS_ASSIGN_OR_RETURN(std::shared_ptr<const Value> document, session_->OpenApi());
+  const Value* paths = document->is_dict() ? document->as_dict().find("paths") : nullptr;
   if (paths == nullptr || !paths->is_dict())
     return Status::DecodeError("the OpenAPI document has no 'paths' object");
   std::vector<std::string> endpoints;

@@ -43,27 +43,27 @@ int main(int argc, char** argv) {
       return 2;
     }
     const std::string value = argv[++i];
-    if (arg == "--url")
+    if (arg == "--url") {
       url = value;
-    else if (arg == "--format")
+    } else if (arg == "--format") {
       format = value;
-    else if (arg == "--compression")
+    } else if (arg == "--compression") {
       compression = value;
-    else if (arg == "--dtype")
+    } else if (arg == "--dtype") {
       dtype = value;
-    else if (arg == "--server-output-path")
+    } else if (arg == "--server-output-path") {
       options.server_output_path = value;
-    else if (arg == "--server-input-path")
+    } else if (arg == "--server-input-path") {
       options.server_input_path = value;
-    else if (arg == "--min-exp")
+    } else if (arg == "--min-exp") {
       min_exp = std::stoi(value);
-    else if (arg == "--max-exp")
+    } else if (arg == "--max-exp") {
       max_exp = std::stoi(value);
-    else if (arg == "--elements")
+    } else if (arg == "--elements") {
       elements = std::stoll(value);
-    else if (arg == "--budget")
+    } else if (arg == "--budget") {
       budget_s = std::stod(value);
-    else {
+    } else {
       std::fprintf(stderr, "unknown option %s\n", arg.c_str());
       return 2;
     }

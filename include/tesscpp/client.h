@@ -177,12 +177,12 @@ class Tesseract {
   /// tesseract_api.py by `tesseract-runtime serve`. kDeadlineExceeded (with the
   /// server's log) when it is not healthy within startup_timeout_s,
   /// kUnavailable when it exits first.
-  static Result<Tesseract> FromSource(const std::string& path, SourceOptions options = {});
+  static Result<Tesseract> FromSource(const std::string& path, const SourceOptions& options = {});
 
   /// \brief Loads a component library into this process and calls it with no
   /// HTTP and no serialisation (tesseract-core's from_tesseract_api): the same
   /// validation, run directories and results as served.
-  static Result<Tesseract> FromLibrary(const std::string& path, LibraryOptions options = {});
+  static Result<Tesseract> FromLibrary(const std::string& path, const LibraryOptions& options = {});
 
   /// \name Endpoints.
   /// @{

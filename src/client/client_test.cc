@@ -28,9 +28,10 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-const std::string kExamples = TESS_EXAMPLES_DIR;
-const std::string kFixtures = std::string(TESS_SOURCE_DIR) + "/tests/fixtures";
-const std::string kVenvPython = TESS_VENV_PYTHON;
+const std::string kExamples = TESS_EXAMPLES_DIR;  // NOLINT(cert-err58-cpp): test constants
+const std::string kFixtures =
+    std::string(TESS_SOURCE_DIR) + "/tests/fixtures";  // NOLINT(cert-err58-cpp): test constants
+const std::string kVenvPython = TESS_VENV_PYTHON;      // NOLINT(cert-err58-cpp): test constants
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -212,12 +213,12 @@ class ScriptedServer {
   std::thread thread_;
 };
 
-const char* kOpenApi =
+constexpr const char* kOpenApi =
     R"({"openapi":"3.1.0","paths":{"/apply":{},"/health":{}},"x-supported-output-formats":["json","json+base64","json+binref"],)"
     R"("x-supported-gpu-transports":["none"],"x-supported-compressions":["none","lz4"]})";
 
 // Answers /openapi.json with kOpenApi and everything else with `apply`.
-ScriptedServer::Reply WithOpenApi(std::string apply) {
+ScriptedServer::Reply WithOpenApi(const std::string& apply) {
   return [apply](const std::string& line) {
     if (line.find("/openapi.json") != std::string::npos) return ScriptedServer::Http(200, kOpenApi);
     return apply;

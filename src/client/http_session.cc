@@ -226,7 +226,7 @@ Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view
 
 }  // namespace
 
-Result<std::shared_ptr<TesseractSession>> MakeHttpSession(std::string url, ClientOptions options,
+Result<std::shared_ptr<TesseractSession>> MakeHttpSession(const std::string& url, ClientOptions options,
                                                           std::unique_ptr<ServedServer> server) {
   TESS_ASSIGN_OR_RETURN(
       auto connection,

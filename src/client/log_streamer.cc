@@ -50,8 +50,10 @@ bool LogStreamer::Poll() {
     partial_.append(chunk, static_cast<size_t>(n));
   }
   size_t start = 0;
-  for (size_t newline; (newline = partial_.find('\n', start)) != std::string::npos; start = newline + 1) {
+  for (size_t newline = partial_.find('\n'); newline != std::string::npos;
+       newline = partial_.find('\n', start)) {
     sink_(std::string_view(partial_).substr(start, newline - start));
+    start = newline + 1;
   }
   partial_.erase(0, start);
   return got;

@@ -77,6 +77,11 @@ std::string Upper(std::string s) {
   return s;
 }
 
+// `python -c` this: tesseract-runtime's console script, without needing it on PATH.
+constexpr const char* kRunTesseractRuntime =
+    "import sys; from tesseract_core.runtime.cli import main; sys.argv[0] = 'tesseract-runtime'; "
+    "sys.exit(main())";
+
 // Our environment without TESSERACT_* (a setting of this process must not
 // leak into the server), plus `settings`.
 std::vector<std::string> ServerEnvironment(const std::vector<std::pair<std::string, std::string>>& settings) {
@@ -84,7 +89,7 @@ std::vector<std::string> ServerEnvironment(const std::vector<std::pair<std::stri
   for (char** e = environ; *e != nullptr; ++e) {
     if (std::string_view(*e).rfind("TESSERACT_", 0) != 0) env.emplace_back(*e);
   }
-  for (const auto& [key, value] : settings) env.push_back(key + "=" + value);
+  for (const auto& [key, value] : settings) env.push_back(std::string(key).append("=").append(value));
   return env;
 }
 
@@ -181,15 +186,8 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
                           std::to_string(debugger_port));  // debug mode listens there
     settings.emplace_back("PYTHONUNBUFFERED", "1");
     const std::string python = options.python_executable.empty() ? "python3" : options.python_executable;
-    argv = {python,
-            "-c",
-            "import sys; from tesseract_core.runtime.cli import main; sys.argv[0] = 'tesseract-runtime'; "
-            "sys.exit(main())",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            std::to_string(port)};
+    argv = {python,      "-c",     kRunTesseractRuntime, "serve", "--host",
+            "127.0.0.1", "--port", std::to_string(port)};
   }
   const std::string log_path = (fs::path(log_dir) / "server.log").string();
   TESS_ASSIGN_OR_RETURN(server->process,

@@ -40,7 +40,7 @@ class TesseractSession {
 
 /// \brief A session over HTTP; `server` (may be null) is the served process
 /// and directories it owns (FromSource).
-Result<std::shared_ptr<TesseractSession>> MakeHttpSession(std::string url, ClientOptions options,
+Result<std::shared_ptr<TesseractSession>> MakeHttpSession(const std::string& url, ClientOptions options,
                                                           std::unique_ptr<ServedServer> server);
 
 /// \brief Starts the server for `path` (FromSource) and connects to it.

@@ -25,13 +25,13 @@ Result<Tesseract> Tesseract::FromUrl(std::string_view url, ClientOptions options
   return Tesseract(std::move(session), std::move(encoding));
 }
 
-Result<Tesseract> Tesseract::FromSource(const std::string& path, SourceOptions options) {
+Result<Tesseract> Tesseract::FromSource(const std::string& path, const SourceOptions& options) {
   TESS_ASSIGN_OR_RETURN(auto session, MakeServedSession(path, options));
   return Tesseract(std::move(session),
                    RequestedEncoding{options.output_format, options.gpu_transport, std::nullopt});
 }
 
-Result<Tesseract> Tesseract::FromLibrary(const std::string& path, LibraryOptions options) {
+Result<Tesseract> Tesseract::FromLibrary(const std::string& path, const LibraryOptions& options) {
   TESS_ASSIGN_OR_RETURN(auto session, MakeLibrarySession(path, options));
   return Tesseract(std::move(session), RequestedEncoding{std::nullopt, options.gpu_transport, std::nullopt});
 }

@@ -2,6 +2,7 @@
 option(TESS_BUILD_TESTS "Build the GoogleTest suites and register CTest tests" ON)
 option(TESS_BUILD_BENCH "Build the Google Benchmark programs in bench/" ON)
 option(TESS_WERROR "Treat compiler warnings as errors (CI)" OFF)
+option(TESS_PYTHON "Build the _tesscpp Python module (python/); needs nanobind in .venv or Python_EXECUTABLE" ON)
 option(TESS_FUZZ "Build libFuzzer targets (needs clang); the libraries get fuzzer instrumentation" OFF)
 set(TESS_ARCH "x86-64-v3" CACHE STRING "-march level for the whole build (AVX2 baseline; see cpp-stack.md 1.17)")
 set(TESS_SANITIZE "none" CACHE STRING "none | address,undefined | thread")

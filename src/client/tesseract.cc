@@ -45,7 +45,7 @@ Status Tesseract::RequireEndpoint(std::string_view endpoint, std::string_view wh
   TESS_ASSIGN_OR_RETURN(std::vector<std::string> endpoints, AvailableEndpoints());
   if (std::find(endpoints.begin(), endpoints.end(), endpoint) != endpoints.end()) return Status::OK();
   return Status::Unimplemented(
-      what, " is not implemented by this Tesseract (it serves: ",
+      what, " not implemented for this Tesseract (it serves: ",
       [&] {
         std::string list;
         for (const std::string& e : endpoints) list += (list.empty() ? "" : ", ") + e;

@@ -1,0 +1,498 @@
+// _tesscpp: the nanobind module under the tesscpp Python package.
+//
+// It exposes tesscpp::Tesseract as _Tesseract and converts at the boundary:
+// Python containers and scalars become Value trees, arrays (anything with
+// __dlpack__ or __array__: NumPy, torch, ...) become Tensors that borrow the
+// caller's memory through DLPack, and decoded Tensors come back as writable
+// NumPy arrays that own a reference to the C++ buffer. Neither direction
+// copies array bytes when the memory is CPU, C-contiguous and native-endian;
+// anything else is made so once through NumPy. The GIL is released for the
+// length of every call into the client. A failed Status becomes the Python
+// exception a tesseract-core user expects (see RaiseStatus).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tesscpp/client.h"
+#include "tesscpp/validation.h"
+#include "tesscpp/value.h"
+
+namespace nb = nanobind;
+
+namespace tesscpp::internal {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Errors
+
+// tesscpp._tesscpp.ValidationFailure(message, title, errors): a 422 or a
+// failed in-process validation. The Python layer turns it into pydantic's
+// ValidationError when pydantic is importable.
+nb::object& ValidationFailureType() {
+  static auto* type = new nb::object();  // leaked: must outlive interpreter teardown order
+  return *type;
+}
+
+nb::object ToPython(const Value& value);
+
+nb::object IssueToPython(const ValidationIssue& issue) {
+  nb::list loc;
+  for (const Value& part : issue.loc) loc.append(ToPython(part));
+  nb::dict item;
+  item["type"] = nb::str(issue.type.c_str());
+  item["loc"] = nb::tuple(loc);
+  item["msg"] = nb::str(issue.msg.c_str());
+  item["input"] = ToPython(issue.input);
+  item["ctx"] = ToPython(issue.ctx);
+  return item;
+}
+
+// pydantic's title is what follows " for " on the first line of the summary
+// ("2 validation errors for endpoint apply"); "" when the summary names none.
+std::string ValidationTitle(const std::string& message) {
+  const std::string first_line = message.substr(0, message.find('\n'));
+  const size_t at = first_line.find(" for ");
+  return at == std::string::npos ? std::string() : first_line.substr(at + 5);
+}
+
+[[noreturn]] void RaiseStatus(const Status& status) {
+  const std::string& message = status.message();
+  if (const ValidationDetail* detail = GetValidationDetail(status); detail != nullptr) {
+    nb::list errors;
+    for (const ValidationIssue& issue : detail->issues()) errors.append(IssueToPython(issue));
+    nb::tuple args = nb::make_tuple(nb::str(message.c_str()), nb::str(ValidationTitle(message).c_str()), errors);
+    PyErr_SetObject(ValidationFailureType().ptr(), args.ptr());
+    throw nb::python_error();
+  }
+  PyObject* type = PyExc_RuntimeError;
+  switch (status.code()) {
+    case StatusCode::kUnimplemented: type = PyExc_NotImplementedError; break;
+    case StatusCode::kInvalidArgument: type = PyExc_ValueError; break;
+    case StatusCode::kDeadlineExceeded: type = PyExc_TimeoutError; break;
+    case StatusCode::kUnavailable: type = PyExc_ConnectionError; break;
+    default: break;
+  }
+  PyErr_SetString(type, message.c_str());
+  throw nb::python_error();
+}
+
+template <typename T>
+T Unwrap(Result<T> result) {
+  if (!result.ok()) RaiseStatus(result.status());
+  return std::move(result).value();
+}
+
+void Check(const Status& status) {
+  if (!status.ok()) RaiseStatus(status);
+}
+
+// ---------------------------------------------------------------------------
+// Python -> Value
+
+// Holds a Python object from C++ code that may run without the GIL; the last
+// reference is dropped with the GIL taken.
+template <typename T>
+std::shared_ptr<T> GilShared(T object) {
+  return std::shared_ptr<T>(new T(std::move(object)), [](T* p) {
+    nb::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+nb::object& NumpyModule() {
+  static auto* numpy = new nb::object(nb::module_::import_("numpy"));
+  return *numpy;
+}
+
+std::string PathText(const std::vector<std::string>& path) {
+  std::string text;
+  for (const std::string& part : path) text += (text.empty() ? "" : ".") + part;
+  return text.empty() ? std::string("inputs") : text;
+}
+
+[[noreturn]] void RaiseType(const std::vector<std::string>& path, const std::string& problem) {
+  throw nb::type_error((PathText(path) + ": " + problem).c_str());
+}
+
+using BorrowedArray = nb::ndarray<nb::ro>;
+
+bool IsCContiguousCpu(const BorrowedArray& array) {
+  if (array.device_type() != nb::device::cpu::value) return false;
+  int64_t expected = 1;
+  for (size_t d = array.ndim(); d-- > 0;) {
+    if (array.shape(d) != 1 && array.stride(d) != expected) return false;
+    expected *= static_cast<int64_t>(array.shape(d));
+  }
+  return true;
+}
+
+// The array's values as a C-contiguous, native-endian host array: a copy made
+// by NumPy (after torch's own .cpu() for device tensors).
+nb::object HostContiguous(nb::object array) {
+  if (nb::hasattr(array, "__dlpack_device__") && nb::hasattr(array, "cpu")) array = array.attr("cpu")();
+  nb::object numpy = NumpyModule();
+  nb::object host = numpy.attr("asarray")(array);
+  if (!nb::cast<bool>(host.attr("dtype").attr("isnative"))) {
+    host = host.attr("astype")(host.attr("dtype").attr("newbyteorder")("="));
+  }
+  return numpy.attr("ascontiguousarray")(host);
+}
+
+Tensor ImportArray(nb::handle handle, const std::vector<std::string>& path) {
+  nb::object object = nb::borrow(handle);
+  // A tensor that requires grad refuses DLPack; its values are what is sent.
+  if (nb::hasattr(object, "requires_grad") && nb::cast<bool>(object.attr("requires_grad"))) {
+    object = object.attr("detach")();
+  }
+  BorrowedArray array;
+  if (!nb::try_cast(object, array, /*convert=*/false) || !IsCContiguousCpu(array)) {
+    try {
+      object = HostContiguous(object);
+    } catch (nb::python_error& e) {
+      RaiseType(path, std::string("cannot read this array: ") + e.what());
+    }
+    if (!nb::try_cast(object, array, /*convert=*/false)) RaiseType(path, "cannot read this array");
+  }
+  const nb::dlpack::dtype dl = array.dtype();
+  Result<Dtype> dtype = DtypeFromDlpack(DlpackDtype{dl.code, dl.bits, dl.lanes});
+  if (!dtype.ok()) RaiseType(path, dtype.status().message());
+  std::vector<int64_t> dims(array.ndim());
+  for (size_t d = 0; d < array.ndim(); ++d) dims[d] = static_cast<int64_t>(array.shape(d));
+  Result<Shape> shape = Shape::Make(std::move(dims));
+  if (!shape.ok()) RaiseType(path, shape.status().message());
+  const auto nbytes = static_cast<int64_t>(array.nbytes());
+  // The Tensor borrows the array's memory; the DLPack export is released with
+  // the last Buffer copy.
+  std::shared_ptr<BorrowedArray> owner = GilShared(std::move(array));
+  Buffer buffer = Buffer::Wrap(const_cast<void*>(owner->data()), nbytes, owner);
+  return Unwrap(Tensor::Make(*dtype, *std::move(shape), std::move(buffer)));
+}
+
+bool IsArrayLike(nb::handle handle) {
+  return nb::hasattr(handle, "__dlpack__") || nb::hasattr(handle, "__array__") ||
+         nb::hasattr(handle, "__cuda_array_interface__");
+}
+
+Value ToValue(nb::handle handle, std::vector<std::string>& path) {
+  if (handle.is_none()) return Value();
+  if (PyBool_Check(handle.ptr())) return Value(handle.ptr() == Py_True);
+  if (PyDict_Check(handle.ptr())) {
+    Value::Dict dict;
+    for (auto [key, item] : nb::borrow<nb::dict>(handle)) {
+      if (!PyUnicode_Check(key.ptr())) RaiseType(path, "dict keys must be strings");
+      std::string name = nb::cast<std::string>(key);
+      path.push_back(name);
+      Value converted = ToValue(item, path);
+      path.pop_back();
+      dict.set(std::move(name), std::move(converted));
+    }
+    return Value(std::move(dict));
+  }
+  if (PyList_Check(handle.ptr()) || PyTuple_Check(handle.ptr())) {
+    Value::List list;
+    size_t index = 0;
+    for (nb::handle item : handle) {
+      path.push_back("[" + std::to_string(index++) + "]");
+      list.push_back(ToValue(item, path));
+      path.pop_back();
+    }
+    return Value(std::move(list));
+  }
+  if (PyUnicode_Check(handle.ptr())) return Value(nb::cast<std::string>(handle));
+  // Before numbers: NumPy scalars are arrays on the wire (as the SDK sends
+  // them), though np.float64 is also a Python float.
+  if (IsArrayLike(handle)) return Value(ImportArray(handle, path));
+  if (PyLong_Check(handle.ptr())) {
+    int overflow = 0;
+    const long long small = PyLong_AsLongLongAndOverflow(handle.ptr(), &overflow);
+    if (overflow == 0) return Value(static_cast<int64_t>(small));
+    const unsigned long long big = PyLong_AsUnsignedLongLong(handle.ptr());
+    if (PyErr_Occurred() != nullptr) {
+      PyErr_Clear();
+      RaiseType(path, "integer does not fit 64 bits");
+    }
+    return Value(static_cast<uint64_t>(big));
+  }
+  if (PyFloat_Check(handle.ptr())) return Value(PyFloat_AsDouble(handle.ptr()));
+  RaiseType(path, std::string("cannot send a value of type ") + nb::type_name(handle.type()).c_str());
+}
+
+Value ToValue(nb::handle handle) {
+  std::vector<std::string> path;
+  return ToValue(handle, path);
+}
+
+// ---------------------------------------------------------------------------
+// Value -> Python
+
+nb::object ExportArray(const Tensor& tensor) {
+  std::vector<size_t> shape(tensor.shape().dims().begin(), tensor.shape().dims().end());
+  if (tensor.nbytes() == 0) {
+    return NumpyModule().attr("empty")(nb::tuple(nb::cast(shape)), nb::str(std::string(DtypeName(tensor.dtype())).c_str()));
+  }
+  // The array keeps the C++ buffer alive; it is writable, as a decoded response
+  // belongs to the caller alone.
+  auto* keep = new Buffer(tensor.buffer());
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
+  const DlpackDtype dl = ToDlpack(tensor.dtype());
+  nb::ndarray<nb::numpy> array(tensor.data(), shape.size(), shape.data(), owner, nullptr,
+                               nb::dlpack::dtype{dl.code, dl.bits, dl.lanes});
+  return array.cast();
+}
+
+nb::object ToPython(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::kNull: return nb::none();
+    case Value::Kind::kBool: return nb::bool_(value.as_bool());
+    case Value::Kind::kInt:
+      if (value.is_big_uint()) return nb::steal(PyLong_FromUnsignedLongLong(value.as_uint()));
+      return nb::int_(value.as_int());
+    case Value::Kind::kFloat: return nb::float_(value.as_number());
+    case Value::Kind::kString: return nb::str(value.as_string().c_str(), value.as_string().size());
+    case Value::Kind::kList: {
+      nb::list list;
+      for (const Value& item : value.as_list()) list.append(ToPython(item));
+      return list;
+    }
+    case Value::Kind::kDict: {
+      nb::dict dict;
+      for (const auto& [key, item] : value.as_dict()) dict[nb::str(key.c_str(), key.size())] = ToPython(item);
+      return dict;
+    }
+    case Value::Kind::kTensor: return ExportArray(value.as_tensor());
+  }
+  return nb::none();
+}
+
+// ---------------------------------------------------------------------------
+// Calls
+
+// Runs `call` without the GIL and converts its answer (or raises).
+template <typename Fn>
+nb::object CallReleased(Fn&& call) {
+  std::optional<Result<Value>> result;
+  {
+    nb::gil_scoped_release release;
+    result.emplace(call());
+  }
+  return ToPython(Unwrap(*std::move(result)));
+}
+
+LogSink ToLogSink(const nb::object& callback) {
+  if (callback.is_none()) return nullptr;
+  std::shared_ptr<nb::object> target = GilShared(callback);
+  return [target](std::string_view line) {
+    nb::gil_scoped_acquire gil;
+    try {
+      (*target)(nb::str(line.data(), line.size()));
+    } catch (nb::python_error& e) {
+      e.discard_as_unraisable("tesscpp stream_logs callback");
+    }
+  };
+}
+
+std::vector<std::pair<std::string, std::string>> ToSettings(const nb::dict& settings) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto [key, item] : settings) out.emplace_back(nb::cast<std::string>(nb::str(key)), nb::cast<std::string>(nb::str(item)));
+  return out;
+}
+
+nb::object OptionalList(const std::optional<std::vector<std::string>>& list) {
+  if (!list) return nb::none();
+  return nb::tuple(nb::cast(*list));
+}
+
+using Name = std::optional<std::string>;
+
+}  // namespace
+}  // namespace tesscpp::internal
+
+NB_MODULE(_tesscpp, m) {
+  using namespace tesscpp;            // NOLINT(google-build-using-namespace)
+  using namespace tesscpp::internal;  // NOLINT(google-build-using-namespace)
+  m.doc() = "tesscpp's C++ client, bound with nanobind (use the tesscpp package, not this module).";
+  // Handles are routinely still referenced at exit (by autograd graphs, module
+  // globals); nanobind's leak report would then be noise, not a finding.
+  nb::set_leak_warnings(false);
+
+  ValidationFailureType() = nb::borrow(PyErr_NewException("tesscpp._tesscpp.ValidationFailure", PyExc_ValueError, nullptr));
+  m.attr("ValidationFailure") = ValidationFailureType();
+
+  nb::class_<Tesseract>(m, "_Tesseract")
+      .def_static(
+          "from_url",
+          [](const std::string& url, double connect_timeout, double read_timeout, const std::string& server_output_path,
+             const std::string& server_input_path, bool binref_pool, Name output_format, Name gpu_transport,
+             Name compression, const nb::object& stream_logs) {
+            ClientOptions options;
+            options.connect_timeout_s = connect_timeout;
+            options.read_timeout_s = read_timeout;
+            options.server_output_path = server_output_path;
+            options.server_input_path = server_input_path;
+            options.binref_pool = binref_pool;
+            options.encoding = {std::move(output_format), std::move(gpu_transport), std::move(compression)};
+            options.stream_logs = ToLogSink(stream_logs);
+            return Unwrap(Tesseract::FromUrl(url, std::move(options)));
+          },
+          nb::arg("url"), nb::arg("connect_timeout"), nb::arg("read_timeout"), nb::arg("server_output_path"),
+          nb::arg("server_input_path"), nb::arg("binref_pool"), nb::arg("output_format").none(),
+          nb::arg("gpu_transport").none(), nb::arg("compression").none(), nb::arg("stream_logs").none())
+      .def_static(
+          "from_source",
+          [](const std::string& path, const std::string& input_path, const std::string& output_path,
+             const std::string& output_format, Name gpu_transport, const nb::dict& runtime_config,
+             const std::string& python_executable, const std::string& tesscpp_executable, double startup_timeout,
+             double connect_timeout, double read_timeout, bool binref_pool, const nb::object& stream_logs) {
+            SourceOptions options;
+            options.input_path = input_path;
+            options.output_path = output_path;
+            options.output_format = output_format;
+            options.gpu_transport = std::move(gpu_transport);
+            options.runtime_config = ToSettings(runtime_config);
+            options.python_executable = python_executable;
+            options.tesscpp_executable = tesscpp_executable;
+            options.startup_timeout_s = startup_timeout;
+            options.client.connect_timeout_s = connect_timeout;
+            options.client.read_timeout_s = read_timeout;
+            options.client.binref_pool = binref_pool;
+            options.client.stream_logs = ToLogSink(stream_logs);
+            std::optional<Result<Tesseract>> started;
+            {
+              nb::gil_scoped_release release;
+              started.emplace(Tesseract::FromSource(path, options));
+            }
+            return Unwrap(*std::move(started));
+          },
+          nb::arg("path"), nb::arg("input_path"), nb::arg("output_path"), nb::arg("output_format"),
+          nb::arg("gpu_transport").none(), nb::arg("runtime_config"), nb::arg("python_executable"),
+          nb::arg("tesscpp_executable"), nb::arg("startup_timeout"), nb::arg("connect_timeout"),
+          nb::arg("read_timeout"), nb::arg("binref_pool"), nb::arg("stream_logs").none())
+      .def_static(
+          "from_library",
+          [](const std::string& path, const std::string& output_path, Name gpu_transport,
+             const nb::dict& runtime_config, const nb::object& stream_logs) {
+            LibraryOptions options;
+            options.output_path = output_path;
+            options.gpu_transport = std::move(gpu_transport);
+            options.runtime_config = ToSettings(runtime_config);
+            options.stream_logs = ToLogSink(stream_logs);
+            return Unwrap(Tesseract::FromLibrary(path, options));
+          },
+          nb::arg("path"), nb::arg("output_path"), nb::arg("gpu_transport").none(), nb::arg("runtime_config"),
+          nb::arg("stream_logs").none())
+      .def(
+          "apply",
+          [](const Tesseract& t, const nb::handle& inputs, const Name& run_id) {
+            const Value payload = ToValue(inputs);
+            return CallReleased([&] { return t.Apply(payload, run_id); });
+          },
+          nb::arg("inputs"), nb::arg("run_id").none())
+      .def("abstract_eval",
+           [](const Tesseract& t, const nb::handle& inputs) {
+             const Value payload = ToValue(inputs);
+             return CallReleased([&] { return t.AbstractEval(payload); });
+           })
+      .def("health", [](const Tesseract& t) { return CallReleased([&] { return t.Health(); }); })
+      .def(
+          "jacobian",
+          [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& jac_inputs,
+             const std::vector<std::string>& jac_outputs, const Name& run_id) {
+            const Value payload = ToValue(inputs);
+            return CallReleased([&] { return t.Jacobian(payload, jac_inputs, jac_outputs, run_id); });
+          },
+          nb::arg("inputs"), nb::arg("jac_inputs"), nb::arg("jac_outputs"), nb::arg("run_id").none())
+      .def(
+          "jacobian_vector_product",
+          [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& jvp_inputs,
+             const std::vector<std::string>& jvp_outputs, const nb::handle& tangent_vector, const Name& run_id) {
+            const Value payload = ToValue(inputs);
+            const Value tangent = ToValue(tangent_vector);
+            return CallReleased(
+                [&] { return t.JacobianVectorProduct(payload, jvp_inputs, jvp_outputs, tangent, run_id); });
+          },
+          nb::arg("inputs"), nb::arg("jvp_inputs"), nb::arg("jvp_outputs"), nb::arg("tangent_vector"),
+          nb::arg("run_id").none())
+      .def(
+          "vector_jacobian_product",
+          [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& vjp_inputs,
+             const std::vector<std::string>& vjp_outputs, const nb::handle& cotangent_vector, const Name& run_id) {
+            const Value payload = ToValue(inputs);
+            const Value cotangent = ToValue(cotangent_vector);
+            return CallReleased(
+                [&] { return t.VectorJacobianProduct(payload, vjp_inputs, vjp_outputs, cotangent, run_id); });
+          },
+          nb::arg("inputs"), nb::arg("vjp_inputs"), nb::arg("vjp_outputs"), nb::arg("cotangent_vector"),
+          nb::arg("run_id").none())
+      .def("test",
+           [](const Tesseract& t, const nb::handle& test_spec) {
+             const Value spec = ToValue(test_spec);
+             std::optional<Result<TestOutcome>> outcome;
+             {
+               nb::gil_scoped_release release;
+               outcome.emplace(t.Test(spec));
+             }
+             TestOutcome done = Unwrap(*std::move(outcome));
+             return std::make_pair(done.status, done.message);
+           })
+      .def("openapi_schema", [](const Tesseract& t) { return CallReleased([&] { return t.OpenApiSchema(); }); })
+      .def("available_endpoints",
+           [](const Tesseract& t) {
+             std::optional<Result<std::vector<std::string>>> endpoints;
+             {
+               nb::gil_scoped_release release;
+               endpoints.emplace(t.AvailableEndpoints());
+             }
+             return Unwrap(*std::move(endpoints));
+           })
+      .def("capabilities",
+           [](const Tesseract& t) -> nb::object {
+             std::optional<Result<std::optional<ServerCapabilities>>> capabilities;
+             {
+               nb::gil_scoped_release release;
+               capabilities.emplace(t.Capabilities());
+             }
+             std::optional<ServerCapabilities> advertised = Unwrap(*std::move(capabilities));
+             if (!advertised) return nb::none();
+             return nb::make_tuple(OptionalList(advertised->output_formats), OptionalList(advertised->gpu_transports),
+                                   OptionalList(advertised->compressions));
+           })
+      .def(
+          "with_encoding",
+          [](const Tesseract& t, Name output_format, Name gpu_transport, Name compression) {
+            const RequestedEncoding requested{std::move(output_format), std::move(gpu_transport),
+                                              std::move(compression)};
+            std::optional<Result<Tesseract>> view;
+            {
+              nb::gil_scoped_release release;
+              view.emplace(t.WithEncoding(requested));
+            }
+            return Unwrap(*std::move(view));
+          },
+          nb::arg("output_format").none(), nb::arg("gpu_transport").none(), nb::arg("compression").none())
+      .def("current_encoding",
+           [](const Tesseract& t) {
+             const RequestedEncoding& e = t.current_encoding();
+             return std::make_tuple(e.output_format, e.gpu_transport, e.compression);
+           })
+      .def("teardown",
+           [](Tesseract& t) {
+             Status stopped;
+             {
+               nb::gil_scoped_release release;
+               stopped = t.Teardown();
+             }
+             Check(stopped);
+           })
+      .def("server_logs", [](const Tesseract& t) { return Unwrap(t.ServerLogs()); })
+      .def_prop_ro("url", &Tesseract::url);
+}

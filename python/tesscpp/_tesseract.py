@@ -1,0 +1,446 @@
+"""The Tesseract class: tesseract_core's public interface over tesscpp's C++ client.
+
+Names and signatures follow ``tesseract_core.Tesseract`` (1.15), so code moves
+over by changing its import. Calls go through the ``_tesscpp`` extension: the
+GIL is released while they run, arrays cross without copies where the memory
+allows it, and answers come back as NumPy arrays the caller owns.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import _tesscpp
+
+# The SDK's default startup timeout for from_source, in seconds.
+DEFAULT_STARTUP_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class ServerCapabilities:
+    """The encodings a served Tesseract advertises (None: not advertised)."""
+
+    output_formats: tuple[str, ...] | None
+    gpu_transports: tuple[str, ...] | None
+    compressions: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class RequestedEncoding:
+    """The encoding calls through a Tesseract request; None leaves it to the server."""
+
+    output_format: str | None = None
+    gpu_transport: str | None = None
+    compression: str | None = None
+
+
+def _rebuild_validation_error(failure: _tesscpp.ValidationFailure, endpoint: str) -> Exception:
+    """pydantic's ValidationError for a 422, as tesseract_core raises it.
+
+    Without pydantic installed, the tesscpp exception (a ValueError carrying
+    the same message and ``errors``) is raised as it is.
+    """
+    _, title, errors = failure.args
+    failure.errors = errors
+    title = title or f"endpoint {endpoint}"
+    try:
+        from pydantic import ValidationError
+        from pydantic_core import InitErrorDetails, PydanticCustomError
+    except ImportError:
+        return failure
+    details = [
+        InitErrorDetails(
+            type=PydanticCustomError(e["type"], e["msg"], e["ctx"]),
+            loc=e["loc"],
+            input=e["input"],
+        )
+        for e in errors
+    ]
+    return ValidationError.from_exception_data(title, line_errors=details)
+
+
+def _call(method: Callable[..., Any], *args: Any) -> Any:
+    """Run a C++ call, turning a validation failure into pydantic's error."""
+    try:
+        return method(*args)
+    except _tesscpp.ValidationFailure as failure:
+        raise _rebuild_validation_error(failure, method.__name__) from None
+
+
+def _log_sink(stream_logs: bool | Callable[[str], Any]) -> Callable[[str], Any] | None:
+    """The SDK's stream_logs: True prints to stdout, a callable gets each line."""
+    if callable(stream_logs):
+        return stream_logs
+    if stream_logs:
+        return lambda line: print(line, file=sys.stdout, flush=True)
+    return None
+
+
+def _timeouts(timeout: float | tuple[float, float] | None) -> tuple[float, float]:
+    """(connect, read) seconds from the SDK's timeout argument; read 0 = no limit."""
+    if timeout is None:
+        return 10.0, 0.0
+    if isinstance(timeout, tuple):
+        return float(timeout[0]), float(timeout[1])
+    return float(timeout), float(timeout)
+
+
+class _Shared:
+    """What a Tesseract and its with_encoding views share: the C++ handle's
+    session and the OpenAPI document, converted to Python once."""
+
+    def __init__(self) -> None:
+        self.schema: dict | None = None
+        self.warned_transports: set[str] = set()
+
+
+class Tesseract:
+    """A Tesseract reached over HTTP, served by a process this object owns, or
+    loaded into this process (C++ component libraries).
+
+    Create one with :meth:`from_url`, :meth:`from_source` or
+    :meth:`from_library`; served ones are used inside ``with`` (or after
+    :meth:`serve`).
+    """
+
+    _core: _tesscpp._Tesseract | None = None
+    _shared: _Shared
+    _spawn: dict | None = None
+    _lastlog: str | None = None
+    _in_process: bool = False
+    _url: str = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            "Tesseract cannot be instantiated directly. Use Tesseract.from_url(), "
+            "Tesseract.from_source() or Tesseract.from_library() instead."
+        )
+
+    # -- constructors --------------------------------------------------------
+
+    @classmethod
+    def _wrap(cls, core: _tesscpp._Tesseract, *, in_process: bool = False) -> Tesseract:
+        obj = cls.__new__(cls)
+        obj._core = core
+        obj._shared = _Shared()
+        obj._in_process = in_process
+        obj._url = core.url
+        return obj
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        server_output_path: str | Path | None = None,
+        timeout: float | tuple[float, float] | None = None,
+        *,
+        server_input_path: str | Path | None = None,
+        output_format: str | None = None,
+        gpu_transport: str | None = None,
+        compression: str | None = None,
+        stream_logs: bool | Callable[[str], Any] = False,
+        experimental_binref_pool: bool = False,
+    ) -> Tesseract:
+        """A Tesseract served at ``url``. Nothing is sent until the first call.
+
+        Args:
+            url: where it is served (``host:port`` gets ``http://``).
+            server_output_path: the server's output directory as seen from here;
+                needed to read json+binref answers and to stream logs.
+            timeout: seconds for connecting and reading, or ``(connect, read)``;
+                None waits as long as the endpoint runs.
+            server_input_path: the server's input directory as seen from here;
+                with ``output_format="json+binref"`` input arrays are written
+                there as files (removed after each call).
+            output_format, gpu_transport, compression: what calls request
+                (checked against what the server advertises).
+            stream_logs: True prints each line the endpoint prints; a callable
+                receives them instead (needs ``server_output_path``).
+            experimental_binref_pool: reuse pre-faulted buffers for json+binref
+                on a tmpfs directory.
+        """
+        connect, read = _timeouts(timeout)
+        core = _tesscpp._Tesseract.from_url(
+            str(url),
+            connect,
+            read,
+            str(server_output_path or ""),
+            str(server_input_path or ""),
+            experimental_binref_pool,
+            output_format,
+            gpu_transport,
+            compression,
+            _log_sink(stream_logs),
+        )
+        return cls._wrap(core)
+
+    @classmethod
+    def from_source(
+        cls,
+        tesseract_api: str | Path,
+        input_path: str | Path | None = None,
+        output_path: str | Path | None = None,
+        output_format: str = "json+base64",
+        gpu_transport: str | None = None,
+        runtime_config: dict[str, Any] | None = None,
+        stream_logs: bool | Callable[[str], Any] = False,
+        python_executable: str | Path | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        experimental_binref_pool: bool = False,
+        *,
+        timeout: float | tuple[float, float] | None = None,
+    ) -> Tesseract:
+        """A Tesseract served by its own process, started by :meth:`serve` or ``with``.
+
+        ``tesseract_api`` is a C++ component library (``lib<name>.so``, served by
+        ``tesscpp serve``) or a ``tesseract_api.py`` (served by
+        ``tesseract-runtime serve`` run by ``python_executable``, default: this
+        interpreter, which then needs ``tesseract-core[runtime]``). The server
+        runs in debug mode, as the SDK's does; its temporary directories go when
+        it stops.
+        """
+        path = Path(tesseract_api)
+        if not path.is_file():
+            raise FileNotFoundError(f"No Tesseract API or component library at {path}")
+        obj = cls.__new__(cls)
+        obj._shared = _Shared()
+        connect, read = _timeouts(timeout)
+        obj._spawn = {
+            "path": str(path),
+            "input_path": str(input_path or ""),
+            "output_path": str(output_path or ""),
+            "output_format": output_format,
+            "gpu_transport": gpu_transport,
+            "runtime_config": {k: v for k, v in (runtime_config or {}).items()},
+            "python_executable": str(python_executable or sys.executable),
+            "tesscpp_executable": os.environ.get("TESSCPP_CLI", ""),
+            "startup_timeout": float(startup_timeout),
+            "connect_timeout": connect,
+            "read_timeout": read,
+            "binref_pool": experimental_binref_pool,
+            "stream_logs": _log_sink(stream_logs),
+        }
+        return obj
+
+    @classmethod
+    def from_library(
+        cls,
+        path: str | Path,
+        *,
+        output_path: str | Path | None = None,
+        gpu_transport: str | None = None,
+        runtime_config: dict[str, Any] | None = None,
+        stream_logs: bool | Callable[[str], Any] = False,
+    ) -> Tesseract:
+        """A C++ component library loaded into this process (the analogue of
+        tesseract_core's ``from_tesseract_api``): calls run the component
+        directly, with the same validation and results as served, and no
+        HTTP or serialisation."""
+        core = _tesscpp._Tesseract.from_library(
+            str(path),
+            str(output_path or ""),
+            gpu_transport,
+            {k: v for k, v in (runtime_config or {}).items()},
+            _log_sink(stream_logs),
+        )
+        return cls._wrap(core, in_process=True)
+
+    # -- serving -------------------------------------------------------------
+
+    def __enter__(self) -> Tesseract:
+        if self._spawn is not None and self._core is None:
+            self.serve()
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        if self._spawn is not None and self._core is not None:
+            self.teardown()
+
+    def serve(self) -> None:
+        """Start the server of a Tesseract made by :meth:`from_source`."""
+        if self._spawn is None:
+            raise RuntimeError("Can only serve a Tesseract created via `from_source`.")
+        if self._core is not None:
+            raise RuntimeError("Tesseract is already being served.")
+        self._core = _tesscpp._Tesseract.from_source(**self._spawn)
+        self._url = self._core.url
+        self._shared = _Shared()
+        self._lastlog = None
+
+    def teardown(self) -> None:
+        """Stop the server and remove its temporary directories."""
+        if self._spawn is None or self._core is None:
+            raise RuntimeError("Tesseract is not being served.")
+        self._core.teardown()
+        self._lastlog = self._core.server_logs()
+        self._core = None
+
+    def server_logs(self) -> str:
+        """What the server printed (kept after teardown)."""
+        if self._spawn is None:
+            raise RuntimeError("Can only retrieve logs for a Tesseract created via `from_source`.")
+        if self._core is None:
+            return self._lastlog or ""
+        return self._core.server_logs()
+
+    # -- what the Tesseract offers --------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """Where calls go ("" in-process; not served yet: "")."""
+        return self._url
+
+    @property
+    def _client(self) -> _tesscpp._Tesseract:
+        if self._core is None:
+            raise RuntimeError(
+                "No client connected to a Tesseract. Use the Tesseract as a context "
+                "manager (`with Tesseract.from_source(...) as tess:`) or call `.serve()`."
+            )
+        return self._core
+
+    @property
+    def openapi_schema(self) -> dict:
+        """The OpenAPI document (fetched once per connection)."""
+        client = self._client
+        if self._shared.schema is None:
+            self._shared.schema = client.openapi_schema()
+        return self._shared.schema
+
+    @property
+    def available_endpoints(self) -> list[str]:
+        return [endpoint.lstrip("/") for endpoint in self.openapi_schema["paths"]]
+
+    @property
+    def server_capabilities(self) -> ServerCapabilities | None:
+        """What the server advertises; None for in-process Tesseracts."""
+        advertised = self._client.capabilities()
+        return None if advertised is None else ServerCapabilities(*advertised)
+
+    @property
+    def current_encoding(self) -> RequestedEncoding:
+        return RequestedEncoding(*self._client.current_encoding())
+
+    def with_encoding(
+        self,
+        *,
+        output_format: str | None = None,
+        gpu_transport: str | None = None,
+        compression: str | None = None,
+    ) -> Tesseract:
+        """A view requesting another encoding, sharing this connection.
+
+        Raises ValueError when the server does not advertise a requested value.
+        """
+        view = Tesseract.__new__(Tesseract)
+        view._core = self._client.with_encoding(output_format, gpu_transport, compression)
+        view._shared = self._shared
+        view._in_process = self._in_process
+        view._url = self._url
+        return view
+
+    def resolve_gpu_transport(self) -> str:
+        """The GPU transport calls through this Tesseract should use for GPU arrays.
+
+        This build of tesscpp cannot exchange GPU arrays by reference yet, so a
+        requested transport other than ``none`` raises RuntimeError, a
+        transport the server merely offers gets a one-time warning, and GPU
+        arrays are copied to the host (``none``). In-process Tesseracts return
+        the transport they were created with.
+        """
+        requested = self.current_encoding.gpu_transport
+        if self._in_process:
+            return requested or "none"
+        if requested not in (None, "none"):
+            raise RuntimeError(
+                f"gpu_transport={requested!r} was requested, but it does not work between "
+                "this process and the Tesseract: this tesscpp client cannot pass GPU "
+                "arrays by reference yet. Request gpu_transport='none' to copy GPU "
+                "arrays to the host."
+            )
+        capabilities = self.server_capabilities
+        offered = (capabilities.gpu_transports or ()) if capabilities else ()
+        for transport in offered:
+            if transport != "none" and transport not in self._shared.warned_transports:
+                self._shared.warned_transports.add(transport)
+                warnings.warn(
+                    f"The Tesseract at {self._url} offers gpu_transport={transport!r}, but "
+                    "it does not work from this process, so GPU arrays are copied to the "
+                    "host instead: this tesscpp client cannot pass GPU arrays by reference yet.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        return "none"
+
+    # -- endpoints -------------------------------------------------------------
+
+    def apply(self, inputs: dict, run_id: str | None = None) -> dict:
+        return _call(self._client.apply, inputs, run_id)
+
+    def abstract_eval(self, abstract_inputs: dict) -> dict:
+        return _call(self._client.abstract_eval, abstract_inputs)
+
+    def health(self) -> dict:
+        return _call(self._client.health)
+
+    def jacobian(
+        self,
+        inputs: dict,
+        jac_inputs: list[str],
+        jac_outputs: list[str],
+        run_id: str | None = None,
+    ) -> dict:
+        return _call(self._client.jacobian, inputs, list(jac_inputs), list(jac_outputs), run_id)
+
+    def jacobian_vector_product(
+        self,
+        inputs: dict,
+        jvp_inputs: list[str],
+        jvp_outputs: list[str],
+        tangent_vector: dict,
+        run_id: str | None = None,
+    ) -> dict:
+        return _call(
+            self._client.jacobian_vector_product,
+            inputs,
+            list(jvp_inputs),
+            list(jvp_outputs),
+            tangent_vector,
+            run_id,
+        )
+
+    def vector_jacobian_product(
+        self,
+        inputs: dict,
+        vjp_inputs: list[str],
+        vjp_outputs: list[str],
+        cotangent_vector: dict,
+        run_id: str | None = None,
+    ) -> dict:
+        return _call(
+            self._client.vector_jacobian_product,
+            inputs,
+            list(vjp_inputs),
+            list(vjp_outputs),
+            cotangent_vector,
+            run_id,
+        )
+
+    def test(self, test_spec: dict) -> None:
+        """Run a TestSpec on the debug-mode /test endpoint: AssertionError when it
+        fails, RuntimeError when it errors."""
+        status, message = _call(self._client.test, test_spec)
+        if status == "failed":
+            raise AssertionError(message)
+        if status == "error":
+            raise RuntimeError(message)
+
+    def __repr__(self) -> str:
+        where = "in-process" if self._in_process else (self._url or "not served")
+        return f"<tesscpp.Tesseract {where}>"

@@ -1,0 +1,226 @@
+"""tesscpp.Tesseract: tesseract_core's interface over the C++ client.
+
+Where tesseract-core's SDK can do the same call, its answer is the oracle.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pydantic
+import pytest
+import tesseract_core
+import torch
+
+from conftest import required_dir
+from tesscpp import RequestedEncoding, ServerCapabilities, Tesseract
+
+ROOT = Path(__file__).resolve().parents[2]
+PY_FIXTURES = ROOT / "tests" / "fixtures" / "python"
+TEST_CASES = ROOT / "tests" / "fixtures" / "test_cases"
+
+
+def example(name: str) -> Path:
+    return required_dir("TESSCPP_EXAMPLES_DIR") / f"lib{name}.so"
+
+
+@pytest.fixture(scope="module")
+def served_vectoradd():
+    with Tesseract.from_source(example("vectoradd")) as t:
+        yield t
+
+
+@pytest.fixture(scope="module")
+def python_vectoradd():
+    with Tesseract.from_source(PY_FIXTURES / "vectoradd" / "tesseract_api.py", python_executable=sys.executable) as t:
+        yield t
+
+
+VECTORADD_INPUTS = {"a": np.array([1.0, 2.0, 3.0], np.float32), "b": np.array([4.0, 5.0, 6.0], np.float32), "s": 2.0}
+
+
+def test_every_constructor_gives_the_sdks_answer(served_vectoradd, python_vectoradd):
+    sdk = tesseract_core.Tesseract.from_url(python_vectoradd.url).apply(VECTORADD_INPUTS)
+    handles = [
+        Tesseract.from_library(example("vectoradd")),
+        served_vectoradd,
+        python_vectoradd,
+        Tesseract.from_url(served_vectoradd.url),
+        Tesseract.from_url(python_vectoradd.url, timeout=(5, 30)),
+    ]
+    for t in handles:
+        out = t.apply(VECTORADD_INPUTS)
+        assert sorted(out) == sorted(sdk)
+        np.testing.assert_array_equal(out["result"], sdk["result"])
+        assert out["result"].dtype == sdk["result"].dtype
+        assert out["result"].flags.writeable
+
+
+def test_arrays_cross_without_copies_in_process():
+    t = Tesseract.from_library(example("noop"))
+    x = np.arange(8.0)
+    out = t.apply({"x": x})["x"]
+    # The component returns its input: the answer is the caller's memory.
+    assert out.__array_interface__["data"][0] == x.__array_interface__["data"][0]
+    tensor = torch.arange(6, dtype=torch.float32)
+    out = t.apply({"x": tensor})["x"]
+    assert out.__array_interface__["data"][0] == tensor.data_ptr()
+    grad_tensor = torch.ones(3, requires_grad=True)
+    np.testing.assert_array_equal(t.apply({"x": grad_tensor})["x"], np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(12.0).reshape(3, 4)[:, ::2],  # strided
+        np.arange(6, dtype=">i4"),  # big-endian
+        np.array([True, False, True]),
+        np.arange(4, dtype=np.float16),
+        np.arange(4, dtype=np.uint64),
+        np.array([1 + 2j, 3 - 4j], np.complex128),
+        np.array(7.5),  # 0-d
+        np.zeros((0, 3)),  # empty
+        np.float32(2.5),  # NumPy scalar: an array on the wire, as the SDK sends it
+        torch.arange(10.0)[::3],  # strided tensor
+    ],
+    ids=["strided", "big-endian", "bool", "float16", "uint64", "complex", "0-d", "empty", "numpy-scalar", "torch-strided"],
+)
+@pytest.mark.parametrize("how", ["in-process", "served"])
+def test_every_array_kind_round_trips(array, how, request):
+    t = Tesseract.from_library(example("noop"))
+    if how == "served":
+        t = request.getfixturevalue("served_noop")
+    expected = np.asarray(array)
+    expected = expected.astype(expected.dtype.newbyteorder("="))
+    out = t.apply({"x": array})["x"]
+    assert out.dtype == expected.dtype and out.shape == expected.shape
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.fixture(scope="module")
+def served_noop():
+    with Tesseract.from_source(example("noop")) as t:
+        yield t
+
+
+def test_validation_errors_are_pydantics_and_match_the_sdk(served_vectoradd):
+    bad = {"a": np.ones(3, np.float32), "b": "not an array"}
+    with pytest.raises(pydantic.ValidationError) as ours:
+        served_vectoradd.apply(bad)
+    with pytest.raises(pydantic.ValidationError) as sdk:
+        tesseract_core.Tesseract.from_url(served_vectoradd.url).apply(bad)
+    assert ours.value.title == sdk.value.title == "endpoint apply"
+    assert [(e["type"], e["loc"]) for e in ours.value.errors()] == [(e["type"], e["loc"]) for e in sdk.value.errors()]
+    with pytest.raises(pydantic.ValidationError) as in_process:
+        Tesseract.from_library(example("vectoradd")).apply(bad)
+    assert {e["type"] for e in in_process.value.errors()} == {e["type"] for e in ours.value.errors()}
+
+
+def test_missing_endpoints_are_not_implemented_errors(served_vectoradd):
+    with pytest.raises(NotImplementedError, match=r"Vector Jacobian Product \(VJP\) not implemented"):
+        served_vectoradd.vector_jacobian_product(VECTORADD_INPUTS, ["a"], ["result"], {"result": np.ones(3)})
+    with pytest.raises(NotImplementedError, match=r"Jacobian Vector Product \(JVP\) not implemented"):
+        Tesseract.from_library(example("vectoradd")).jacobian_vector_product(VECTORADD_INPUTS, ["a"], ["result"], {})
+
+
+def test_server_errors_are_runtime_errors():
+    with Tesseract.from_source(example("collections")) as t:
+        with pytest.raises(RuntimeError, match="^Error 500 from Tesseract"):
+            t.apply({"arrays": [np.array([np.inf, 1.0])], "weights": {}})
+
+
+def test_unadvertised_encodings_are_value_errors(served_vectoradd):
+    with pytest.raises(ValueError, match="output_format"):
+        served_vectoradd.with_encoding(output_format="json+msgpack")
+
+
+def test_unreachable_server_is_a_connection_error():
+    with pytest.raises(ConnectionError):
+        Tesseract.from_url("http://127.0.0.1:1", timeout=2).health()
+
+
+def test_encoding_views_and_capabilities(served_vectoradd):
+    caps = served_vectoradd.server_capabilities
+    assert isinstance(caps, ServerCapabilities) and "json+binref" in caps.output_formats
+    view = served_vectoradd.with_encoding(output_format="json", compression="none")
+    assert view.current_encoding == RequestedEncoding("json", None, "none")
+    assert served_vectoradd.current_encoding == RequestedEncoding("json+base64", None, None)
+    np.testing.assert_array_equal(view.apply(VECTORADD_INPUTS)["result"], served_vectoradd.apply(VECTORADD_INPUTS)["result"])
+    assert Tesseract.from_library(example("vectoradd")).server_capabilities is None
+    assert served_vectoradd.resolve_gpu_transport() == "none"
+
+
+def test_served_tesseracts_need_serving_and_keep_their_logs():
+    t = Tesseract.from_source(example("collections"))
+    with pytest.raises(RuntimeError, match="context manager"):
+        t.apply({})
+    with t:
+        assert t.health()["status"] == "ok"
+        url = t.url
+    assert "serving" in t.server_logs()
+    with pytest.raises(ConnectionError):
+        Tesseract.from_url(url, timeout=2).health()
+
+
+def test_stream_logs_runs_python_while_the_call_holds_no_gil():
+    # The callback runs on the client's log thread and needs the GIL while
+    # apply() is still in progress: it would deadlock if apply held the GIL.
+    lines: list[str] = []
+    seen_during_call = threading.Event()
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        seen_during_call.set()
+
+    with Tesseract.from_source(example("collections"), stream_logs=on_line) as t:
+        t.apply({"arrays": [np.ones(3)], "weights": {"w": np.ones(3)}})
+    assert lines == ["collections: summing 1 arrays of length 3", "collections: done"]
+    assert seen_during_call.is_set()
+
+
+def test_calls_from_threads_run_in_parallel(served_noop):
+    results: dict[int, np.ndarray] = {}
+
+    def work(i: int) -> None:
+        t = Tesseract.from_url(served_noop.url)
+        for _ in range(20):
+            results[i] = t.apply({"x": np.full(1000, float(i))})["x"]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(results) == [0, 1, 2, 3]
+    for i, array in results.items():
+        np.testing.assert_array_equal(array, np.full(1000, float(i)))
+
+
+def test_test_endpoint_runs_test_specs(served_vectoradd):
+    spec = json.loads((TEST_CASES / "vectoradd" / "test_apply.json").read_text())
+    served_vectoradd.test(spec)
+    spec["expected_outputs"] = {"result": [0.0, 0.0, 0.0]}
+    with pytest.raises(AssertionError):
+        served_vectoradd.test(spec)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"a": object()}, r"^a: cannot send a value of type object"),
+        ({"a": {1: 2}}, r"^a: dict keys must be strings"),
+        ({"a": [1, 2**70]}, r"^a\.\[1\]: integer does not fit 64 bits"),
+    ],
+)
+def test_unsendable_inputs_are_type_errors_naming_the_field(served_vectoradd, inputs, message):
+    with pytest.raises(TypeError, match=message):
+        served_vectoradd.apply(inputs)
+
+
+def test_direct_construction_is_refused():
+    with pytest.raises(TypeError, match="from_url"):
+        Tesseract()

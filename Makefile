@@ -6,7 +6,7 @@ BOOTSTRAP := scripts/bootstrap.sh
 PYTHON := .venv/bin/python
 FUZZ_SECONDS ?= 300
 
-.PHONY: all bootstrap build demo test bench fuzz asan tsan format lint clean
+.PHONY: all bootstrap build demo test bench wheel fuzz asan tsan format lint clean
 
 all: build
 
@@ -35,6 +35,10 @@ test: bootstrap
 # Benchmarks next to the Python stack; the table lands in bench/results/.
 bench: build
 	scripts/bench.sh build/release
+
+# A wheel of the Python package (scikit-build-core builds the C++ core into it).
+wheel: bootstrap
+	$(PYTHON) -m pip wheel --no-deps -w build/wheel ./python
 
 # Longer fuzzing: every target for FUZZ_SECONDS (default 300).
 fuzz: bootstrap

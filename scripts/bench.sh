@@ -25,3 +25,7 @@ python="$results/codec-$stamp.python.json"
 # The client: tesscpp's C++ client vs tesseract-core's SDK against both servers.
 "$root/.venv/bin/python" "$root/bench/client_bench.py" --bench "$build/bin/client_benchmark" --cli "$build/bin/tesscpp" \
   --examples "$build/examples" | tee "$results/client-$stamp.md"
+
+# The torch bridge: apply_tesseract forward + backward against tesseract-torch over tesseract-core,
+# and against the C++ client alone.
+"$root/.venv/bin/python" "$root/bench/bridge_bench.py" --build "$build" | tee "$results/bridge-$stamp.md"

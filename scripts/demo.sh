@@ -42,3 +42,27 @@ try:
 except Exception as e:  # the server's 422, rebuilt as a pydantic ValidationError
     print("bad input ->", type(e).__name__ + ":", e.errors()[0]["msg"])
 PY
+
+# The same kind of component from PyTorch: tesscpp's Python package serves the
+# univariate example (the Rosenbrock function, with analytic derivatives), and
+# torch.optim minimises it through tesscpp.torch.apply_tesseract (forward via
+# /apply, gradients via /vector_jacobian_product).
+PYTHONPATH="$build/python" "$python" - "$build/examples/libunivariate.so" <<'PY'
+import sys
+import torch
+from tesscpp import Tesseract
+from tesscpp.torch import apply_tesseract
+
+print("== PyTorch: minimise the Rosenbrock function through a served C++ component")
+with Tesseract.from_source(sys.argv[1]) as rosenbrock:
+    xy = torch.tensor([-1.2, 1.0], requires_grad=True)
+    optimizer = torch.optim.Adam([xy], lr=0.2)
+    for step in range(601):
+        optimizer.zero_grad()
+        loss = apply_tesseract(rosenbrock, {"x": xy[0], "y": xy[1]})["result"]
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            print(f"step {step:3d}  loss {loss.item():10.6f}  x {xy[0].item():+.4f}  y {xy[1].item():+.4f}")
+print("minimum at (1, 1); gradients came from the component's VJP endpoint")
+PY

@@ -205,7 +205,7 @@ class Tesseract:
         runs in debug mode, as the SDK's does; its temporary directories go when
         it stops.
         """
-        path = Path(tesseract_api)
+        path = Path(tesseract_api).resolve()
         if not path.is_file():
             raise FileNotFoundError(f"No Tesseract API or component library at {path}")
         obj = cls.__new__(cls)
@@ -219,7 +219,7 @@ class Tesseract:
             "gpu_transport": gpu_transport,
             "runtime_config": {k: v for k, v in (runtime_config or {}).items()},
             "python_executable": str(python_executable or sys.executable),
-            "tesscpp_executable": os.environ.get("TESSCPP_CLI", ""),
+            "tesscpp_executable": os.path.abspath(os.environ["TESSCPP_CLI"]) if os.environ.get("TESSCPP_CLI") else "",
             "startup_timeout": float(startup_timeout),
             "connect_timeout": connect,
             "read_timeout": read,

@@ -196,10 +196,17 @@ def _to_sendable(tensor: torch.Tensor, on_device: bool, dtype: torch.dtype | Non
     tensor's memory when it is a CPU tensor), or, on a device transport, the
     contiguous CUDA tensor in the schema's dtype."""
     _require_storage(tensor)
-    tensor = tensor.detach().resolve_conj().resolve_neg()
+    tensor = tensor.detach()
+    # Lazy conjugate and negative views have no NumPy or wire form.
+    if tensor.is_conj():
+        tensor = tensor.resolve_conj()
+    if tensor.is_neg():
+        tensor = tensor.resolve_neg()
     if on_device and tensor.is_cuda:
         return (tensor if dtype is None else tensor.to(dtype)).contiguous()
-    return tensor.cpu().numpy()
+    if tensor.device.type != "cpu":
+        tensor = tensor.cpu()
+    return tensor.numpy()
 
 
 def _without_tensors(value: Any) -> Any:
@@ -319,6 +326,7 @@ class _Call:
     slot_paths: list[LeafPath]
     slot_wires: list[str]
     slot_dtypes: list[torch.dtype | None]
+    sent: dict | None = None
     flat_result: list[tuple[LeafPath, Any]] = field(default_factory=list)
     output_paths: list[LeafPath] = field(default_factory=list)
     output_wires: list[str] = field(default_factory=list)
@@ -329,6 +337,16 @@ class _Call:
 
     def client(self) -> Any:
         return _with_transport(self.tesseract, self.transport) if self.on_device else self.tesseract
+
+    def saved_payload(self, saved: Sequence[torch.Tensor]) -> dict:
+        """The forward call's inputs again, for backward and jvp.
+
+        ``saved`` must come from ctx.saved_tensors, which refuses tensors
+        edited in place since forward; so the arrays made from them for the
+        forward call still hold the forward-time values and are sent again.
+        """
+        assert len(saved) == len(self.slot_paths) and self.sent is not None
+        return self.sent
 
     def payload(self, tensors: Sequence[torch.Tensor]) -> dict:
         """The inputs as sent: static leaves as given, tensors converted."""
@@ -352,7 +370,8 @@ class _Call:
 class _TesseractFunction(torch.autograd.Function):
     @staticmethod
     def forward(call: _Call, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        result = call.client().apply(call.payload(tensors))
+        call.sent = call.payload(tensors)
+        result = call.client().apply(call.sent)
         call.flat_result = _flatten(result, call.templates)
         # Concrete keys of dict-valued outputs exist only now.
         outputs = []
@@ -393,7 +412,7 @@ class _TesseractFunction(torch.autograd.Function):
         vjp = {}
         if sent and wanted:
             vjp = call.client().vector_jacobian_product(
-                inputs=call.payload(saved),
+                inputs=call.saved_payload(saved),
                 vjp_inputs=wanted,
                 vjp_outputs=list(sent),
                 cotangent_vector=sent,
@@ -422,7 +441,7 @@ class _TesseractFunction(torch.autograd.Function):
         if not sent:
             return tuple(torch.zeros(shape, dtype=dtype, device=device) for shape, dtype, device in ctx.output_specs)
         jvp = call.client().jacobian_vector_product(
-            inputs=call.payload(ctx.saved_tensors),
+            inputs=call.saved_payload(ctx.saved_tensors),
             jvp_inputs=list(sent),
             jvp_outputs=list(call.output_wires),
             tangent_vector=sent,

@@ -448,24 +448,14 @@ NL_A = [1.0, 2.0, 3.0]
 NL_B = [0.5, -1.0, 2.0]
 
 
-# 29
-def test_gradcheck(bridge):
-    def body(apply, t):
-        a = torch.tensor(NL_A, dtype=F64, requires_grad=True)
-        b = torch.tensor(NL_B, dtype=F64, requires_grad=True)
-        passed = torch.autograd.gradcheck(lambda a, b: apply(t, {"a": a, "b": b})["y"], (a, b), eps=1e-6, atol=1e-8)
-        assert passed is True
-        return passed
-
-    bridge.compare("nl", body)
-
-
-def test_gradcheck_forward_mode(bridge):
+# 29 (and the same Jacobian through forward mode)
+@pytest.mark.parametrize("forward_mode", [False, True], ids=["reverse", "forward"])
+def test_gradcheck(bridge, forward_mode):
     def body(apply, t):
         a = torch.tensor(NL_A, dtype=F64, requires_grad=True)
         b = torch.tensor(NL_B, dtype=F64, requires_grad=True)
         passed = torch.autograd.gradcheck(
-            lambda a, b: apply(t, {"a": a, "b": b})["y"], (a, b), eps=1e-6, atol=1e-8, check_forward_ad=True
+            lambda a, b: apply(t, {"a": a, "b": b})["y"], (a, b), eps=1e-6, atol=1e-8, check_forward_ad=forward_mode
         )
         assert passed is True
         return passed

@@ -317,7 +317,7 @@ using Name = std::optional<std::string>;
 }  // namespace
 }  // namespace tesscpp::internal
 
-NB_MODULE(_tesscpp, m) {
+NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the macro takes the module by value
   using namespace tesscpp;            // NOLINT(google-build-using-namespace)
   using namespace tesscpp::internal;  // NOLINT(google-build-using-namespace)
   m.doc() = "tesscpp's C++ client, bound with nanobind (use the tesscpp package, not this module).";

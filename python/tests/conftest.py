@@ -11,11 +11,12 @@ Every bridge case runs on three backends:
   py-served      the Python twin served by tesseract-runtime (tesseract-core
                  1.15.0), started the same way and reached the same way
 
-and each case runs twice: through tesscpp.torch.apply_tesseract on a
-tesscpp.Tesseract, and through tesseract_torch.apply_tesseract (0.2.0) on a
+and each case runs three times: through tesscpp.torch.apply_tesseract on a
+tesscpp.Tesseract, through tesseract_torch.apply_tesseract (0.2.0) on a
+tesseract_core.Tesseract, and through tesscpp's bridge on that
 tesseract_core.Tesseract. The case asserts the contract (torch-bridge.md §14)
-on our run; the two runs' observable results (values, gradients, dtypes,
-types, error types, requests) must then be equal.
+on each run; their observable results (values, gradients, dtypes, types,
+error types, requests) must then be equal.
 """
 
 from __future__ import annotations
@@ -176,6 +177,9 @@ class Bridge:
         return self.backends.pair(self.backend, name)
 
     def compare(self, name: str, body: Callable[[Callable, Recorder], Any]) -> Any:
+        """The case through tesscpp's bridge on tesscpp's Tesseract (asserting the
+        contract), through tesseract-torch on tesseract_core's Tesseract, and
+        through tesscpp's bridge on tesseract_core's Tesseract: all three alike."""
         ours_t, theirs_t = self.tesseracts(name)
         ours = body(tesscpp.torch.apply_tesseract, Recorder(ours_t))
         outcome, theirs = _run_reference(body, theirs_t)
@@ -184,6 +188,7 @@ class Bridge:
                 f"tesseract-torch 0.2.0 differs on this case ({type(theirs).__name__}: {theirs})"
             ) from theirs
         assert_same_observables(ours, theirs)
+        assert_same_observables(ours, body(tesscpp.torch.apply_tesseract, Recorder(theirs_t)), "on tesseract_core")
         return ours
 
 

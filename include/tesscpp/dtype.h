@@ -88,34 +88,35 @@ Result<Dtype> DtypeFromDlpack(DlpackDtype dl);
 /// DtypeOf<float>() == Dtype::kFloat32. (float16 has no C++ type here.)
 template <typename T>
 constexpr Dtype DtypeOf() {
-  if constexpr (std::is_same_v<T, bool>)
+  if constexpr (std::is_same_v<T, bool>) {
     return Dtype::kBool;
-  else if constexpr (std::is_same_v<T, int8_t>)
+  } else if constexpr (std::is_same_v<T, int8_t>) {
     return Dtype::kInt8;
-  else if constexpr (std::is_same_v<T, int16_t>)
+  } else if constexpr (std::is_same_v<T, int16_t>) {
     return Dtype::kInt16;
-  else if constexpr (std::is_same_v<T, int32_t>)
+  } else if constexpr (std::is_same_v<T, int32_t>) {
     return Dtype::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>)
+  } else if constexpr (std::is_same_v<T, int64_t>) {
     return Dtype::kInt64;
-  else if constexpr (std::is_same_v<T, uint8_t>)
+  } else if constexpr (std::is_same_v<T, uint8_t>) {
     return Dtype::kUInt8;
-  else if constexpr (std::is_same_v<T, uint16_t>)
+  } else if constexpr (std::is_same_v<T, uint16_t>) {
     return Dtype::kUInt16;
-  else if constexpr (std::is_same_v<T, uint32_t>)
+  } else if constexpr (std::is_same_v<T, uint32_t>) {
     return Dtype::kUInt32;
-  else if constexpr (std::is_same_v<T, uint64_t>)
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
     return Dtype::kUInt64;
-  else if constexpr (std::is_same_v<T, float>)
+  } else if constexpr (std::is_same_v<T, float>) {
     return Dtype::kFloat32;
-  else if constexpr (std::is_same_v<T, double>)
+  } else if constexpr (std::is_same_v<T, double>) {
     return Dtype::kFloat64;
-  else if constexpr (std::is_same_v<T, std::complex<float>>)
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
     return Dtype::kComplex64;
-  else if constexpr (std::is_same_v<T, std::complex<double>>)
+  } else if constexpr (std::is_same_v<T, std::complex<double>>) {
     return Dtype::kComplex128;
-  else
+  } else {
     static_assert(sizeof(T) == 0, "no protocol dtype for this C++ type");
+  }
 }
 
 }  // namespace tesscpp

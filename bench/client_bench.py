@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from runtime_bench import ROOT, client, fmt_time, start_python, start_tesscpp
+from runtime_bench import ROOT, client, fmt_time, server_dirs, start_python, start_tesscpp
 from tesseract_core import Tesseract
 from tesseract_core.sdk.tesseract import HTTPClient
 
@@ -77,11 +77,7 @@ def main() -> None:
     shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
     rows, goals = [], []
     with tempfile.TemporaryDirectory(dir=shm) as scratch:
-        dirs = {}
-        for name in ("cpp", "py"):
-            dirs[name] = (Path(scratch) / f"{name}-out", Path(scratch) / f"{name}-in")
-            for d in dirs[name]:
-                d.mkdir()
+        dirs = server_dirs(Path(scratch))
         servers = {}
         servers["cpp"] = start_tesscpp(args.cli, args.examples, *dirs["cpp"])
         servers["py"] = start_python(*dirs["py"])

@@ -40,6 +40,15 @@ ROOT = Path(__file__).resolve().parents[1]
 NOOP_FIXTURE = ROOT / "tests" / "fixtures" / "python" / "noop" / "tesseract_api.py"
 
 
+def server_dirs(scratch: Path) -> dict[str, tuple[Path, Path]]:
+    """An output and an input directory under `scratch` for each server ("cpp", "py")."""
+    dirs = {name: (scratch / f"{name}-out", scratch / f"{name}-in") for name in ("cpp", "py")}
+    for pair in dirs.values():
+        for d in pair:
+            d.mkdir()
+    return dirs
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -175,11 +184,7 @@ def main() -> None:
     shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
     rows = []
     with tempfile.TemporaryDirectory(dir=shm) as scratch:
-        dirs = {}
-        for name in ("cpp", "py"):
-            dirs[name] = (Path(scratch) / f"{name}-out", Path(scratch) / f"{name}-in")
-            for d in dirs[name]:
-                d.mkdir()
+        dirs = server_dirs(Path(scratch))
         cpp_url, cpp = start_tesscpp(args.cli, args.examples, *dirs["cpp"])
         py_url, py = start_python(*dirs["py"])
         try:

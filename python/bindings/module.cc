@@ -150,12 +150,12 @@ nb::object HostContiguous(nb::object array) {
 
 Tensor ImportArray(nb::handle handle, const std::vector<std::string>& path) {
   nb::object object = nb::borrow(handle);
-  // A tensor that requires grad refuses DLPack; its values are what is sent.
-  if (nb::hasattr(object, "requires_grad") && nb::cast<bool>(object.attr("requires_grad"))) {
-    object = object.attr("detach")();
-  }
   BorrowedArray array;
   if (!nb::try_cast(object, array, /*convert=*/false) || !IsCContiguousCpu(array)) {
+    // A tensor that requires grad refuses DLPack; its values are what is sent.
+    if (nb::hasattr(object, "requires_grad") && nb::cast<bool>(object.attr("requires_grad"))) {
+      object = object.attr("detach")();
+    }
     try {
       object = HostContiguous(object);
     } catch (nb::python_error& e) {
@@ -209,9 +209,11 @@ Value ToValue(nb::handle handle, std::vector<std::string>& path) {
     return Value(std::move(list));
   }
   if (PyUnicode_Check(handle.ptr())) return Value(nb::cast<std::string>(handle));
-  // Before numbers: NumPy scalars are arrays on the wire (as the SDK sends
-  // them), though np.float64 is also a Python float.
-  if (IsArrayLike(handle)) return Value(ImportArray(handle, path));
+  // Plain Python numbers before the attribute lookups of IsArrayLike, which
+  // long lists of numbers would otherwise pay per element. NumPy scalars are
+  // neither (np.float64 subclasses float, but not exactly) and go on to be
+  // arrays on the wire, as the SDK sends them.
+  if (PyFloat_CheckExact(handle.ptr())) return Value(PyFloat_AsDouble(handle.ptr()));
   if (PyLong_Check(handle.ptr())) {
     int overflow = 0;
     const long long small = PyLong_AsLongLongAndOverflow(handle.ptr(), &overflow);
@@ -223,6 +225,7 @@ Value ToValue(nb::handle handle, std::vector<std::string>& path) {
     }
     return Value(static_cast<uint64_t>(big));
   }
+  if (IsArrayLike(handle)) return Value(ImportArray(handle, path));
   if (PyFloat_Check(handle.ptr())) return Value(PyFloat_AsDouble(handle.ptr()));
   RaiseType(path, std::string("cannot send a value of type ") + nb::type_name(handle.type()).c_str());
 }

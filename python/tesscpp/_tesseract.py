@@ -92,8 +92,8 @@ def _timeouts(timeout: float | tuple[float, float] | None) -> tuple[float, float
 
 
 class _Shared:
-    """What a Tesseract and its with_encoding views share: the C++ handle's
-    session and the OpenAPI document, converted to Python once."""
+    """What a Tesseract and its with_encoding views share: the OpenAPI document,
+    converted to Python once, and the GPU transports already warned about."""
 
     def __init__(self) -> None:
         self.schema: dict | None = None

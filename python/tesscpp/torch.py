@@ -68,13 +68,16 @@ class _Templates:
     def __init__(self, schema: dict) -> None:
         schemas = schema.get("components", {}).get("schemas", {})
 
-        def templates(component: str) -> list[tuple[str, ...]]:
-            declared = schemas.get(component, {}).get("differentiable_arrays", {})
-            return [tuple(t.split(".")) for t in sorted(declared)]
+        def declared(component: str) -> dict[str, dict]:
+            return schemas.get(component, {}).get("differentiable_arrays", {})
 
-        self.inputs = templates("ApplyInputSchema")
-        self.outputs = templates("ApplyOutputSchema")
+        inputs = declared("ApplyInputSchema")
+        self.inputs = [tuple(t.split(".")) for t in sorted(inputs)]
+        self.outputs = [tuple(t.split(".")) for t in sorted(declared("ApplyOutputSchema"))]
         self._both = self.inputs + self.outputs
+        # The dtype each input template declares: a device transport sends the
+        # bytes as they are, so tensors are cast to it first.
+        self.input_dtypes = {tuple(t.split(".")): _torch_dtype(spec.get("dtype")) for t, spec in inputs.items()}
 
     def reaches_below(self, path: LeafPath) -> bool:
         """Whether a template is longer than ``path`` and matches it so far."""
@@ -86,6 +89,17 @@ class _Templates:
     @staticmethod
     def wire_name(path: LeafPath, templates: list[tuple[str, ...]]) -> str | None:
         """The gradient endpoints' name for ``path``, or None if no template covers it."""
+        match = _Templates.match(path, templates)
+        return None if match is None else match[0]
+
+    def input_slot(self, path: LeafPath) -> tuple[str, torch.dtype | None] | None:
+        """Wire name and declared dtype of a differentiable input leaf, or None."""
+        match = _Templates.match(path, self.inputs)
+        return None if match is None else (match[0], self.input_dtypes[match[1]])
+
+    @staticmethod
+    def match(path: LeafPath, templates: list[tuple[str, ...]]) -> tuple[str, tuple[str, ...]] | None:
+        """The wire name of ``path`` and the template covering it, or None."""
         for template in templates:
             if len(template) != len(path):
                 continue
@@ -100,8 +114,13 @@ class _Templates:
                 else:
                     break
             else:
-                return ".".join(parts)
+                return ".".join(parts), template
         return None
+
+
+def _torch_dtype(name: Any) -> torch.dtype | None:
+    dtype = getattr(torch, str(name), None)
+    return dtype if isinstance(dtype, torch.dtype) else None
 
 
 # Parsed templates per OpenAPI document. Clients hand out the same dict for as
@@ -242,21 +261,6 @@ def _is_zero(tensor: torch.Tensor | None) -> bool:
         return True
     _require_storage(tensor)
     return not bool(tensor.any())
-
-
-def _schema_dtype(schema: dict, wire: str) -> torch.dtype | None:
-    """The torch dtype the schema declares for a differentiable input leaf."""
-    declared = (
-        schema.get("components", {})
-        .get("schemas", {})
-        .get("ApplyInputSchema", {})
-        .get("differentiable_arrays", {})
-    )
-    for template, spec in declared.items():
-        if _Templates.wire_name(tuple(wire.split(".")), [tuple(template.split("."))]):
-            dtype = getattr(torch, str(spec.get("dtype")), None)
-            return dtype if isinstance(dtype, torch.dtype) else None
-    return None
 
 
 # ---------------------------------------------------------------------------
@@ -505,22 +509,23 @@ def apply_tesseract(tesseract: Any, inputs: dict[str, Any], *, gpu_transport: st
     if not isinstance(inputs, dict):
         raise TypeError(f"apply_tesseract takes the inputs as a dict, not {type(inputs).__name__}")
 
-    schema = tesseract.openapi_schema
-    templates = _templates_of(schema)
+    templates = _templates_of(tesseract.openapi_schema)
     order: list[LeafPath] = []
     static: dict[LeafPath, Any] = {}
     slot_paths: list[LeafPath] = []
     slot_wires: list[str] = []
+    slot_dtypes: list[torch.dtype | None] = []
     slot_tensors: list[torch.Tensor] = []
     has_cuda = False
     for path, value in _flatten(inputs, templates):
         order.append(path)
         if isinstance(value, torch.Tensor):
             has_cuda = has_cuda or value.is_cuda
-            wire = _Templates.wire_name(path, templates.inputs)
-            if wire is not None:
+            slot = templates.input_slot(path)
+            if slot is not None:
                 slot_paths.append(path)
-                slot_wires.append(wire)
+                slot_wires.append(slot[0])
+                slot_dtypes.append(slot[1])
                 slot_tensors.append(value)
                 continue
         static[path] = value
@@ -540,7 +545,7 @@ def apply_tesseract(tesseract: Any, inputs: dict[str, Any], *, gpu_transport: st
         static=static,
         slot_paths=slot_paths,
         slot_wires=slot_wires,
-        slot_dtypes=[_schema_dtype(schema, w) for w in slot_wires] if on_device else [None] * len(slot_wires),
+        slot_dtypes=slot_dtypes,
     )
     output_tensors = _TesseractFunction.apply(call, *slot_tensors)
     by_path = dict(zip(call.output_paths, output_tensors))

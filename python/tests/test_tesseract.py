@@ -91,9 +91,7 @@ def test_arrays_cross_without_copies_in_process():
 )
 @pytest.mark.parametrize("how", ["in-process", "served"])
 def test_every_array_kind_round_trips(array, how, request):
-    t = Tesseract.from_library(example("noop"))
-    if how == "served":
-        t = request.getfixturevalue("served_noop")
+    t = request.getfixturevalue("served_noop") if how == "served" else Tesseract.from_library(example("noop"))
     expected = np.asarray(array)
     expected = expected.astype(expected.dtype.newbyteorder("="))
     out = t.apply({"x": array})["x"]

@@ -9,3 +9,18 @@ endif()
 if(TESS_BUILD_BENCH AND NOT TESS_FUZZ)
   find_package(benchmark REQUIRED)
 endif()
+
+# CUDA (optional): the runtime API from the toolkit, for the cuda module. AUTO
+# builds it whenever a toolkit is found (CI has one without a GPU).
+set(TESSCPP_CUDA AUTO CACHE STRING "Build the CUDA module: AUTO | ON | OFF")
+if(NOT TESSCPP_CUDA STREQUAL "OFF")
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    set(TESSCPP_CUDA ON)
+  elseif(TESSCPP_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TESSCPP_CUDA=ON but no CUDA toolkit was found (set CUDAToolkit_ROOT)")
+  else()
+    set(TESSCPP_CUDA OFF)
+  endif()
+endif()
+message(STATUS "tesscpp: CUDA module ${TESSCPP_CUDA}")

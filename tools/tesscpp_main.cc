@@ -15,6 +15,7 @@
 #include "tesscpp/client.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
+#include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
 #include "tesscpp/runtime.h"
 
@@ -29,6 +30,7 @@ struct CommonOptions {
   std::optional<std::string> output_path;
   std::optional<std::string> input_path;
   std::optional<std::string> output_file;
+  std::optional<std::string> gpu_transport;
   bool debug = false;
 };
 
@@ -37,6 +39,8 @@ void AddCommonOptions(CLI::App* command, CommonOptions& o) {
   command->add_option("--output-format", o.output_format, "json, json+base64 or json+binref");
   command->add_option("--output-path", o.output_path, "Directory for run directories and binref outputs");
   command->add_option("--input-path", o.input_path, "Directory relative binref inputs are read from");
+  command->add_option("--gpu-transport", o.gpu_transport,
+                      "none or cuda_ipc: CUDA arrays in and out by IPC handle (TESSERACT_GPU_TRANSPORT)");
   command->add_flag("--debug", o.debug, "Tracebacks in 500 responses and the /test endpoint");
 }
 
@@ -56,6 +60,7 @@ Result<std::unique_ptr<tesscpp::Runtime>> MakeRuntime(
   if (o.input_path) config.input_path = std::filesystem::absolute(*o.input_path).lexically_normal().string();
   if (o.output_file) config.output_file = *o.output_file;
   if (o.debug) config.debug = true;
+  if (o.gpu_transport) config.gpu_transport = *o.gpu_transport;
   TESS_ASSIGN_OR_RETURN(*library, tesscpp::ComponentLibrary::Open(o.library));
   // The component lives as long as its library: share the library's lifetime.
   std::shared_ptr<const tesscpp::Component> component(*library, &(*library)->component());
@@ -112,6 +117,20 @@ int Serve(const CommonOptions& o, const tesscpp::HttpServerOptions& server_optio
   std::shared_ptr<const tesscpp::ComponentLibrary> library;
   auto runtime = MakeRuntime(o, &library);
   if (!runtime.ok()) return Fail(runtime.status());
+  const std::string& transport = (*runtime)->config().gpu_transport;
+  if (transport != "none" && server_options.num_workers > 1) {
+    // Exports of clients that never acknowledge are freed at the next call,
+    // which is only safe when calls come one at a time.
+    return Fail(Status::InvalidArgument("gpu_transport='", transport,
+                                        "' cannot be served by more than one worker (got num_workers=",
+                                        server_options.num_workers, ")."));
+  }
+  if (transport != "none") {
+    if (Status cuda = tesscpp::cuda::CheckAvailable(); !cuda.ok()) {
+      std::cerr << "tesscpp: warning: gpu_transport='" << transport
+                << "' is enabled, but GPU arrays cannot be read here: " << cuda.message() << "\n";
+    }
+  }
   auto server = tesscpp::HttpServer::Start(**runtime, server_options);
   if (!server.ok()) return Fail(server.status());
   std::cout << "tesscpp: serving " << library->component().name() << " on http://" << server_options.host
@@ -294,7 +313,7 @@ int main(int argc, char** argv) {
   tesscpp::RequestedEncoding& encoding = call_options.client.encoding;
   call->add_option("--output-format", encoding.output_format, "json, json+base64 or json+binref");
   call->add_option("--compression", encoding.compression, "none or lz4");
-  call->add_option("--gpu-transport", encoding.gpu_transport, "none (cuda_ipc with the GPU build)");
+  call->add_option("--gpu-transport", encoding.gpu_transport, "none or cuda_ipc (CUDA arrays by IPC handle)");
   call->add_option("--server-output-path", call_options.client.server_output_path,
                    "The server's output directory, as seen here (json+binref outputs)");
   call->add_option("--server-input-path", call_options.client.server_input_path,

@@ -146,6 +146,21 @@ struct LibraryOptions {
   LogSink stream_logs;
 };
 
+/// \brief The outcome of the GPU transport check exchange (see
+/// Tesseract::CheckGpuTransport).
+struct GpuTransportCheck {
+  bool works = false;
+  std::string reason;  ///< why not, when it does not work
+};
+
+/// \brief What Tesseract::ResolveGpuTransport chose.
+struct GpuTransportChoice {
+  std::string transport;  ///< "none" or the transport GPU arrays travel by
+  /// Set when the server offers a transport that failed the check, so GPU
+  /// arrays are copied to the host: the reason, for one warning.
+  std::optional<std::string> fallback_reason;
+};
+
 /// \brief The answer of the debug-mode /test endpoint.
 struct TestOutcome {
   std::string status;   ///< "passed", "failed" or "error"
@@ -217,6 +232,22 @@ class Tesseract {
   /// cannot provide it (checked now, against its advertised capabilities).
   Result<Tesseract> WithEncoding(const RequestedEncoding& encoding) const;
   const RequestedEncoding& current_encoding() const { return encoding_; }
+
+  /// \brief Whether `transport` ("cuda_ipc") works between this process and
+  /// the server, found by trying (tesseract-core 1.15's /check_gpu_transport):
+  /// 256 random bytes exported from this thread's current device must be read
+  /// back reversed from the server's export. Run once per connection and
+  /// transport, failures included; "none" always works. kInvalidArgument when
+  /// the server does not offer it; an HTTP error is returned (not cached).
+  /// In-process Tesseracts need no check.
+  Result<GpuTransportCheck> CheckGpuTransport(const std::string& transport) const;
+
+  /// \brief The transport GPU arrays should travel by, as the SDK's
+  /// resolve_gpu_transport: a handle that requests one gets it if the check
+  /// passes (kNotAcceptable naming the reason otherwise); a handle that
+  /// requests none gets "cuda_ipc" when the server offers it and the check
+  /// passes, else "none" with the reason set. In-process: the configured one.
+  Result<GpuTransportChoice> ResolveGpuTransport() const;
 
   /// \brief For FromSource: stops the server and removes its temporary
   /// directories now. kInvalidArgument when there is no server of its own to stop.

@@ -69,6 +69,13 @@ class Component {
   Component& Jacobian(JacobianFn fn, std::string doc = "");
   Component& JacobianVectorProduct(JvpFn fn, std::string doc = "");
   Component& VectorJacobianProduct(VjpFn fn, std::string doc = "");
+  /// \brief Declares that the endpoints handle CUDA tensors (reading them with
+  /// CUDA code, or checking Tensor::device()). Without it, CUDA inputs that
+  /// arrive by a GPU transport are copied to the host before the call.
+  Component& AcceptDeviceArrays(bool accept = true) {
+    accepts_device_arrays_ = accept;
+    return *this;
+  }
 
   /// \name What the runtime reads once the component is built.
   /// @{
@@ -79,6 +86,7 @@ class Component {
   const Endpoint<JacobianFn>& jacobian() const { return jacobian_; }
   const Endpoint<JvpFn>& jacobian_vector_product() const { return jvp_; }
   const Endpoint<VjpFn>& vector_jacobian_product() const { return vjp_; }
+  bool accepts_device_arrays() const { return accepts_device_arrays_; }
   /// @}
 
  private:
@@ -92,6 +100,7 @@ class Component {
   Endpoint<JacobianFn> jacobian_;
   Endpoint<JvpFn> jvp_;
   Endpoint<VjpFn> vjp_;
+  bool accepts_device_arrays_ = false;
 };
 
 }  // namespace tesscpp

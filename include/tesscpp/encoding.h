@@ -52,6 +52,10 @@ struct ArrayDecodeOptions {
   /// truncates while the tensors live (SIGBUS otherwise): the client's opt-in
   /// binref pool, which unlinks them after decoding.
   std::vector<std::string>* borrowed_binref_files = nullptr;
+  /// Whether cuda_ipc arrays are read (the GPU transport is enabled): each is
+  /// copied out of the peer's memory into a CUDA tensor this process owns.
+  /// Otherwise they are refused as the reference refuses them.
+  bool cuda_ipc = false;
 };
 
 /// \brief Where binref arrays are written: Append stores bytes and returns the
@@ -99,6 +103,11 @@ struct ArrayEncodeOptions {
   BinrefSink* binref = nullptr;
   /// Write "object_type": "array". Servers always do; the SDK omits it in requests.
   bool object_type = true;
+  /// When set (the cuda_ipc transport was negotiated), CUDA tensors go out as
+  /// cuda_ipc descriptors (always with "object_type") and what the peer may
+  /// still read is appended here, to be kept until the peer is done. When null,
+  /// CUDA tensors are copied to the host and written with `encoding`.
+  std::vector<std::shared_ptr<void>>* device_exports = nullptr;
 };
 
 /// \brief Decodes an arraydict held as a Value dict. kValidationError for

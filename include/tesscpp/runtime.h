@@ -34,7 +34,8 @@ struct RuntimeConfig {
   std::string compression = "none";        ///< TESSERACT_COMPRESSION ("none" or "lz4")
   bool profiling = false;                  ///< TESSERACT_PROFILING: timings into the run log
   bool tracing = false;                    ///< TESSERACT_TRACING: requests and results to stderr
-  std::string gpu_transport = "none";      ///< TESSERACT_GPU_TRANSPORT (only "none" so far)
+  std::string gpu_transport = "none";      ///< TESSERACT_GPU_TRANSPORT: "none" or "cuda_ipc"
+  double cuda_ipc_pool_fraction = 0.25;    ///< TESSERACT_CUDA_IPC_POOL_FRACTION, in [0, 1]
   std::string output_file;                 ///< TESSERACT_OUTPUT_FILE (one-shot commands only)
 
   /// \brief Defaults overridden by the environment: TESSERACT_RUNTIME_<X> wins
@@ -61,6 +62,9 @@ struct RuntimeRequest {
   std::optional<std::string> content_type;
   /// The body (padded buffers are parsed in place).
   Buffer body;
+  /// The Tesseract-Exports-Done header (the first one); nullopt when absent.
+  /// Its presence marks a client that acknowledges GPU exports.
+  std::optional<std::string> exports_done;
 };
 
 struct RuntimeResponse {

@@ -15,6 +15,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include <memory>
@@ -24,6 +25,8 @@
 #include <vector>
 
 #include "tesscpp/client.h"
+#include "tesscpp/cuda.h"
+#include "tesscpp/cuda_transfer.h"
 #include "tesscpp/validation.h"
 #include "tesscpp/value.h"
 
@@ -126,14 +129,21 @@ std::string PathText(const std::vector<std::string>& path) {
 
 using BorrowedArray = nb::ndarray<nb::ro>;
 
-bool IsCContiguousCpu(const BorrowedArray& array) {
-  if (array.device_type() != nb::device::cpu::value) return false;
+bool IsCContiguous(const BorrowedArray& array) {
   int64_t expected = 1;
   for (size_t d = array.ndim(); d-- > 0;) {
     if (array.shape(d) != 1 && array.stride(d) != expected) return false;
     expected *= static_cast<int64_t>(array.shape(d));
   }
   return true;
+}
+
+// CUDA arrays are passed on as CUDA tensors where this process can use CUDA
+// (the client then sends them by IPC handle, or copies them to the host
+// itself); elsewhere they go through the framework's own host copy.
+bool CudaUsable() {
+  static const bool usable = cuda::CheckAvailable().ok();
+  return usable;
 }
 
 // The array's values as a C-contiguous, native-endian host array: a copy made
@@ -148,21 +158,9 @@ nb::object HostContiguous(nb::object array) {
   return numpy.attr("ascontiguousarray")(host);
 }
 
-Tensor ImportArray(nb::handle handle, const std::vector<std::string>& path) {
-  nb::object object = nb::borrow(handle);
-  BorrowedArray array;
-  if (!nb::try_cast(object, array, /*convert=*/false) || !IsCContiguousCpu(array)) {
-    // A tensor that requires grad refuses DLPack; its values are what is sent.
-    if (nb::hasattr(object, "requires_grad") && nb::cast<bool>(object.attr("requires_grad"))) {
-      object = object.attr("detach")();
-    }
-    try {
-      object = HostContiguous(object);
-    } catch (nb::python_error& e) {
-      RaiseType(path, std::string("cannot read this array: ") + e.what());
-    }
-    if (!nb::try_cast(object, array, /*convert=*/false)) RaiseType(path, "cannot read this array");
-  }
+// A Tensor over the array's memory; the DLPack export is released with the
+// last Buffer copy.
+Tensor BorrowArray(BorrowedArray array, Device device, const std::vector<std::string>& path) {
   const nb::dlpack::dtype dl = array.dtype();
   Result<Dtype> dtype = DtypeFromDlpack(DlpackDtype{dl.code, dl.bits, dl.lanes});
   if (!dtype.ok()) RaiseType(path, dtype.status().message());
@@ -171,11 +169,39 @@ Tensor ImportArray(nb::handle handle, const std::vector<std::string>& path) {
   Result<Shape> shape = Shape::Make(std::move(dims));
   if (!shape.ok()) RaiseType(path, shape.status().message());
   const auto nbytes = static_cast<int64_t>(array.nbytes());
-  // The Tensor borrows the array's memory; the DLPack export is released with
-  // the last Buffer copy.
   std::shared_ptr<BorrowedArray> owner = GilShared(std::move(array));
   Buffer buffer = Buffer::Wrap(const_cast<void*>(owner->data()), nbytes, owner);
-  return Unwrap(Tensor::Make(*dtype, *std::move(shape), std::move(buffer)));
+  return Unwrap(Tensor::Make(*dtype, *std::move(shape), std::move(buffer), device));
+}
+
+Tensor ImportArray(nb::handle handle, const std::vector<std::string>& path) {
+  nb::object object = nb::borrow(handle);
+  BorrowedArray array;
+  bool borrowed = nb::try_cast(object, array, /*convert=*/false);
+  if (!borrowed && nb::hasattr(object, "requires_grad") && nb::cast<bool>(object.attr("requires_grad"))) {
+    // A tensor that requires grad refuses DLPack; its values are what is sent.
+    object = object.attr("detach")();
+    borrowed = nb::try_cast(object, array, /*convert=*/false);
+  }
+  if (borrowed && array.device_type() == nb::device::cuda::value && CudaUsable()) {
+    if (!IsCContiguous(array) && nb::hasattr(object, "contiguous")) {
+      object = object.attr("contiguous")();  // on the device, as the SDK does
+      borrowed = nb::try_cast(object, array, /*convert=*/false);
+    }
+    if (borrowed && IsCContiguous(array)) {
+      const auto ordinal = static_cast<int32_t>(array.device_id());
+      return BorrowArray(std::move(array), Device::CUDA(ordinal), path);
+    }
+  }
+  if (!borrowed || array.device_type() != nb::device::cpu::value || !IsCContiguous(array)) {
+    try {
+      object = HostContiguous(object);
+    } catch (nb::python_error& e) {
+      RaiseType(path, std::string("cannot read this array: ") + e.what());
+    }
+    if (!nb::try_cast(object, array, /*convert=*/false)) RaiseType(path, "cannot read this array");
+  }
+  return BorrowArray(std::move(array), Device::CPU(), path);
 }
 
 bool IsArrayLike(nb::handle handle) {
@@ -238,8 +264,39 @@ Value ToValue(nb::handle handle) {
 // ---------------------------------------------------------------------------
 // Value -> Python
 
-nb::object ExportArray(const Tensor& tensor) {
+// A CUDA tensor handed to Python: tesscpp._tesscpp.DeviceArray, which
+// frameworks adopt without a copy through DLPack or the CUDA array interface.
+// Its bytes are complete when it is made (the transport synchronised its
+// copy), so it names no stream and needs none from its consumer.
+struct DeviceArray {
+  Tensor tensor;
+};
+
+// A DLPack capsule over the tensor, keeping the C++ buffer alive.
+nb::object DlpackCapsule(const Tensor& tensor) {
   std::vector<size_t> shape(tensor.shape().dims().begin(), tensor.shape().dims().end());
+  const DlpackDtype dl = ToDlpack(tensor.dtype());
+  auto* keep = new Buffer(tensor.buffer());
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
+  const bool cuda = tensor.device().type == DeviceType::kCUDA;
+  nb::ndarray<> array(tensor.data(), shape.size(), shape.data(), owner, nullptr,
+                      nb::dlpack::dtype{dl.code, dl.bits, dl.lanes},
+                      cuda ? nb::device::cuda::value : nb::device::cpu::value, tensor.device().id);
+  return array.cast();
+}
+
+// NumPy's typestr of the dtype ("<f4", "|b1"), for the CUDA array interface.
+std::string Typestr(Dtype dtype) {
+  const DlpackDtype dl = ToDlpack(dtype);
+  const char kind = dl.code == 0 ? 'i' : dl.code == 1 ? 'u' : dl.code == 2 ? 'f' : dl.code == 5 ? 'c' : 'b';
+  const int itemsize = dl.bits / 8;
+  return std::string(itemsize == 1 ? "|" : "<") + kind + std::to_string(itemsize);
+}
+
+nb::object ExportArray(const Tensor& tensor) {
+  if (tensor.device().type == DeviceType::kCUDA) return nb::cast(DeviceArray{tensor});
+  std::vector<size_t> shape(tensor.shape().dims().begin(), tensor.shape().dims().end());
+  const DlpackDtype dl = ToDlpack(tensor.dtype());
   if (tensor.nbytes() == 0) {
     return NumpyModule().attr("empty")(nb::tuple(nb::cast(shape)), nb::str(std::string(DtypeName(tensor.dtype())).c_str()));
   }
@@ -247,7 +304,6 @@ nb::object ExportArray(const Tensor& tensor) {
   // belongs to the caller alone.
   auto* keep = new Buffer(tensor.buffer());
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
-  const DlpackDtype dl = ToDlpack(tensor.dtype());
   nb::ndarray<nb::numpy> array(tensor.data(), shape.size(), shape.data(), owner, nullptr,
                                nb::dlpack::dtype{dl.code, dl.bits, dl.lanes});
   return array.cast();
@@ -330,6 +386,99 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
 
   ValidationFailureType() = nb::borrow(PyErr_NewException("tesscpp._tesscpp.ValidationFailure", PyExc_ValueError, nullptr));
   m.attr("ValidationFailure") = ValidationFailureType();
+
+  nb::class_<DeviceArray>(m, "DeviceArray",
+                          "A CUDA array a Tesseract returned, owned by tesscpp. torch.from_dlpack, "
+                          "cupy.asarray and jax.dlpack.from_dlpack adopt it without a copy.")
+      .def(
+          "__dlpack__",
+          [](const DeviceArray& a, const nb::object& /*stream*/, const nb::object& /*max_version*/,
+             const nb::object& dl_device, const nb::object& copy) {
+            // Whatever the consumer's stream, the bytes are already complete.
+            if (!copy.is_none() && nb::cast<bool>(copy)) {
+              throw nb::buffer_error("tesscpp.DeviceArray.__dlpack__: copy=True is not supported");
+            }
+            if (!dl_device.is_none()) {
+              auto wanted = nb::cast<std::pair<int, int>>(dl_device);
+              if (wanted.first != static_cast<int>(DeviceType::kCUDA) || wanted.second != a.tensor.device().id) {
+                throw nb::buffer_error("tesscpp.DeviceArray.__dlpack__: the array cannot move to dl_device");
+              }
+            }
+            return DlpackCapsule(a.tensor);
+          },
+          nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
+          nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none())
+      .def("__dlpack_device__",
+           [](const DeviceArray& a) { return std::make_pair(static_cast<int>(DeviceType::kCUDA), a.tensor.device().id); })
+      .def_prop_ro("__cuda_array_interface__",
+                   [](const DeviceArray& a) {
+                     nb::dict cai;
+                     cai["shape"] = nb::tuple(nb::cast(std::vector<int64_t>(a.tensor.shape().dims().begin(),
+                                                                             a.tensor.shape().dims().end())));
+                     cai["typestr"] = Typestr(a.tensor.dtype());
+                     const auto pointer = a.tensor.nbytes() == 0 ? 0 : reinterpret_cast<uintptr_t>(a.tensor.data());
+                     cai["data"] = nb::make_tuple(pointer, false);
+                     cai["strides"] = nb::none();
+                     cai["version"] = 3;
+                     return cai;
+                   })
+      .def_prop_ro("shape",
+                   [](const DeviceArray& a) {
+                     return nb::tuple(nb::cast(
+                         std::vector<int64_t>(a.tensor.shape().dims().begin(), a.tensor.shape().dims().end())));
+                   })
+      .def_prop_ro("dtype", [](const DeviceArray& a) { return std::string(DtypeName(a.tensor.dtype())); })
+      .def_prop_ro("device", [](const DeviceArray& a) { return a.tensor.device().id; })
+      .def("copy_to_host",
+           [](const DeviceArray& a) {
+             std::optional<Result<Tensor>> host;
+             {
+               nb::gil_scoped_release release;
+               host.emplace(cuda::CopyToHost(a.tensor));
+             }
+             return ExportArray(Unwrap(*std::move(host)));
+           },
+           "A NumPy copy of the array.")
+      .def(
+          "__array__",
+          [](const nb::object& self, const nb::object& dtype, const nb::object& /*copy*/) {
+            nb::object host = self.attr("copy_to_host")();  // always a copy: the bytes are on the device
+            return dtype.is_none() ? host : host.attr("astype")(dtype);
+          },
+          nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+      .def("__repr__", [](const DeviceArray& a) {
+        return "tesscpp.DeviceArray(shape=" + a.tensor.shape().ToString() + ", dtype=" +
+               std::string(DtypeName(a.tensor.dtype())) + ", device=cuda:" + std::to_string(a.tensor.device().id) +
+               ")";
+      });
+
+  nb::class_<cuda::TransferDone>(m, "_TransferDone")
+      .def("wait", [](cuda::TransferDone& done) {
+        Status waited;
+        {
+          nb::gil_scoped_release release;
+          waited = done.Wait();
+        }
+        Check(waited);
+      });
+  m.def(
+      "_copy_h2d",
+      [](const std::vector<std::tuple<uintptr_t, uintptr_t, int64_t, bool>>& copies, int device,
+         uintptr_t consumer_stream) {
+        std::vector<cuda::HostToDeviceCopy> planned;
+        planned.reserve(copies.size());
+        for (const auto& [source, destination, nbytes, pinned] : copies) {
+          planned.push_back({reinterpret_cast<const void*>(source), reinterpret_cast<void*>(destination), nbytes, pinned});
+        }
+        std::optional<Result<std::unique_ptr<cuda::TransferDone>>> done;
+        {
+          nb::gil_scoped_release release;
+          done.emplace(cuda::CopyHostToDevice(planned, device, consumer_stream));
+        }
+        return Unwrap(*std::move(done));
+      },
+      nb::arg("copies"), nb::arg("device"), nb::arg("consumer_stream"),
+      "Copies (source, destination, nbytes, source_pinned) host ranges to `device` (see tesscpp.cuda).");
 
   nb::class_<Tesseract>(m, "_Tesseract")
       .def_static(
@@ -486,6 +635,26 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
            [](const Tesseract& t) {
              const RequestedEncoding& e = t.current_encoding();
              return std::make_tuple(e.output_format, e.gpu_transport, e.compression);
+           })
+      .def("check_gpu_transport",
+           [](const Tesseract& t, const std::string& transport) {
+             std::optional<Result<GpuTransportCheck>> check;
+             {
+               nb::gil_scoped_release release;
+               check.emplace(t.CheckGpuTransport(transport));
+             }
+             GpuTransportCheck done = Unwrap(*std::move(check));
+             return std::make_pair(done.works, done.reason);
+           })
+      .def("resolve_gpu_transport",
+           [](const Tesseract& t) {
+             std::optional<Result<GpuTransportChoice>> choice;
+             {
+               nb::gil_scoped_release release;
+               choice.emplace(t.ResolveGpuTransport());
+             }
+             GpuTransportChoice done = Unwrap(*std::move(choice));
+             return std::make_pair(done.transport, done.fallback_reason);
            })
       .def("teardown",
            [](Tesseract& t) {

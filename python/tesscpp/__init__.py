@@ -3,11 +3,14 @@
 ``tesscpp.Tesseract`` mirrors ``tesseract_core.Tesseract`` (from_url,
 from_source, endpoints, with_encoding, ...) and adds ``from_library`` for C++
 components loaded into this process. ``tesscpp.torch.apply_tesseract`` makes
-any Tesseract a differentiable PyTorch operation.
+any Tesseract a differentiable PyTorch operation. CUDA arrays a Tesseract
+returns over the cuda_ipc transport are ``tesscpp.DeviceArray`` objects, which
+frameworks adopt through DLPack or the CUDA array interface.
 """
 
+from ._tesscpp import DeviceArray
 from ._tesseract import RequestedEncoding, ServerCapabilities, Tesseract
 
 __version__ = "0.1.0"
 
-__all__ = ["RequestedEncoding", "ServerCapabilities", "Tesseract", "__version__"]
+__all__ = ["DeviceArray", "RequestedEncoding", "ServerCapabilities", "Tesseract", "__version__"]

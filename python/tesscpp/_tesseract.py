@@ -348,35 +348,24 @@ class Tesseract:
     def resolve_gpu_transport(self) -> str:
         """The GPU transport calls through this Tesseract should use for GPU arrays.
 
-        This build of tesscpp cannot exchange GPU arrays by reference yet, so a
-        requested transport other than ``none`` raises RuntimeError, a
-        transport the server merely offers gets a one-time warning, and GPU
-        arrays are copied to the host (``none``). In-process Tesseracts return
-        the transport they were created with.
+        As tesseract-core 1.15: a Tesseract that requests a transport gets it
+        if the check exchange with the server passes, and RuntimeError
+        otherwise; one that requests none gets ``cuda_ipc`` when the server
+        offers it and the check passes, else ``none`` (GPU arrays copied to
+        the host) with a one-time warning. The check runs once per connection.
+        In-process Tesseracts return the transport they were created with.
         """
-        requested = self.current_encoding.gpu_transport
-        if self._in_process:
-            return requested or "none"
-        if requested not in (None, "none"):
-            raise RuntimeError(
-                f"gpu_transport={requested!r} was requested, but it does not work between "
-                "this process and the Tesseract: this tesscpp client cannot pass GPU "
-                "arrays by reference yet. Request gpu_transport='none' to copy GPU "
-                "arrays to the host."
+        transport, fallback_reason = self._client.resolve_gpu_transport()
+        if fallback_reason is not None and "cuda_ipc" not in self._shared.warned_transports:
+            self._shared.warned_transports.add("cuda_ipc")
+            warnings.warn(
+                f"The Tesseract at {self._url} offers gpu_transport='cuda_ipc', but it does not "
+                "work from this process, so GPU arrays are copied to the host instead: "
+                f"{fallback_reason}",
+                UserWarning,
+                stacklevel=2,
             )
-        capabilities = self.server_capabilities
-        offered = (capabilities.gpu_transports or ()) if capabilities else ()
-        for transport in offered:
-            if transport != "none" and transport not in self._shared.warned_transports:
-                self._shared.warned_transports.add(transport)
-                warnings.warn(
-                    f"The Tesseract at {self._url} offers gpu_transport={transport!r}, but "
-                    "it does not work from this process, so GPU arrays are copied to the "
-                    "host instead: this tesscpp client cannot pass GPU arrays by reference yet.",
-                    UserWarning,
-                    stacklevel=2,
-                )
-        return "none"
+        return transport
 
     # -- endpoints -------------------------------------------------------------
 

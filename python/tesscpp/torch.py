@@ -29,6 +29,9 @@ import torch
 
 __all__ = ["apply_tesseract"]
 
+# DLPack's device type of CUDA memory (kDLCUDA).
+_DLPACK_CUDA = 2
+
 # Values of apply_tesseract's gpu_transport this bridge can drive.
 SUPPORTED_GPU_TRANSPORTS = ("none", "cuda_ipc")
 
@@ -240,12 +243,23 @@ def _without_tensors(value: Any) -> Any:
     return value
 
 
+def _is_device_array(value: Any) -> bool:
+    """A GPU array from a client: tesscpp's DLPack arrays on a CUDA device, or
+    tesseract-core's IpcDeviceArray (which also has the CUDA array interface)."""
+    if isinstance(value, torch.Tensor) or isinstance(value, np.ndarray):
+        return False
+    if hasattr(value, "__cuda_array_interface__"):
+        return True
+    device = getattr(value, "__dlpack_device__", None)
+    return device is not None and device()[0] == _DLPACK_CUDA
+
+
 def _as_tensor(value: Any) -> torch.Tensor:
     """A decoded output as a tensor: device arrays adopted through DLPack, NumPy
     arrays wrapped without a copy when writable (copied once otherwise)."""
     if isinstance(value, torch.Tensor):
         return value
-    if hasattr(value, "__cuda_array_interface__"):
+    if _is_device_array(value):
         return torch.from_dlpack(value)
     array = np.asarray(value)
     if not array.dtype.isnative:
@@ -556,7 +570,7 @@ def apply_tesseract(tesseract: Any, inputs: dict[str, Any], *, gpu_transport: st
 
 def _adopt_device_arrays(value: Any) -> Any:
     """Device arrays in non-differentiable outputs become CUDA tensors (no copy)."""
-    if hasattr(value, "__cuda_array_interface__") and not isinstance(value, torch.Tensor):
+    if _is_device_array(value):
         return torch.from_dlpack(value)
     if isinstance(value, dict):
         return {key: _adopt_device_arrays(child) for key, child in value.items()}

@@ -1,26 +1,39 @@
 #!/usr/bin/env bash
 # Run on the GPU machine from the repository root, with .devdeps carried (see
-# prepare.sh): builds the Python module, the CLI and the bridge fixtures in
-# /tmp/tesscpp-build and runs the Python tests that need a GPU. Logs go to
-# $OUT when it is set.
+# prepare.sh): builds tesscpp with CUDA in /tmp/tesscpp-build, runs the C++
+# CUDA tests and the Python GPU tests, then (with --bench) the cuda_ipc and
+# host-to-device benchmarks. Logs and results go to $OUT when it is set.
 set -euo pipefail
 root=$PWD
 deps="$root/.devdeps/root/usr"
 out=${OUT:-/tmp}
 build=/tmp/tesscpp-build
-export PYTHONUNBUFFERED=1 LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if ! python3 -c 'import pytest' 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$root"/.devdeps/whl/*.whl
-  export PYTHONPATH=/tmp/site
-fi
+bench=0
+[[ "${1:-}" == "--bench" ]] && { bench=1; shift; }
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# pytest (if missing) and tesseract-core 1.15 with what it needs beyond the image.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+  "$root"/.devdeps/whl-tc/*.whl $(python3 -c 'import pytest' 2>/dev/null || echo "$root"/.devdeps/whl/*.whl)
+export PYTHONPATH=/tmp/site
 cmake -S "$root" -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++-12 \
   -DCMAKE_PREFIX_PATH="$deps" -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" \
-  -DPython_EXECUTABLE="$(command -v python3)" -DTESS_BUILD_BENCH=OFF >"$out/configure.log" 2>&1 \
+  -DPython_EXECUTABLE="$(command -v python3)" -DTESS_BUILD_BENCH=OFF -DTESSCPP_CUDA=ON >"$out/configure.log" 2>&1 \
   || { tail -30 "$out/configure.log"; exit 1; }
-make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli bridge_vec bridge_nl >"$out/build.log" 2>&1 \
+make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_runtime_tests noop \
+  bridge_vec bridge_nl bridge_devid >"$out/build.log" 2>&1 \
   || { grep -E "error" -A3 "$out/build.log" | head -40; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+"$build/bin/tesscpp_cuda_tests" 2>&1 | tail -4
+"$build/bin/tesscpp_runtime_tests" --gtest_filter='GpuTransport*:ExportRegistry*' 2>&1 | tail -3
 cd "$build"
-PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" TESSCPP_BRIDGE_FIXTURES="$build/python/fixtures" \
-  python3 -m pytest -v -p no:cacheprovider --noconftest "$root/python/tests/test_gpu_host_path.py" "$@" 2>&1 \
-  | tee "$out/pytest.log"
+export PYTHONPATH="$build/python:$PYTHONPATH" TESSCPP_BRIDGE_FIXTURES="$build/python/fixtures" \
+  TESSCPP_EXAMPLES="$build/examples" TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$build/bin/tesscpp"
+status=0
+python3 -m pytest -q -p no:cacheprovider --noconftest -rs -s "$root/python/tests/test_gpu_host_path.py" \
+  "$root/python/tests/test_gpu_transport.py" "$root/python/tests/test_gpu_transfer.py" "$@" 2>&1 | tee "$out/pytest.log" | grep -v "^\.*$" | tail -60 \
+  || status=1
+if [[ $bench == 1 ]]; then
+  python3 "$root/bench/gpu_transport_bench.py" --examples "$build/examples" --out "$out/gpu-bench.md" 2>&1 | tail -20
+  python3 "$root/bench/h2d_bench.py" --out "$out/h2d-bench.md" 2>&1 | tail -12
+fi
+exit $status

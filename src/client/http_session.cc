@@ -1,8 +1,11 @@
 // http_session.cc: calls over HTTP as tesseract-core 1.15's SDK makes them
 // (protocol.md §3.4, §4, §7, §11): Accept header, arraydicts in the body,
 // binref input files, decoding of the answer and of its errors.
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <mutex>
+#include <random>
 
 #include "client/binref_pool.h"
 #include "client/http_connection.h"
@@ -10,7 +13,10 @@
 #include "client/response_errors.h"
 #include "client/served_server.h"
 #include "client/session.h"
+#include "codec/base64.h"
+#include "codec/cuda_ipc_buffer.h"
 #include "platform/uuid.h"
+#include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validation.h"
 
@@ -43,6 +49,7 @@ class HttpSession final : public TesseractSession {
     }
   }
   ~HttpSession() override {
+    FlushExportsDone();
     connection_.reset();  // before the server it talks to goes
     pool_.reset();
     server_.reset();
@@ -61,6 +68,7 @@ class HttpSession final : public TesseractSession {
   }
   Status Teardown() override {
     if (server_ == nullptr) return TesseractSession::Teardown();
+    FlushExportsDone();
     connection_.reset();
     server_->Stop();
     return Status::OK();
@@ -70,6 +78,7 @@ class HttpSession final : public TesseractSession {
     return server_->Logs();
   }
   std::string url() const override { return url_; }
+  Result<GpuTransportCheck> CheckGpuTransport(const std::string& transport) override;
 
  private:
   // Read from the OpenAPI document, once per connection (as the SDK).
@@ -80,8 +89,16 @@ class HttpSession final : public TesseractSession {
   }
   Result<Buffer> EncodeBody(const Value& payload, const RequestedEncoding& encoding, BinrefSink** sink,
                             std::unique_ptr<BinrefWriter>* files,
-                            std::unique_ptr<client::BinrefPool::Lease>* lease);
-  Result<Value> Decode(const HttpResponse& response, std::string_view endpoint);
+                            std::unique_ptr<client::BinrefPool::Lease>* lease,
+                            std::vector<std::shared_ptr<void>>* device_exports);
+  Result<Value> Decode(const HttpResponse& response, std::string_view endpoint, bool cuda_ipc = false);
+  // Tesseract-Exports-Done: ids of server exports this client has copied out,
+  // sent with the next request (as the SDK), and by a GET /health on close.
+  std::optional<std::string> TakeExportsDone(bool gpu_request);
+  void RequeueExportsDone(const std::string& ids);
+  void QueueExports(const HttpResponse& response);
+  void FlushExportsDone();
+  Result<GpuTransportCheck> RunTransportCheck(const std::string& transport);
   Result<HttpConnection*> Connection() {
     if (connection_ == nullptr) return Status::Unavailable("this Tesseract has been torn down");
     return connection_.get();
@@ -95,7 +112,44 @@ class HttpSession final : public TesseractSession {
   std::mutex openapi_mutex_;
   std::shared_ptr<const Value> openapi_;
   std::optional<ServerCapabilities> capabilities_;
+  std::mutex exports_mutex_;
+  std::vector<std::string> pending_exports_done_;
+  std::mutex check_mutex_;
+  std::map<std::string, GpuTransportCheck> checks_;  // by transport
 };
+
+std::optional<std::string> HttpSession::TakeExportsDone(bool gpu_request) {
+  std::lock_guard<std::mutex> lock(exports_mutex_);
+  if (!gpu_request && pending_exports_done_.empty()) return std::nullopt;
+  std::string ids;
+  for (const std::string& id : pending_exports_done_) ids += (ids.empty() ? "" : ",") + id;
+  pending_exports_done_.clear();
+  return ids;
+}
+
+void HttpSession::RequeueExportsDone(const std::string& ids) {
+  std::lock_guard<std::mutex> lock(exports_mutex_);
+  for (size_t start = 0; start < ids.size();) {
+    const size_t comma = std::min(ids.find(',', start), ids.size());
+    pending_exports_done_.push_back(ids.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
+void HttpSession::QueueExports(const HttpResponse& response) {
+  if (auto id = response.Header("tesseract-exports")) {
+    std::lock_guard<std::mutex> lock(exports_mutex_);
+    pending_exports_done_.push_back(*std::move(id));
+  }
+}
+
+void HttpSession::FlushExportsDone() {
+  if (connection_ == nullptr) return;
+  const std::optional<std::string> ids = TakeExportsDone(false);
+  if (!ids) return;
+  // Best effort: a server that is gone frees them after its timeout.
+  (void)connection_->Send("GET", "/health", {"Tesseract-Exports-Done: " + *ids}, nullptr);
+}
 
 Result<std::shared_ptr<const Value>> HttpSession::OpenApi() {
   std::lock_guard<std::mutex> lock(openapi_mutex_);
@@ -110,9 +164,12 @@ Result<std::shared_ptr<const Value>> HttpSession::OpenApi() {
 
 Result<Buffer> HttpSession::EncodeBody(const Value& payload, const RequestedEncoding& encoding,
                                        BinrefSink** sink, std::unique_ptr<BinrefWriter>* files,
-                                       std::unique_ptr<client::BinrefPool::Lease>* lease) {
+                                       std::unique_ptr<client::BinrefPool::Lease>* lease,
+                                       std::vector<std::shared_ptr<void>>* device_exports) {
   JsonWriteOptions write;
   write.arrays.object_type = false;  // as the SDK sends them
+  // CUDA tensors go by IPC handle when the transport is requested, else as host copies.
+  if (encoding.gpu_transport == "cuda_ipc") write.arrays.device_exports = device_exports;
   write.arrays.encoding = ArrayEncoding::kBase64;
   if (encoding.compression == "lz4") write.arrays.compression = Compression::kLz4;
   if (encoding.output_format == "json+binref" && (pool_ != nullptr || !options_.server_input_path.empty())) {
@@ -146,6 +203,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   const std::optional<std::string> accept = is_get ? std::nullopt : encoding.AcceptHeader();
   if (accept) headers.push_back("Accept: " + *accept);
   if (!is_get) headers.emplace_back("Content-Type: application/json");
+  const bool gpu_request = encoding.gpu_transport && *encoding.gpu_transport != "none";
 
   std::optional<std::string> run_id = given_run_id;
   std::optional<client::LogStreamer> streamer;
@@ -165,8 +223,10 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   std::unique_ptr<BinrefWriter> files;
   std::unique_ptr<client::BinrefPool::Lease> lease;
   Buffer body;
+  // What the server may read of our GPU inputs; kept until its answer is here.
+  std::vector<std::shared_ptr<void>> input_exports;
   if (payload != nullptr) {
-    auto encoded = EncodeBody(*payload, encoding, &sink, &files, &lease);
+    auto encoded = EncodeBody(*payload, encoding, &sink, &files, &lease, &input_exports);
     if (!encoded.ok())
       return encoded.status().WithContext("encoding the request to " + std::string(endpoint));
     body = *std::move(encoded);
@@ -182,6 +242,8 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   } remove_files{files};
 
   TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
+  const std::optional<std::string> exports_done = TakeExportsDone(gpu_request);
+  if (exports_done) headers.push_back("Tesseract-Exports-Done: " + *exports_done);
   Result<HttpResponse> response = Status::Internal("not sent");
   {
     if (options_.stream_logs && run_id && client::IsWrappedEndpoint(endpoint)) {
@@ -191,13 +253,94 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
         connection->Send(is_get ? "GET" : "POST", target, headers, payload != nullptr ? &body : nullptr);
     streamer.reset();
   }
-  if (!response.ok()) return response.status();
+  if (!response.ok()) {
+    if (exports_done) RequeueExportsDone(*exports_done);
+    return response.status();
+  }
+  // Only a client that acknowledges may be left holding an export id.
+  if (exports_done) QueueExports(*response);
   if (response->status < 200 || response->status >= 300)
     return client::ErrorFromResponse(*response, endpoint, accept);
-  return Decode(*response, endpoint);
+  return Decode(*response, endpoint, encoding.gpu_transport == "cuda_ipc");
 }
 
-Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view endpoint) {
+Result<GpuTransportCheck> HttpSession::CheckGpuTransport(const std::string& transport) {
+  std::lock_guard<std::mutex> lock(check_mutex_);
+  if (auto it = checks_.find(transport); it != checks_.end()) return it->second;
+  TESS_ASSIGN_OR_RETURN(GpuTransportCheck check, RunTransportCheck(transport));
+  checks_.emplace(transport, check);
+  return check;
+}
+
+Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& transport) {
+  constexpr int64_t kBytes = 256;
+  if (transport != "cuda_ipc") {
+    return GpuTransportCheck{false, "this client does not implement gpu_transport '" + transport + "'"};
+  }
+  // Random bytes on this thread's current device, exported as any input is.
+  std::vector<std::shared_ptr<void>> exports;
+  TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make({kBytes}));
+  TESS_ASSIGN_OR_RETURN(const Tensor sent, Tensor::Allocate(Dtype::kUInt8, shape));
+  std::random_device random;
+  for (uint8_t& byte : sent.bytes()) byte = static_cast<uint8_t>(random());
+  auto exported = [&]() -> Result<Buffer> {
+    TESS_ASSIGN_OR_RETURN(int ordinal, cuda::CurrentDevice());
+    TESS_ASSIGN_OR_RETURN(Tensor device, cuda::CopyToDevice(sent, ordinal));
+    JsonWriteOptions write;
+    write.arrays.device_exports = &exports;
+    return WriteJson(Value::Dict{{"gpu_transport", transport},
+                                 {"array", Value(device)},
+                                 {"expected", Value(internal::Base64String(sent.bytes()))}},
+                     write);
+  }();
+  if (!exported.ok()) {
+    return GpuTransportCheck{false, "this process could not export GPU memory (" +
+                                        std::string(internal::TransportCheckExceptionName(exported.status())) + ": " +
+                                        exported.status().message() + ")"};
+  }
+  TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
+  TESS_ASSIGN_OR_RETURN(HttpResponse response, connection->Send("POST", "/check_gpu_transport",
+                                                                {"Content-Type: application/json"}, &*exported));
+  QueueExports(response);
+  exports.clear();  // the server has read our bytes (or failed to)
+  if (response.status < 200 || response.status >= 300) {
+    return Status::Unavailable("The Tesseract at ", url_, " answered the check of gpu_transport='", transport,
+                               "' with error ", response.status, ": ", response.body.string_view());
+  }
+  JsonReadOptions read;
+  read.arrays = ArrayDetection::kTagged;
+  read.array_options.cuda_ipc = true;
+  auto reply = ReadJson(response.body, read);
+  const Value* ok = reply.ok() && reply->is_dict() ? reply->as_dict().find("ok") : nullptr;
+  if (ok == nullptr || !ok->is_bool()) {
+    return Status::DecodeError("the Tesseract at ", url_, " answered the check of gpu_transport='", transport,
+                               "' with something else than a check reply: ",
+                               reply.ok() ? response.body.string_view() : reply.status().message());
+  }
+  if (!ok->as_bool()) {
+    const Value* reason = reply->as_dict().find("reason");
+    return GpuTransportCheck{false, reason != nullptr && reason->is_string() && !reason->as_string().empty()
+                                        ? reason->as_string()
+                                        : "no reason given"};
+  }
+  const Value* array = reply->as_dict().find("array");
+  auto host = array != nullptr && array->is_tensor() ? cuda::CopyToHost(array->as_tensor())
+                                                     : Result<Tensor>(Status::InvalidArgument("expected a uint8 array"));
+  if (host.ok() && (host->dtype() != Dtype::kUInt8 || host->nbytes() != kBytes)) {
+    host = Status::InvalidArgument("expected an array of ", kBytes, " bytes");
+  }
+  if (host.ok() && !std::equal(host->bytes().begin(), host->bytes().end(), sent.bytes().rbegin())) {
+    host = Status::InvalidArgument("the bytes read from the Tesseract's array differ from the ones it wrote");
+  }
+  if (!host.ok()) {
+    return GpuTransportCheck{false, "this process could not read GPU memory exported by the Tesseract (" +
+                                        std::string(internal::TransportCheckExceptionName(host.status())) + ": " +
+                                        host.status().message() + ")"};
+  }
+  return GpuTransportCheck{true, ""};
+}
+
+Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view endpoint, bool cuda_ipc) {
   if (response.status < 200 || response.status >= 300)
     return client::ErrorFromResponse(response, endpoint, std::nullopt);
   JsonReadOptions read;
@@ -207,6 +350,7 @@ Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view
     read.array_options.accept_raw = true;
     read.array_options.binref_dir = options_.server_output_path;
     if (pool_ != nullptr) read.array_options.borrowed_binref_files = &mapped;
+    read.array_options.cuda_ipc = cuda_ipc;
   }
   auto value = ReadJson(response.body, read);
   if (!value.ok()) {

@@ -8,6 +8,7 @@
 #include "client/session.h"
 #include "platform/file.h"
 #include "platform/uuid.h"
+#include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
 #include "tesscpp/runtime.h"
 
@@ -39,8 +40,16 @@ class LibrarySession final : public TesseractSession {
       if (!run_id) run_id = internal::NewUuid4();
       streamer.emplace(client::RunLogPath(runtime_->config().output_path, *run_id), stream_logs_);
     }
-    return runtime_->Call(endpoint, payload != nullptr ? *payload : Value(), run_id);
+    if (payload == nullptr) return runtime_->Call(endpoint, Value(), run_id);
+    if (gpu_transport_ != "none") return runtime_->Call(endpoint, *payload, run_id);
+    // Without a GPU transport a component sees host arrays, as if served.
+    TESS_ASSIGN_OR_RETURN(Value host_payload, cuda::DeviceTensorsToHost(*payload));
+    return runtime_->Call(endpoint, host_payload, run_id);
   }
+  Result<GpuTransportCheck> CheckGpuTransport(const std::string& /*transport*/) override {
+    return GpuTransportCheck{true, ""};  // arrays pass in memory
+  }
+  std::optional<std::string> InProcessTransport() const override { return gpu_transport_; }
 
   Result<std::shared_ptr<const Value>> OpenApi() override {
     std::lock_guard<std::mutex> lock(openapi_mutex_);

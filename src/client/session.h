@@ -36,6 +36,11 @@ class TesseractSession {
     return Status::InvalidArgument("only a Tesseract made by FromSource has server logs");
   }
   virtual std::string url() const { return ""; }
+  /// \brief The check exchange for `transport` (already known to be offered).
+  virtual Result<GpuTransportCheck> CheckGpuTransport(const std::string& transport) = 0;
+  /// \brief The transport an in-process session was created with; nullopt
+  /// for sessions that reach a server.
+  virtual std::optional<std::string> InProcessTransport() const { return std::nullopt; }
 };
 
 /// \brief A session over HTTP; `server` (may be null) is the served process

@@ -141,6 +141,37 @@ Result<Tesseract> Tesseract::WithEncoding(const RequestedEncoding& encoding) con
   return Tesseract(session_, encoding_.Merge(encoding));
 }
 
+Result<GpuTransportCheck> Tesseract::CheckGpuTransport(const std::string& transport) const {
+  if (transport == "none" || session_->InProcessTransport()) return GpuTransportCheck{true, ""};
+  TESS_RETURN_IF_ERROR(session_->CheckRequestedEncoding({std::nullopt, transport, std::nullopt}));
+  return session_->CheckGpuTransport(transport);
+}
+
+Result<GpuTransportChoice> Tesseract::ResolveGpuTransport() const {
+  if (auto configured = session_->InProcessTransport()) {
+    return GpuTransportChoice{encoding_.gpu_transport.value_or(*configured), std::nullopt};
+  }
+  if (encoding_.gpu_transport) {
+    const std::string& requested = *encoding_.gpu_transport;
+    TESS_ASSIGN_OR_RETURN(GpuTransportCheck check, CheckGpuTransport(requested));
+    if (!check.works) {
+      return Status::NotAcceptable("gpu_transport='", requested,
+                                   "' was requested, but it does not work between this process and the Tesseract: ",
+                                   check.reason, ". Request gpu_transport='none' to copy GPU arrays to the host.");
+    }
+    return GpuTransportChoice{requested, std::nullopt};
+  }
+  TESS_ASSIGN_OR_RETURN(std::optional<ServerCapabilities> capabilities, session_->Capabilities());
+  const auto& offered = capabilities ? capabilities->gpu_transports : std::nullopt;
+  for (const char* automatic : {"cuda_ipc"}) {  // the SDK's _AUTO_GPU_TRANSPORTS
+    if (!offered || std::find(offered->begin(), offered->end(), automatic) == offered->end()) continue;
+    TESS_ASSIGN_OR_RETURN(GpuTransportCheck check, session_->CheckGpuTransport(automatic));
+    if (check.works) return GpuTransportChoice{automatic, std::nullopt};
+    return GpuTransportChoice{"none", check.reason};
+  }
+  return GpuTransportChoice{"none", std::nullopt};
+}
+
 Status Tesseract::Teardown() { return session_->Teardown(); }
 Result<std::string> Tesseract::ServerLogs() const { return session_->ServerLogs(); }
 std::string Tesseract::url() const { return session_->url(); }

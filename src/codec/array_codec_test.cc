@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 
+#include "codec/cuda_ipc_buffer.h"
 #include "tesscpp/encoding.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validation.h"
@@ -129,7 +130,12 @@ TEST(ArrayCodec, IssueTypesMatchTheReference) {
             "array_decode_error");
   EXPECT_EQ(IssueType(R"({"shape":[1],"dtype":"float64","data":{"buffer":["a"],"encoding":"json"}})"),
             "array_decode_error");
+  // A cuda_ipc buffer off the reference's pattern fails its model; a
+  // well-formed one fails to decode while the transport is off.
   EXPECT_EQ(IssueType(R"({"shape":[1],"dtype":"float32","data":{"buffer":"x:1:2","encoding":"cuda_ipc"}})"),
+            "array_non_numeric");
+  EXPECT_EQ(IssueType(R"({"shape":[0],"dtype":"float32","data":{"buffer":")"
+                      R"(00010203-0405-0607-0809-0a0b0c0d0e0f::0:0","encoding":"cuda_ipc"}})"),
             "array_decode_error");
   EXPECT_EQ(IssueType(R"({"shape":[1],"dtype":"float32","data":{"buffer":"nope.bin","encoding":"binref"}})"),
             "array_decode_error");
@@ -371,3 +377,52 @@ TEST(ArrayDetection, LookAlikesStayDicts) {
 
 }  // namespace
 }  // namespace tesscpp
+
+namespace tesscpp::internal {
+namespace {
+
+// docs/gpu-transport.md 8: what tesseract-core 1.15 writes for these values.
+TEST(CudaIpcBuffer, MatchesTheReferenceSpelling) {
+  cuda::IpcDescriptor d;
+  d.device_uuid = "00010203-0405-0607-0809-0a0b0c0d0e0f";
+  d.has_handle = true;
+  d.handle.fill(0xAB);
+  d.offset = 4096;
+  d.allocation_size = 2097152;
+  const std::string text = FormatCudaIpcBuffer(d);
+  EXPECT_EQ(text,
+            "00010203-0405-0607-0809-0a0b0c0d0e0f:"
+            "q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urqw==:4096:2097152");
+  auto parsed = ParseCudaIpcBuffer(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->handle, d.handle);
+  EXPECT_EQ(parsed->offset, 4096);
+  EXPECT_EQ(parsed->allocation_size, 2097152);
+
+  cuda::IpcDescriptor empty;
+  empty.device_uuid = d.device_uuid;
+  EXPECT_EQ(FormatCudaIpcBuffer(empty), "00010203-0405-0607-0809-0a0b0c0d0e0f::0:0");
+  auto parsed_empty = ParseCudaIpcBuffer(FormatCudaIpcBuffer(empty));
+  ASSERT_TRUE(parsed_empty.ok());
+  EXPECT_FALSE(parsed_empty->has_handle);
+}
+
+TEST(CudaIpcBuffer, RefusesWhatThePatternRefuses) {
+  const std::string uuid = "00010203-0405-0607-0809-0a0b0c0d0e0f";
+  for (const std::string& bad : {
+           "GPU-" + uuid + "::0:0",                     // NVML spelling
+           std::string("00010203-0405-0607-0809-0A0B0C0D0E0F::0:0"),  // upper case
+           std::string("0:q6ur:0:4"),                    // 1.13's ordinal
+           uuid + "::0",                                 // three fields
+           uuid + "::0:0:0",                             // five
+           uuid + "::-1:0",                              // sign
+           uuid + "::0:99999999999999999999",            // beyond 63 bits
+           uuid + ":q6urqw==:0:4",                       // a handle of 4 bytes
+           uuid + ":q6u*:0:4",                           // not base64
+       }) {
+    EXPECT_FALSE(ParseCudaIpcBuffer(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace tesscpp::internal

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "tesscpp/result.h"
@@ -46,6 +47,13 @@ const Base64Codec& ActiveBase64();
 
 /// \brief Encodes with the active codec.
 inline void Base64Encode(std::span<const uint8_t> src, char* dst) { ActiveBase64().encode(src, dst); }
+
+/// \brief `src` as a base64 string.
+inline std::string Base64String(std::span<const uint8_t> src) {
+  std::string text(Base64EncodedSize(src.size()), '\0');
+  Base64Encode(src, text.data());
+  return text;
+}
 
 /// \brief Checks length and padding, then decodes into `dst`, which must hold
 /// exactly the decoded size (kDecodeError when it does not).

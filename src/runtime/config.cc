@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "tesscpp/cuda.h"
 #include "tesscpp/runtime.h"
 
 namespace tesscpp {
@@ -50,6 +51,13 @@ Result<RuntimeConfig> FromLookup(const Lookup& Env) {  // NOLINT(readability-ide
   text("OUTPUT_FILE", c.output_file);
   text("GPU_TRANSPORT", c.gpu_transport);
   if (const char* v = Env("COMPRESSION")) c.compression = *v == '\0' ? "none" : v;
+  if (const char* v = Env("CUDA_IPC_POOL_FRACTION")) {
+    char* end = nullptr;
+    c.cuda_ipc_pool_fraction = std::strtod(v, &end);
+    if (end == v || *end != '\0') {
+      return Status::InvalidArgument("TESSERACT_CUDA_IPC_POOL_FRACTION='", v, "' is not a number");
+    }
+  }
   for (auto [field, flag] : {std::pair{"DEBUG", &c.debug}, std::pair{"PROFILING", &c.profiling},
                              std::pair{"TRACING", &c.tracing}}) {
     if (const char* v = Env(field)) {
@@ -93,11 +101,14 @@ Status RuntimeConfig::Validate() const {
   if (compression != "none" && compression != "lz4") {
     return Status::InvalidArgument("compression '", compression, "' is not one of none, lz4");
   }
-  if (gpu_transport != "none") {
-    return Status::InvalidArgument(
-        "gpu transport '", gpu_transport,
-        "' is not available in this build (only 'none'; cuda_ipc comes with the GPU "
-        "transport)");
+  if (gpu_transport != "none" && gpu_transport != "cuda_ipc") {
+    return Status::InvalidArgument("gpu transport '", gpu_transport, "' is not one of none, cuda_ipc");
+  }
+  if (gpu_transport == "cuda_ipc" && !cuda::BuiltWithCuda()) {
+    return Status::InvalidArgument("gpu transport 'cuda_ipc' is not available: ", cuda::CheckAvailable().message());
+  }
+  if (!(cuda_ipc_pool_fraction >= 0.0 && cuda_ipc_pool_fraction <= 1.0)) {
+    return Status::InvalidArgument("cuda_ipc_pool_fraction must be between 0 and 1, got ", cuda_ipc_pool_fraction);
   }
   return Status::OK();
 }

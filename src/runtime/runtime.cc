@@ -17,6 +17,7 @@
 #include "platform/uuid.h"
 #include "runtime/docs_page.h"
 #include "runtime/endpoint_schemas.h"
+#include "runtime/gpu_exports.h"
 #include "runtime/gradient_request.h"
 #include "runtime/json_error.h"
 #include "runtime/negotiate.h"
@@ -24,6 +25,7 @@
 #include "runtime/run_dir.h"
 #include "runtime/test_endpoint.h"
 #include "tesscpp/component.h"
+#include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validate.h"
 #include "tesscpp/validation.h"
@@ -170,6 +172,11 @@ struct Runtime::Impl {
   Buffer openapi_body;
   Buffer docs_body;
   Buffer health_body = Buffer::FromString(R"({"status":"ok"})");
+  // GPU exports kept for clients; used only with a GPU transport enabled.
+  mutable runtime::ExportRegistry exports;
+
+  bool gpu_transport_enabled() const { return config.gpu_transport != "none"; }
+  RuntimeResponse CheckGpuTransport(const RuntimeRequest& request) const;
 
   RuntimeResponse Route(const RuntimeRequest& request) const;
   RuntimeResponse Post(const std::string& endpoint, const RuntimeRequest& request,
@@ -190,6 +197,9 @@ struct Runtime::Impl {
   const GradientModels& GradientModelsFor(std::string_view endpoint) const {
     return endpoint == "jacobian" ? jacobian : endpoint == "jacobian_vector_product" ? jvp : vjp;
   }
+  // The inputs as the component takes them: CUDA tensors copied to the host
+  // unless it accepts device arrays.
+  Result<Value> InputsForComponent(const Value& inputs) const;
   Result<Value> CallApply(const Value& inputs) const;
   Result<Value> CallGradient(const GradientModels& models, const GradientRequest& request) const;
   Result<Value> CallAbstractEval(const Value& inputs) const;
@@ -215,7 +225,13 @@ Result<Value> Guarded(const std::function<Result<Value>()>& fn, std::string* exc
 
 }  // namespace
 
-Result<Value> Runtime::Impl::CallApply(const Value& inputs) const {
+Result<Value> Runtime::Impl::InputsForComponent(const Value& inputs) const {
+  if (component->accepts_device_arrays()) return inputs;
+  return cuda::DeviceTensorsToHost(inputs);
+}
+
+Result<Value> Runtime::Impl::CallApply(const Value& device_or_host_inputs) const {
+  TESS_ASSIGN_OR_RETURN(const Value inputs, InputsForComponent(device_or_host_inputs));
   Record record;
   TESS_RETURN_IF_ERROR(component->apply().fn(ModelView(inputs), record));
   auto outputs = ValidateModel(*apply_outputs, std::move(record).Finish());
@@ -236,7 +252,14 @@ Result<Value> Runtime::Impl::CallAbstractEval(const Value& inputs) const {
 }
 
 Result<Value> Runtime::Impl::CallGradient(const GradientModels& models,
-                                          const GradientRequest& request) const {
+                                          const GradientRequest& device_or_host_request) const {
+  GradientRequest request = device_or_host_request;
+  TESS_ASSIGN_OR_RETURN(request.inputs, InputsForComponent(request.inputs));
+  if (!component->accepts_device_arrays()) {
+    for (auto& entry : request.vector) {
+      TESS_ASSIGN_OR_RETURN(entry.second, cuda::CopyToHost(entry.second));
+    }
+  }
   const ModelView inputs(request.inputs);
   if (models.kind == GradientKind::kJacobian) {
     JacobianMap result;
@@ -353,6 +376,11 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   std::optional<std::string> given_run_id = QueryParam(query, "run_id");
   const std::string run_id = given_run_id ? *std::move(given_run_id) : internal::NewUuid4();
   if (auto refused = InvalidRunId(run_id)) return *std::move(refused);
+
+  // A client that sends Tesseract-Exports-Done (even empty) acknowledges
+  // exports; others get theirs released at their next call.
+  const bool acknowledged = request.exports_done.has_value();
+  if (gpu_transport_enabled()) exports.BeforeEndpoint(acknowledged);
   EndpointFailure failure;
   auto outputs = RunInRunDirectory(endpoint, run_id, call, &failure);
   if (!outputs.ok()) return Failure(endpoint, failure);
@@ -363,11 +391,42 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   write.arrays.compression =
       encoding->compression == "lz4" && encoding->format != "json" ? Compression::kLz4 : Compression::kNone;
   write.arrays.binref = &binref;
+  std::vector<std::shared_ptr<void>> pins;  // released here if the body cannot be written
+  if (encoding->gpu_transport != "none") write.arrays.device_exports = &pins;
   auto body = WriteJson(*outputs, write);
   if (!body.ok()) return Failure(endpoint, {"SerializationError", body.status().message()});
   RuntimeResponse r;
   r.content_type = "application/" + encoding->format;
   r.body = *std::move(body);
+  if (auto id = exports.Keep(std::move(pins), acknowledged)) r.headers.emplace_back("Tesseract-Exports", *id);
+  return r;
+}
+
+RuntimeResponse Runtime::Impl::CheckGpuTransport(const RuntimeRequest& request) const {
+  auto body = IsJsonContentType(request.content_type) && request.body.size() > 0
+                  ? ReadJson(request.body)
+                  : Result<Value>(Status::DecodeError("not JSON"));
+  if (!body.ok() || !body->is_dict()) {
+    const Value input = body.ok() ? *body : Value(std::string(request.body.string_view()));
+    return Unprocessable(std::vector<ValidationIssue>{
+        {"dict_type", {}, "Input should be a valid dictionary", input, Value()}});
+  }
+  exports.BeforeEndpoint(/*acknowledged=*/true);
+  const Value reply = runtime::AnswerTransportCheck(*body, config.gpu_transport);
+  std::vector<std::shared_ptr<void>> pins;
+  JsonWriteOptions write;
+  write.arrays.device_exports = &pins;
+  auto written = WriteJson(reply, write);
+  if (!written.ok()) {
+    return JsonResponse(200, Value::Dict{{"ok", false},
+                                         {"reason", "the Tesseract could not exchange GPU memory with the client: "
+                                                    "RuntimeError: " +
+                                                        written.status().message()}});
+  }
+  RuntimeResponse r;
+  r.body = *std::move(written);
+  // The check's exports are kept as an acknowledging client's, whatever it sent.
+  if (auto id = exports.Keep(std::move(pins), true)) r.headers.emplace_back("Tesseract-Exports", *id);
   return r;
 }
 
@@ -433,6 +492,7 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
   JsonReadOptions read;
   read.arrays = ArrayDetection::kShaped;
   read.array_options.binref_dir = config.input_path;
+  read.array_options.cuda_ipc = gpu_transport_enabled();
   auto body = ReadJson(request.body, read);
   if (!body.ok()) {
     if (GetValidationDetail(body.status()) != nullptr) return Unprocessable(body.status());
@@ -489,6 +549,16 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
   const std::string path(target.substr(0, q));
   const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
 
+  if (gpu_transport_enabled()) {
+    // tesseract-core's middleware: any request may acknowledge exports.
+    exports.OnRequest(request.exports_done);
+    if (path == "/check_gpu_transport") {
+      if (request.method == "POST") return CheckGpuTransport(request);
+      RuntimeResponse r = Detail(405, "Method Not Allowed");
+      r.headers.emplace_back("Allow", "POST");
+      return r;
+    }
+  }
   // Starlette adds HEAD to its own GET routes (the documents), not to /health.
   const bool is_document = path == "/openapi.json" || path == "/docs";
   const bool is_get_route = path == "/health" || is_document;
@@ -536,6 +606,10 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> 
                  {"json", "json+base64", "json+binref"},
                  {"none"},
                  {"none", "lz4"}};
+  if (config.gpu_transport != "none") {
+    impl->offer.gpu_transports.push_back(config.gpu_transport);
+    cuda::SetPoolFraction(config.cuda_ipc_pool_fraction);
+  }
 
   const auto apply_inputs = runtime::DeriveModel(*inputs, "Apply_", false);
   impl->apply_request = *ModelSchema::Make(

@@ -133,6 +133,45 @@ bool FitsEncodedModel(const SchemaType& type, const Tensor& t) {
   return true;
 }
 
+// check_shape_dtype_no_cast: device arrays are used as they arrived, so their
+// shape must match (no broadcast) and their dtype equal the field's (no cast).
+Status CheckShapeDtypeNoCast(const SchemaType& type, const Tensor& t, const char* no_cast_reason) {
+  const ShapeSpec& spec = type.shape();
+  bool fits = spec.any_rank() || spec.rank() == t.rank();
+  for (int i = 0; fits && !spec.any_rank() && i < t.rank(); ++i) {
+    const auto& want = spec.dims()[static_cast<size_t>(i)];
+    fits = !want || *want == t.shape()[i];
+  }
+  if (!fits) {
+    // The tuple as Python prints it, None for free dimensions.
+    std::string expected = "(";
+    Value::List expected_list;
+    for (size_t i = 0; i < spec.dims().size(); ++i) {
+      const auto& d = spec.dims()[i];
+      expected += (i > 0 ? ", " : "") + (d ? std::to_string(*d) : std::string("None"));
+      expected_list.push_back(d ? Value(*d) : Value());
+    }
+    expected += spec.rank() == 1 ? ",)" : ")";
+    return ValidationFailure("array_shape_mismatch",
+                             "Array shape " + FormatShape(t.shape().dims()) + " is incompatible with expected shape " +
+                                 expected,
+                             Value(),
+                             Value::Dict{{"actual_shape", ShapeList(t.shape().dims())},
+                                         {"expected_shape", Value(std::move(expected_list))}});
+  }
+  if (type.dtype() && *type.dtype() != t.dtype()) {
+    const std::string actual(DtypeName(t.dtype())), expected(DtypeName(*type.dtype()));
+    return ValidationFailure("array_dtype_mismatch",
+                             "Array dtype '" + actual + "' does not match expected dtype '" + expected + "' (" +
+                                 no_cast_reason + ")",
+                             Value(),
+                             Value::Dict{{"actual_dtype", actual},
+                                         {"expected_dtype", expected},
+                                         {"no_cast_reason", no_cast_reason}});
+  }
+  return Status::OK();
+}
+
 // _coerce_shape_dtype: rank, broadcast to the fixed dims, checked cast.
 Result<Tensor> CoerceShapeDtype(const SchemaType& type, Tensor t, BufferPool* pool) {
   const ShapeSpec& spec = type.shape();
@@ -257,6 +296,10 @@ Result<Value> CoerceArray(const SchemaType& type, const Value& input, BufferPool
     if (!FitsEncodedModel(type, t)) {
       return NonNumericArray(Status::ValidationError("a ", DtypeName(t.dtype()), " array of shape ",
                                                      t.shape().ToString(), " does not fit the field"));
+    }
+    if (!t.device().host_accessible()) {
+      TESS_RETURN_IF_ERROR(CheckShapeDtypeNoCast(type, t, "cuda_ipc does not cast on device"));
+      return input;
     }
     TESS_ASSIGN_OR_RETURN(Tensor out, CoerceShapeDtype(type, t, pool));
     return Value(std::move(out));

@@ -1,6 +1,7 @@
 // Fuzz target: array decoding as a server does it. The input is a JSON document
 // read with arraydict detection; binref paths resolve inside a scratch directory
-// holding one small file, so path handling is exercised too.
+// holding one small file, so path handling is exercised too; cuda_ipc
+// descriptors are parsed and, without a GPU, refused.
 #include <unistd.h>
 
 #include <cstdint>
@@ -33,6 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.arrays = (size % 2 == 0) ? ArrayDetection::kShaped : ArrayDetection::kTagged;
   options.array_options.binref_dir = ScratchDir();
   options.array_options.accept_raw = size % 3 == 0;
+  // cuda_ipc buffers are parsed either way; with the transport on, the import
+  // is attempted too (and fails cleanly where there is no device).
+  options.array_options.cuda_ipc = size % 5 == 0;
   auto value = ReadJson(std::string_view(reinterpret_cast<const char*>(data), size), options);
   if (!value.ok()) return 0;
   // Whatever decoded must encode again, in every host encoding.

@@ -1,0 +1,63 @@
+// cuda.h: CUDA devices and device memory as tesscpp sees them.
+//
+// Everything here works in every build: a build without CUDA (TESSCPP_CUDA off)
+// or a process without a usable device gets a Status that says which, never a
+// fake success. Devices are named by UUID on the wire (ordinals differ between
+// processes and containers) and by ordinal inside a process.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "tesscpp/result.h"
+#include "tesscpp/tensor.h"
+#include "tesscpp/value.h"
+
+namespace tesscpp::cuda {
+
+/// \brief True when this build was compiled with CUDA support.
+bool BuiltWithCuda();
+
+/// \brief OK when CUDA is compiled in and the process sees at least one device;
+/// otherwise kUnimplemented ("built without CUDA") or kUnavailable with the
+/// driver's reason.
+Status CheckAvailable();
+
+/// \brief Number of devices this process sees (errors as CheckAvailable).
+Result<int> DeviceCount();
+
+/// \brief The calling thread's current device (cudaGetDevice).
+Result<int> CurrentDevice();
+
+/// \brief The device's UUID in the form tesseract-core 1.15 puts on the wire:
+/// 36 lowercase characters 8-4-4-4-12, no "GPU-" prefix (cuDeviceGetUuid_v2,
+/// which names the MIG instance on a MIG device).
+Result<std::string> DeviceUuid(int ordinal);
+
+/// \brief The ordinal of the visible device with this UUID; kUnavailable naming
+/// the UUID when this process cannot see it.
+Result<int> OrdinalOfUuid(std::string_view uuid);
+
+/// \brief A C-contiguous tensor of uninitialised device memory on `ordinal`,
+/// from the process's device pool (reused buffers are safe: the pool waits for
+/// the device before handing one out again).
+Result<Tensor> AllocateDevice(Dtype dtype, Shape shape, int ordinal);
+
+/// \brief A host copy of a device tensor (finished when this returns). Host
+/// tensors are returned as they are.
+Result<Tensor> CopyToHost(const Tensor& tensor);
+
+/// \brief `value` with every CUDA tensor in it replaced by a host copy (the
+/// rest shared).
+Result<Value> DeviceTensorsToHost(const Value& value);
+
+/// \brief A copy of a host tensor on device `ordinal` (finished when this returns).
+Result<Tensor> CopyToDevice(const Tensor& tensor, int ordinal);
+
+/// \brief Share of each device's memory that each of the two IPC pools (export
+/// staging, import destinations) may keep idle, halved per pool as in
+/// tesseract-core (`cuda_ipc_pool_fraction`, default 0.25; clamped to [0, 1]).
+/// Takes effect for devices the pools have not used yet.
+void SetPoolFraction(double fraction);
+
+}  // namespace tesscpp::cuda

@@ -1,0 +1,86 @@
+"""tesscpp.cuda: moving batches of CPU tensors to the GPU.
+
+``transfer_h2d`` is spdl's ``transfer_tensor_h2d`` on tesscpp's C++ engine:
+every CPU tensor in a nested batch is copied to the GPU on a stream of the
+calling thread's own, through pinned staging buffers filled by several
+threads (pageable sources) or directly by DMA (pinned sources), and the
+current stream is made to wait for the copies on the GPU. The host does not
+wait for the copies to finish.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import threading
+from typing import Any
+
+import torch
+
+from . import _tesscpp
+
+__all__ = ["transfer_h2d"]
+
+_cache = threading.local()
+
+
+def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str | int | None = None) -> Any:
+    """The batch with every CPU tensor replaced by a copy on a CUDA device.
+
+    Args:
+        batch: tensors nested in dicts, lists, tuples (named ones too) and
+            dataclasses; other leaves are returned as they are, and tensors
+            already on a GPU are not copied.
+        num_caches: batches (their pinned sources and their copies) kept alive
+            by this thread, so that pinned sources are not freed or refilled
+            while their copy may still run; the oldest is waited for when it
+            leaves.
+        device: the CUDA device (default: the current one).
+
+    Returns:
+        A batch of the same structure. Its tensors may be used on the current
+        stream at once: that stream waits for the copies.
+    """
+    if num_caches < 1:
+        raise ValueError(f"num_caches must be at least 1, got {num_caches}")
+    target = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    if target.type != "cuda":
+        raise ValueError(f"transfer_h2d copies to a CUDA device, got {target}")
+    if target.index is None:
+        target = torch.device("cuda", torch.cuda.current_device())
+    copies: list[tuple[int, int, int, bool]] = []
+    sources: list[torch.Tensor] = []
+
+    def move(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            if value.device.type != "cpu":
+                return value
+            source = value.detach().contiguous().resolve_conj().resolve_neg()
+            destination = torch.empty(source.shape, dtype=source.dtype, device=target)
+            if source.numel():
+                copies.append(
+                    (source.data_ptr(), destination.data_ptr(), source.numel() * source.element_size(), source.is_pinned())
+                )
+                sources.append(source)
+            return destination
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            changes = {f.name: move(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+            return dataclasses.replace(value, **changes)
+        if isinstance(value, dict):
+            return type(value)((key, move(item)) for key, item in value.items())
+        if isinstance(value, tuple) and hasattr(value, "_fields"):
+            return type(value)(*(move(item) for item in value))
+        if isinstance(value, (list, tuple)):
+            return type(value)(move(item) for item in value)
+        return value
+
+    moved = move(batch)
+    stream = torch.cuda.current_stream(target)
+    done = _tesscpp._copy_h2d(copies, target.index, stream.cuda_stream)
+    cache = getattr(_cache, "batches", None)
+    if cache is None:
+        cache = _cache.batches = collections.deque()
+    cache.append((done, sources, moved))
+    while len(cache) > num_caches:
+        cache.popleft()[0].wait()
+    return moved

@@ -1,0 +1,72 @@
+"""tesscpp.cuda.transfer_h2d on a GPU (skipped without one)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import pytest
+import torch
+
+from tesscpp.cuda import transfer_h2d
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@dataclasses.dataclass
+class Sample:
+    image: torch.Tensor
+    label: int
+
+
+class Pair(NamedTuple):
+    left: torch.Tensor
+    right: torch.Tensor
+
+
+def test_nested_batches_arrive_whole():
+    batch = {
+        "images": [torch.randn(3, 64, 64) for _ in range(4)],
+        "pinned": torch.arange(10_000_000, dtype=torch.int64).pin_memory(),
+        "big": torch.randn(50_000_000),  # several staging slots
+        "sample": Sample(torch.rand(7), label=3),
+        "pair": Pair(torch.ones(2, 2, dtype=torch.float16), torch.zeros(0)),
+        "strided": torch.arange(100.0).view(10, 10).t(),
+        "already": torch.ones(3, device="cuda"),
+        "name": "batch-1",
+    }
+    out = transfer_h2d(batch)
+    torch.cuda.current_stream().synchronize()
+    assert out["name"] == "batch-1" and out["already"] is batch["already"]
+    assert isinstance(out["sample"], Sample) and out["sample"].label == 3
+    assert isinstance(out["pair"], Pair)
+    for got, want in [
+        *zip(out["images"], batch["images"]),
+        (out["pinned"], batch["pinned"]),
+        (out["big"], batch["big"]),
+        (out["sample"].image, batch["sample"].image),
+        (out["pair"].left, batch["pair"].left),
+        (out["pair"].right, batch["pair"].right),
+        (out["strided"], batch["strided"]),
+    ]:
+        assert got.device.type == "cuda" and got.dtype == want.dtype
+        assert torch.equal(got.cpu(), want)
+
+
+def test_consumer_stream_waits_without_a_host_sync():
+    """Work queued on the current stream right after the call sees the data
+    (the stream waits on the GPU), batch after batch."""
+    source = torch.randn(64 << 20 >> 2)
+    for i in range(20):
+        source[0] = float(i)
+        out = transfer_h2d({"x": source})["x"]
+        total = out.sum()  # queued at once on the current stream
+        assert out[0].item() == float(i)
+        assert torch.isclose(total.cpu(), source.sum(), rtol=1e-4)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        transfer_h2d({"x": torch.ones(1)}, num_caches=0)
+    with pytest.raises(ValueError):
+        transfer_h2d({"x": torch.ones(1)}, device="cpu")

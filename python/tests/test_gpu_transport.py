@@ -1,0 +1,316 @@
+"""The cuda_ipc GPU transport between processes (gpu.md, docs/gpu-transport.md).
+
+Needs a CUDA device and the tesscpp package built with CUDA (skipped
+otherwise); the interoperability cases also need tesseract-core 1.15 (skipped
+without it). Runs on a GPU machine with
+`pytest --noconftest python/tests/test_gpu_transport.py` and
+TESSCPP_EXAMPLES (libnoop.so), TESSCPP_BRIDGE_FIXTURES (libdevid.so) and
+TESSCPP_SOURCE_DIR set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import urllib.request
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import tesscpp
+from tesscpp.torch import apply_tesseract
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+SOURCE = Path(os.environ.get("TESSCPP_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+NOOP_PY = SOURCE / "tests" / "fixtures" / "python" / "noop" / "tesseract_api.py"
+DEVID_PY = SOURCE / "python" / "tests" / "fixtures" / "devid" / "tesseract_api.py"
+
+try:
+    import tesseract_core
+except ImportError:
+    tesseract_core = None
+needs_tesseract_core = pytest.mark.skipif(tesseract_core is None, reason="needs tesseract-core 1.15")
+
+
+def example(name: str) -> Path:
+    return Path(os.environ["TESSCPP_EXAMPLES"]) / f"lib{name}.so"
+
+
+def fixture(name: str) -> Path:
+    return Path(os.environ["TESSCPP_BRIDGE_FIXTURES"]) / f"lib{name}.so"
+
+
+def served(path: Path, **kwargs) -> tesscpp.Tesseract:
+    t = tesscpp.Tesseract.from_source(path, gpu_transport="cuda_ipc", **kwargs)
+    t.serve()
+    return t
+
+
+@pytest.fixture(scope="module")
+def noop():
+    t = served(example("noop"))
+    yield t
+    t.teardown()
+
+
+def on_device(value) -> torch.Tensor:
+    out = torch.from_dlpack(value)
+    assert out.device.type == "cuda"
+    return out
+
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.int8, torch.int16, torch.int32, torch.int64,
+          torch.uint8, torch.bool, torch.complex64, torch.complex128]
+
+
+def random_tensor(shape, dtype) -> torch.Tensor:
+    if dtype == torch.bool:
+        return torch.rand(shape, device="cuda") > 0.5
+    if dtype.is_complex or dtype.is_floating_point:
+        return torch.randn(shape, device="cuda", dtype=dtype)
+    return torch.randint(-100 if dtype != torch.uint8 else 0, 100, shape, device="cuda", dtype=dtype)
+
+
+def test_the_transport_is_found_to_work(noop):
+    assert noop.server_capabilities.gpu_transports == ("none", "cuda_ipc")
+    assert noop.resolve_gpu_transport() == "cuda_ipc"
+    # A Tesseract that asks for nothing finds it too, without a warning.
+    plain = tesscpp.Tesseract.from_url(noop._url)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert plain.resolve_gpu_transport() == "cuda_ipc"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (3,), (0, 3), (1000,), (257, 129), ((1 << 20) + 7,)])
+def test_round_trip(noop, dtype, shape):
+    x = random_tensor(shape, dtype)
+    y = on_device(noop.apply({"x": x})["x"])
+    assert y.dtype == x.dtype and y.shape == x.shape
+    assert torch.equal(y, x)
+    if x.numel():
+        assert y.data_ptr() != x.data_ptr()  # the server returned its own copy
+
+
+def test_tensors_inside_an_allocation(noop):
+    # The caching allocator hands out slices of one cudaMalloc segment: each
+    # descriptor must carry its own offset.
+    big = torch.arange(100_000, dtype=torch.float32, device="cuda")
+    for offset in (1, 17, 1024, 4096, 77_777):
+        x = big[offset : offset + 500]
+        assert torch.equal(on_device(noop.apply({"x": x})["x"]), x)
+    strided = big[:10_000].view(100, 100).t()  # not contiguous: made so on the device
+    assert torch.equal(on_device(noop.apply({"x": strided})["x"]), strided)
+
+
+def test_memory_that_legacy_ipc_cannot_name_is_staged(noop):
+    # Stream-ordered pool memory (cudaMallocAsync) refuses IPC handles.
+    import ctypes
+
+    cudart = ctypes.CDLL("libcudart.so.13") if Path("/usr/local/cuda/lib64/libcudart.so.13").exists() else None
+    if cudart is None:
+        pytest.skip("libcudart.so.13 not found")
+    ptr = ctypes.c_void_p()
+    assert cudart.cudaMallocAsync(ctypes.byref(ptr), ctypes.c_size_t(4096), None) == 0
+    assert cudart.cudaStreamSynchronize(None) == 0
+    try:
+        source = torch.arange(1024, dtype=torch.float32, device="cuda")
+        assert cudart.cudaMemcpy(ptr, ctypes.c_void_p(source.data_ptr()), ctypes.c_size_t(4096), 3) == 0
+
+        class Pooled:  # a CAI producer over the pool memory
+            __cuda_array_interface__ = {"shape": (1024,), "typestr": "<f4", "data": (ptr.value, False),
+                                        "version": 3}
+
+        x = torch.as_tensor(Pooled(), device="cuda")
+        assert torch.equal(on_device(noop.apply({"x": x})["x"]), source)
+    finally:
+        cudart.cudaFreeAsync(ptr, None)
+        cudart.cudaStreamSynchronize(None)
+
+
+def test_churn(noop):
+    """10 000 calls: results stay right and device memory does not grow."""
+    sizes = [1, 100, 4096, 65_536, 1 << 20]
+    for i in range(200):  # warm the pools and the mapping cache
+        noop.apply({"x": torch.full((sizes[i % 5],), float(i), device="cuda")})
+    torch.cuda.synchronize()
+    free_before, _ = torch.cuda.mem_get_info()
+    for i in range(10_000):
+        x = torch.full((sizes[i % 5],), float(i), device="cuda")
+        y = on_device(noop.apply({"x": x})["x"])
+        if i % 97 == 0:
+            assert torch.equal(y, x), i
+    torch.cuda.synchronize()
+    free_after, _ = torch.cuda.mem_get_info()
+    growth = free_before - free_after
+    print(f"churn: device memory in use grew by {growth / 2**20:.1f} MiB over 10000 calls")
+    assert growth < 256 * 2**20
+
+
+def test_returned_arrays_are_adopted_without_copies(noop):
+    out = noop.apply({"x": torch.arange(1000, dtype=torch.float32, device="cuda")})["x"]
+    assert isinstance(out, tesscpp.DeviceArray)
+    cai = out.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["typestr"] == "<f4" and cai["shape"] == (1000,) and "stream" not in cai
+    pointer = cai["data"][0]
+    assert torch.from_dlpack(out).data_ptr() == pointer
+    cupy = pytest.importorskip("cupy")
+    assert cupy.asarray(out).data.ptr == pointer
+    assert cupy.from_dlpack(out).data.ptr == pointer
+    jax = pytest.importorskip("jax")
+    assert jax.dlpack.from_dlpack(out).unsafe_buffer_pointer() == pointer
+    assert (out.copy_to_host() == torch.arange(1000, dtype=torch.float32).numpy()).all()
+
+
+def _framework_arrays():
+    """A CUDA float32 array of 0..9 from each framework, with its data pointer."""
+    x = torch.arange(10, dtype=torch.float32, device="cuda")
+    yield "torch", x, x.data_ptr()
+    try:
+        import cupy
+    except ImportError:
+        return
+    c = cupy.arange(10, dtype=cupy.float32)
+    yield "cupy", c, c.data.ptr
+    try:
+        import jax.numpy as jnp
+    except ImportError:
+        return
+    j = jnp.arange(10, dtype=jnp.float32)
+    yield "jax", j, j.unsafe_buffer_pointer()
+
+
+def test_in_process_components_share_framework_arrays():
+    """In-process with cuda_ipc, torch, CuPy and JAX arrays reach the component
+    and come back as the same memory (no copy either way)."""
+    t = tesscpp.Tesseract.from_library(example("noop"), gpu_transport="cuda_ipc")
+    seen = []
+    for name, array, pointer in _framework_arrays():
+        out = t.apply({"x": array})["x"]
+        assert out.__cuda_array_interface__["data"][0] == pointer, name
+        assert torch.equal(torch.from_dlpack(out), torch.arange(10, dtype=torch.float32, device="cuda")), name
+        seen.append(name)
+    print("shared without copies:", seen)
+
+
+def test_served_framework_arrays_round_trip():
+    t = served(example("noop"))
+    try:
+        for name, array, _ in _framework_arrays():
+            out = t.apply({"x": array})["x"]
+            assert torch.equal(torch.from_dlpack(out), torch.arange(10, dtype=torch.float32, device="cuda")), name
+    finally:
+        t.teardown()
+
+
+def test_apply_tesseract_forward_and_backward_on_the_device():
+    t = served(fixture("devid"))
+    try:
+        a = torch.randn(1000, device="cuda", requires_grad=True)
+        w = torch.randn(1000, device="cuda")
+        out = apply_tesseract(t, {"a": a})
+        assert out["c"].device.type == "cuda"
+        assert torch.equal(out["c"].detach(), a.detach())
+        (out["c"] * w).sum().backward()
+        assert a.grad.device.type == "cuda" and torch.equal(a.grad, w)
+    finally:
+        t.teardown()
+
+
+# -- interoperability with tesseract-core 1.15 -----------------------------------
+
+
+@needs_tesseract_core
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool], ids=str)
+def test_tesseract_core_client_against_tesscpp_server(noop, dtype):
+    sdk = tesseract_core.Tesseract.from_url(noop._url).with_encoding(gpu_transport="cuda_ipc")
+    assert sdk.resolve_gpu_transport() == "cuda_ipc"
+    for shape in [(), (0,), (5,), (300, 7)]:
+        x = random_tensor(shape, dtype)
+        y = torch.from_dlpack(sdk.apply({"x": x})["x"])
+        assert y.device.type == "cuda" and torch.equal(y, x)
+
+
+@needs_tesseract_core
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool], ids=str)
+def test_tesscpp_client_against_tesseract_core_server(dtype):
+    t = served(NOOP_PY, python_executable=sys.executable)
+    try:
+        assert t.resolve_gpu_transport() == "cuda_ipc"
+        for shape in [(), (0,), (5,), (300, 7)]:
+            x = random_tensor(shape, dtype)
+            y = on_device(t.apply({"x": x})["x"])
+            assert torch.equal(y, x)
+    finally:
+        t.teardown()
+
+
+@needs_tesseract_core
+def test_apply_tesseract_against_tesseract_core_server():
+    t = served(DEVID_PY, python_executable=sys.executable)
+    try:
+        a = torch.randn(64, device="cuda", requires_grad=True)
+        out = apply_tesseract(t, {"a": a})
+        assert out["c"].device.type == "cuda" and torch.equal(out["c"].detach(), a.detach())
+        out["c"].sum().backward()
+        assert torch.equal(a.grad, torch.ones_like(a))
+    finally:
+        t.teardown()
+
+
+def _post(url: str, path: str, body: dict, headers: dict) -> tuple[bytes, dict]:
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", **headers})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.read(), {k.lower(): v for k, v in response.headers.items()}
+
+
+def _normalised(body: bytes) -> str:
+    """The body with what differs by nature (handle bytes, offsets, sizes) replaced."""
+    pattern = r'"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):([A-Za-z0-9+/=]*):(\d+):(\d+)"'
+    for match in re.finditer(pattern, body.decode()):
+        assert len(match.group(2)) in (0, 88), match.group(0)
+    return re.sub(pattern, lambda m: f'"{m.group(1)}:{"H" if m.group(2) else ""}:O:S"', body.decode())
+
+
+@needs_tesseract_core
+def test_wire_bytes_match_tesseract_core(noop):
+    """The same requests to both servers: the same bytes back, except the
+    handle, offset and allocation size, and the same headers."""
+    from tesseract_core.runtime.cuda.check import start_transport_check
+
+    reference = served(NOOP_PY, python_executable=sys.executable)
+    try:
+        request, _, release = start_transport_check("cuda_ipc")
+        try:
+            ours, our_headers = _post(noop._url, "/check_gpu_transport", request, {})
+            theirs, their_headers = _post(reference._url, "/check_gpu_transport", request, {})
+            # A check request from tesseract-core's exporter, answered by each.
+            array = request["array"]
+            bodies = []
+            for url in (noop._url, reference._url):
+                body, headers = _post(url, "/apply", {"inputs": {"x": array}},
+                                      {"Accept": "application/json+base64; gpu_transport=cuda_ipc",
+                                       "Tesseract-Exports-Done": ""})
+                bodies.append((body, headers))
+        finally:
+            release()
+        print("check reply (tesscpp):", ours.decode()[:200])
+        print("apply reply (tesscpp):", bodies[0][0].decode()[:200])
+        assert _normalised(ours) == _normalised(theirs)
+        assert re.fullmatch(r"[0-9a-f]{32}", our_headers["tesseract-exports"])
+        assert re.fullmatch(r"[0-9a-f]{32}", their_headers["tesseract-exports"])
+        assert _normalised(bodies[0][0]) == _normalised(bodies[1][0])
+        for body, headers in bodies:
+            assert re.fullmatch(r"[0-9a-f]{32}", headers["tesseract-exports"])
+            assert headers["content-type"] == "application/json+base64"
+        # Unacknowledged exports and a disabled check route: same answers too.
+        for path, body in [("/check_gpu_transport", {"gpu_transport": "none"})]:
+            assert _post(noop._url, path, body, {})[0] == _post(reference._url, path, body, {})[0]
+    finally:
+        reference.teardown()

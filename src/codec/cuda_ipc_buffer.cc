@@ -1,0 +1,79 @@
+// cuda_ipc_buffer.cc: format and strict parse of cuda_ipc buffer strings.
+#include "codec/cuda_ipc_buffer.h"
+
+#include <charconv>
+#include <vector>
+
+#include "codec/base64.h"
+
+namespace tesscpp::internal {
+namespace {
+
+bool IsLowerHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+bool IsCanonicalUuid(std::string_view text) {
+  if (text.size() != 36) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? text[i] != '-' : !IsLowerHex(text[i])) return false;
+  }
+  return true;
+}
+
+Result<int64_t> Decimal(std::string_view text, const char* name) {
+  int64_t value = 0;
+  const bool digits_only = !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (!digits_only || error != std::errc() || end != text.data() + text.size()) {
+    return Status::ValidationError(name, " must be a non-negative decimal integer below 2**63, got '", text, "'");
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor) {
+  const std::string handle = descriptor.has_handle ? Base64String(descriptor.handle) : std::string();
+  return descriptor.device_uuid + ":" + handle + ":" + std::to_string(descriptor.offset) + ":" +
+         std::to_string(descriptor.allocation_size);
+}
+
+Result<cuda::IpcDescriptor> ParseCudaIpcBuffer(std::string_view text) {
+  std::vector<std::string_view> fields;
+  for (size_t start = 0;;) {
+    const size_t colon = text.find(':', start);
+    fields.push_back(text.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  if (fields.size() != 4) {
+    return Status::ValidationError("a cuda_ipc buffer is '<device uuid>:<handle>:<offset>:<size>', got ",
+                                   fields.size(), " ':'-separated fields");
+  }
+  if (!IsCanonicalUuid(fields[0])) {
+    return Status::ValidationError("the device must be a lowercase 8-4-4-4-12 UUID, got '", fields[0], "'");
+  }
+  cuda::IpcDescriptor descriptor;
+  descriptor.device_uuid = std::string(fields[0]);
+  TESS_ASSIGN_OR_RETURN(descriptor.offset, Decimal(fields[2], "the offset"));
+  TESS_ASSIGN_OR_RETURN(descriptor.allocation_size, Decimal(fields[3], "the allocation size"));
+  if (fields[1].empty()) return descriptor;
+  auto size = Base64DecodedSize(fields[1]);
+  if (!size.ok() || *size != descriptor.handle.size()) {
+    return Status::ValidationError("the handle must be the base64 of ", descriptor.handle.size(), " bytes");
+  }
+  const Status decoded = Base64Decode(fields[1], descriptor.handle);
+  if (!decoded.ok()) return Status::ValidationError("the handle is not valid base64: ", decoded.message());
+  descriptor.has_handle = true;
+  return descriptor;
+}
+
+const char* TransportCheckExceptionName(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kValidationError: return "ValueError";
+    default: return "RuntimeError";
+  }
+}
+
+}  // namespace tesscpp::internal

@@ -1,0 +1,159 @@
+// cuda_api.cc: errors, driver entry points, device selection and identity.
+#include "cuda/cuda_api.h"
+
+#include <array>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tesscpp/cuda.h"
+
+namespace tesscpp::cuda {
+namespace internal {
+
+Status CudaStatus(cudaError_t error, std::string_view call) {
+  if (error == cudaSuccess) return Status::OK();
+  (void)cudaGetLastError();
+  // The macro passes the whole call expression; the name is what precedes "(".
+  return Status::Unavailable(call.substr(0, call.find('(')), " failed: ", cudaGetErrorString(error));
+}
+
+Status DriverStatus(CUresult result, std::string_view call) {
+  if (result == CUDA_SUCCESS) return Status::OK();
+  return Status::Unavailable(call, " failed with error code ", static_cast<int>(result));
+}
+
+namespace {
+
+// What the process learns about CUDA once: whether it is usable, the driver
+// entry points, and each visible device's UUID.
+struct CudaState {
+  Status available;
+  DriverApi driver;
+  std::vector<std::string> uuids;  // by ordinal
+};
+
+template <typename Fn>
+Status Resolve(const char* symbol, Fn& fn) {
+  void* address = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  // 12000: the newest ABI of each symbol as of CUDA 12 (cuMemGetAddressRange_v2,
+  // cuDeviceGetUuid_v2), which CUDA 13 drivers all have.
+  TESS_RETURN_IF_ERROR(CudaStatus(
+      cudaGetDriverEntryPointByVersion(symbol, &address, 12000, cudaEnableDefault, &found),
+      "cudaGetDriverEntryPointByVersion"));
+  if (found != cudaDriverEntryPointSuccess || address == nullptr) {
+    return Status::Unavailable("the CUDA driver has no ", symbol);
+  }
+  fn = reinterpret_cast<Fn>(address);
+  return Status::OK();
+}
+
+std::string FormatUuid(const CUuuid& uuid) {
+  // str(uuid.UUID(bytes=raw)): 8-4-4-4-12 lowercase hex.
+  std::string text;
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(uuid.bytes[i]));
+    text += hex;
+  }
+  return text;
+}
+
+CudaState Probe() {
+  CudaState state;
+  int count = 0;
+  state.available = CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  if (state.available.ok() && count == 0) state.available = Status::Unavailable("no CUDA device is visible");
+  if (!state.available.ok()) return state;
+  DriverApi& d = state.driver;
+  state.available = Resolve("cuMemGetAddressRange", d.mem_get_address_range);
+  if (state.available.ok()) state.available = Resolve("cuDeviceGet", d.device_get);
+  if (state.available.ok()) state.available = Resolve("cuDeviceGetUuid", d.device_get_uuid);
+  if (state.available.ok()) state.available = Resolve("cuPointerGetAttribute", d.pointer_get_attribute);
+  for (int i = 0; state.available.ok() && i < count; ++i) {
+    CUdevice device = 0;
+    CUuuid uuid{};
+    state.available = DriverStatus(d.device_get(&device, i), "cuDeviceGet");
+    if (state.available.ok()) state.available = DriverStatus(d.device_get_uuid(&uuid, device), "cuDeviceGetUuid");
+    state.uuids.push_back(FormatUuid(uuid));
+  }
+  return state;
+}
+
+const CudaState& State() {
+  static const CudaState* state = new CudaState(Probe());  // leaked: used until exit
+  return *state;
+}
+
+}  // namespace
+
+Result<const DriverApi*> Driver() {
+  TESS_RETURN_IF_ERROR(State().available);
+  return &State().driver;
+}
+
+Result<DeviceGuard> DeviceGuard::Enter(int ordinal) {
+  int previous = 0;
+  TESS_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous));
+  // Always set, even when equal: it binds the primary context on a fresh thread.
+  TESS_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal));
+  return DeviceGuard(previous);
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) (void)CudaStatus(cudaSetDevice(previous_), "cudaSetDevice");
+}
+
+Result<int> TensorOrdinal(const Tensor& tensor) {
+  if (tensor.device().type != DeviceType::kCUDA) {
+    return Status::InvalidArgument("expected a CUDA tensor, got one on ", tensor.device().ToString());
+  }
+  TESS_ASSIGN_OR_RETURN(int count, DeviceCount());
+  if (tensor.device().id < 0 || tensor.device().id >= count) {
+    return Status::InvalidArgument("the tensor is on ", tensor.device().ToString(), ", but this process sees ",
+                                   count, " CUDA device(s)");
+  }
+  return tensor.device().id;
+}
+
+}  // namespace internal
+
+bool BuiltWithCuda() { return true; }
+
+Status CheckAvailable() { return internal::State().available; }
+
+Result<int> DeviceCount() {
+  TESS_RETURN_IF_ERROR(CheckAvailable());
+  return static_cast<int>(internal::State().uuids.size());
+}
+
+Result<int> CurrentDevice() {
+  TESS_RETURN_IF_ERROR(CheckAvailable());
+  int ordinal = 0;
+  TESS_CUDA_RETURN_IF_ERROR(cudaGetDevice(&ordinal));
+  return ordinal;
+}
+
+Result<std::string> DeviceUuid(int ordinal) {
+  TESS_ASSIGN_OR_RETURN(int count, DeviceCount());
+  if (ordinal < 0 || ordinal >= count) {
+    return Status::InvalidArgument("CUDA device ", ordinal, " does not exist (", count, " visible)");
+  }
+  return internal::State().uuids[static_cast<size_t>(ordinal)];
+}
+
+Result<int> OrdinalOfUuid(std::string_view uuid) {
+  TESS_RETURN_IF_ERROR(CheckAvailable());
+  const std::vector<std::string>& uuids = internal::State().uuids;
+  for (size_t i = 0; i < uuids.size(); ++i) {
+    if (uuids[i] == uuid) return static_cast<int>(i);
+  }
+  return Status::Unavailable("The array lives on the GPU with UUID ", uuid,
+                             ", which this process cannot see. Give both processes access to that GPU "
+                             "(e.g. via --gpus or CUDA_VISIBLE_DEVICES).");
+}
+
+}  // namespace tesscpp::cuda

@@ -1,0 +1,40 @@
+// cuda_disabled.cc: the cuda module's API in a build without CUDA. Every entry
+// point says so; nothing pretends to work.
+#include "tesscpp/cuda.h"
+#include "tesscpp/cuda_ipc.h"
+#include "tesscpp/cuda_transfer.h"
+
+namespace tesscpp::cuda {
+namespace {
+
+Status NotBuilt() {
+  return Status::Unimplemented("tesscpp was built without CUDA (configure with a CUDA toolkit and TESSCPP_CUDA=ON)");
+}
+
+}  // namespace
+
+bool BuiltWithCuda() { return false; }
+Status CheckAvailable() { return NotBuilt(); }
+Result<int> DeviceCount() { return NotBuilt(); }
+Result<int> CurrentDevice() { return NotBuilt(); }
+Result<std::string> DeviceUuid(int /*ordinal*/) { return NotBuilt(); }
+Result<int> OrdinalOfUuid(std::string_view /*uuid*/) { return NotBuilt(); }
+Result<Tensor> AllocateDevice(Dtype /*dtype*/, Shape /*shape*/, int /*ordinal*/) { return NotBuilt(); }
+Result<Tensor> CopyToHost(const Tensor& tensor) {
+  if (tensor.device().host_accessible()) return tensor;
+  return NotBuilt();
+}
+Result<Tensor> CopyToDevice(const Tensor& /*tensor*/, int /*ordinal*/) { return NotBuilt(); }
+void SetPoolFraction(double /*fraction*/) {}
+Result<IpcDescriptor> ExportIpc(const Tensor& /*tensor*/, std::vector<std::shared_ptr<void>>& /*pins*/) {
+  return NotBuilt();
+}
+Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDeviceCopy> /*copies*/,
+                                                       int /*device*/, uintptr_t /*consumer_stream*/) {
+  return NotBuilt();
+}
+Result<Tensor> ImportIpc(const IpcDescriptor& /*descriptor*/, Dtype /*dtype*/, const Shape& /*shape*/) {
+  return NotBuilt();
+}
+
+}  // namespace tesscpp::cuda

@@ -1,0 +1,67 @@
+// gpu_exports.h: what a GPU-transport server keeps for its clients (internal).
+//
+// The device memory a response exports (its outputs, or the staging copies of
+// them) must stay untouched until the client has copied it out. As in
+// tesseract-core 1.15 (docs/gpu-transport.md 5): each response's exports are
+// kept under a random id sent as `Tesseract-Exports`, and released when a
+// later request names the id in `Tesseract-Exports-Done`, after 300 s, or, for
+// clients that never send that header, at their next call.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tesscpp/value.h"
+
+namespace tesscpp::runtime {
+
+class ExportRegistry {
+ public:
+  static constexpr std::chrono::seconds kTimeout{300};  // EXPORTS_TIMEOUT_S
+
+  /// \brief Every request, before routing: a non-empty Tesseract-Exports-Done
+  /// releases the ids it names (split on ',', untrimmed, unknown ids ignored)
+  /// and every group past the timeout.
+  void OnRequest(const std::optional<std::string>& exports_done);
+
+  /// \brief Before a wrapped endpoint runs: releases groups past the timeout
+  /// and, unless this request acknowledges exports, every group kept for a
+  /// client that does not.
+  void BeforeEndpoint(bool acknowledged);
+
+  /// \brief Keeps a response's exports; returns the id for Tesseract-Exports,
+  /// or nullopt (nothing kept) when `pins` is empty.
+  std::optional<std::string> Keep(std::vector<std::shared_ptr<void>> pins, bool acknowledged);
+
+  /// \brief Groups held now (for tests and logs).
+  size_t size() const;
+
+ private:
+  struct Group {
+    std::vector<std::shared_ptr<void>> pins;
+    std::chrono::steady_clock::time_point kept_at;
+    bool acknowledged;
+  };
+  // Removes groups for which `drop` is true; they are freed after the lock is
+  // released (freeing device memory may synchronise the device).
+  template <typename Drop>
+  void ReleaseIf(const Drop& drop);
+
+  mutable std::mutex mutex_;
+  std::map<std::string, Group> groups_;
+};
+
+/// \brief POST /check_gpu_transport (served only with a GPU transport enabled):
+/// reads the client's 256 random bytes through the transport, checks them
+/// against `expected`, and answers with them reversed, in a tensor on the same
+/// GPU. The body is {"ok": true, "array": <CUDA tensor>} (to be written with
+/// the transport, its exports kept as an acknowledging client's) or
+/// {"ok": false, "reason": "..."}; always HTTP 200, as tesseract-core answers.
+Value AnswerTransportCheck(const Value& request, const std::string& enabled_transport);
+
+}  // namespace tesscpp::runtime

@@ -1,0 +1,136 @@
+// The server side of the cuda_ipc transport that needs no GPU: export-group
+// bookkeeping, advertisement, the check route's refusals and the 422s, worded
+// as tesseract-core 1.15 words them (docs/gpu-transport.md 4, 5, 7). The GPU
+// paths are exercised on a GPU machine by python/tests/test_gpu_transport.py.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "runtime/gpu_exports.h"
+#include "tesscpp/component.h"
+#include "tesscpp/component_library.h"
+#include "tesscpp/cuda.h"
+#include "tesscpp/json.h"
+#include "tesscpp/runtime.h"
+
+namespace tesscpp {
+namespace {
+
+using runtime::ExportRegistry;
+
+std::vector<std::shared_ptr<void>> Pins(const std::shared_ptr<int>& tracked) { return {tracked}; }
+
+TEST(ExportRegistry, AcknowledgedGroupsLiveUntilNamed) {
+  ExportRegistry registry;
+  auto memory = std::make_shared<int>(1);
+  const auto id = registry.Keep(Pins(memory), /*acknowledged=*/true);
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(id->size(), 32U);
+  EXPECT_EQ(id->find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(memory.use_count(), 2);
+  registry.BeforeEndpoint(/*acknowledged=*/false);  // others' calls do not free it
+  registry.OnRequest(std::string(""));              // nor an empty header
+  registry.OnRequest(std::string("unknown, ") + *id);  // no trimming: " <id>" is another id
+  EXPECT_EQ(memory.use_count(), 2);
+  registry.OnRequest("unknown," + *id);
+  EXPECT_EQ(memory.use_count(), 1);
+  EXPECT_EQ(registry.size(), 0U);
+}
+
+TEST(ExportRegistry, ClientsThatNeverAcknowledgeAreFreedAtTheirNextCall) {
+  ExportRegistry registry;
+  auto memory = std::make_shared<int>(1);
+  ASSERT_TRUE(registry.Keep(Pins(memory), /*acknowledged=*/false));
+  registry.BeforeEndpoint(/*acknowledged=*/true);
+  EXPECT_EQ(memory.use_count(), 2);
+  registry.BeforeEndpoint(/*acknowledged=*/false);
+  EXPECT_EQ(memory.use_count(), 1);
+  EXPECT_FALSE(registry.Keep({}, true).has_value());  // nothing exported, no id
+}
+
+std::unique_ptr<Runtime> ServeNoop(const std::string& gpu_transport) {
+  auto library = ComponentLibrary::Open(std::string(TESS_EXAMPLES_DIR) + "/libnoop.so");
+  EXPECT_TRUE(library.ok()) << library.status();
+  RuntimeConfig config;
+  config.gpu_transport = gpu_transport;
+  config.output_path = (std::filesystem::temp_directory_path() / "tesscpp_gpu_transport_test").string();
+  std::shared_ptr<const Component> component(*library, &(*library)->component());
+  auto runtime = Runtime::Make(component, config);
+  EXPECT_TRUE(runtime.ok()) << runtime.status();
+  return runtime.ok() ? *std::move(runtime) : nullptr;
+}
+
+RuntimeResponse Request(const Runtime& runtime, const std::string& method, const std::string& path,
+                        const std::string& body) {
+  RuntimeRequest request;
+  request.method = method;
+  request.target = path;
+  request.content_type = "application/json";
+  request.body = Buffer::FromString(body);
+  return runtime.Handle(request);
+}
+
+const char* kEmptyArray =
+    R"j({"inputs":{"x":{"object_type":"array","shape":[0],"dtype":"float32","data":{"buffer":")j"
+    R"j(00010203-0405-0607-0809-0a0b0c0d0e0f::0:0","encoding":"cuda_ipc"}}}})j";
+
+TEST(GpuTransportServer, DisabledRefusesAsTheReference) {
+  auto runtime = ServeNoop("none");
+  ASSERT_NE(runtime, nullptr);
+  EXPECT_EQ(Request(*runtime, "POST", "/check_gpu_transport", "{}").status, 404);
+  const RuntimeResponse r = Request(*runtime, "POST", "/apply", kEmptyArray);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(r.body.string_view().find(
+                R"j("msg":"Failed to decode array buffer (cuda_ipc encoding): GPU transport 'cuda_ipc' is not )j"
+                R"j(enabled on this Tesseract (available: ('none',))")j"),
+            std::string_view::npos)
+      << r.body.string_view();
+}
+
+TEST(GpuTransportServer, EnabledAdvertisesAndAnswersChecks) {
+  if (!cuda::BuiltWithCuda()) GTEST_SKIP() << "built without CUDA";
+  auto runtime = ServeNoop("cuda_ipc");
+  ASSERT_NE(runtime, nullptr);
+  EXPECT_NE(runtime->openapi_document().string_view().find(R"j("x-supported-gpu-transports":["none","cuda_ipc"])j"),
+            std::string_view::npos);
+  RuntimeResponse r = Request(*runtime, "GET", "/check_gpu_transport", "");
+  EXPECT_EQ(r.status, 405);
+  r = Request(*runtime, "POST", "/check_gpu_transport", "[1]");
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(r.body.string_view().find(R"j("type":"dict_type","loc":["body"])j"), std::string_view::npos);
+
+  auto reply = [&](const std::string& body) {
+    const RuntimeResponse answer = Request(*runtime, "POST", "/check_gpu_transport", body);
+    EXPECT_EQ(answer.status, 200);
+    return std::string(answer.body.string_view());
+  };
+  EXPECT_EQ(reply(R"j({"gpu_transport":"none"})j"),
+            R"j({"ok":false,"reason":"gpu_transport='none' is not enabled on this Tesseract )j"
+            R"j((available: ['none', 'cuda_ipc'])"})j");
+  EXPECT_EQ(reply("{}"),
+            R"j({"ok":false,"reason":"gpu_transport=None is not enabled on this Tesseract )j"
+            R"j((available: ['none', 'cuda_ipc'])"})j");
+  EXPECT_EQ(reply(R"j({"gpu_transport":"cuda_ipc","array":{"dtype":"float32"}})j"),
+            R"j({"ok":false,"reason":"the Tesseract could not exchange GPU memory with the client: )j"
+            R"j(ValueError: expected a uint8 array"})j");
+  EXPECT_EQ(reply(R"j({"gpu_transport":"cuda_ipc","array":{"dtype":"uint8","shape":[255]}})j"),
+            R"j({"ok":false,"reason":"the Tesseract could not exchange GPU memory with the client: )j"
+            R"j(ValueError: expected an array of 256 bytes"})j");
+  EXPECT_EQ(reply(R"j({"gpu_transport":"cuda_ipc","array":{"dtype":"uint8","shape":[256],"data":{}}})j"),
+            R"j({"ok":false,"reason":"the Tesseract could not exchange GPU memory with the client: )j"
+            R"j(ValueError: expected a cuda_ipc array"})j");
+
+  if (cuda::CheckAvailable().ok()) return;  // the device paths: test_gpu_transport.py
+  // Without a device, reading a well-formed array fails as the driver says.
+  const std::string check = reply(
+      R"j({"gpu_transport":"cuda_ipc","expected":"","array":{"dtype":"uint8","shape":[256],"data":{"buffer":")j"
+      R"j(00010203-0405-0607-0809-0a0b0c0d0e0f:q6urq6urq6urq6urq6urq6urq6urq6urq6urq6ur)j"
+      R"j(q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urqw==:0:256","encoding":"cuda_ipc"}}})j");
+  EXPECT_NE(check.find("RuntimeError: " + cuda::CheckAvailable().message()), std::string::npos) << check;
+  r = Request(*runtime, "POST", "/apply", kEmptyArray);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(r.body.string_view().find("array_decode_error"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace tesscpp

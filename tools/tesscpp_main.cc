@@ -121,9 +121,9 @@ int Serve(const CommonOptions& o, const tesscpp::HttpServerOptions& server_optio
   if (transport != "none" && server_options.num_workers > 1) {
     // Exports of clients that never acknowledge are freed at the next call,
     // which is only safe when calls come one at a time.
-    return Fail(Status::InvalidArgument("gpu_transport='", transport,
-                                        "' cannot be served by more than one worker (got num_workers=",
-                                        server_options.num_workers, ")."));
+    return Fail(Status::InvalidArgument(
+        "gpu_transport='", transport,
+        "' cannot be served by more than one worker (got num_workers=", server_options.num_workers, ")."));
   }
   if (transport != "none") {
     if (Status cuda = tesscpp::cuda::CheckAvailable(); !cuda.ok()) {

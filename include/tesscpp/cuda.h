@@ -6,6 +6,7 @@
 // processes and containers) and by ordinal inside a process.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,18 @@ Result<std::string> DeviceUuid(int ordinal);
 /// \brief The ordinal of the visible device with this UUID; kUnavailable naming
 /// the UUID when this process cannot see it.
 Result<int> OrdinalOfUuid(std::string_view uuid);
+
+/// \brief The ordinal of the device whose memory `data` points into (for
+/// producers that do not say, such as the CUDA array interface).
+Result<int> DeviceOfPointer(const void* data);
+
+/// \brief Waits until the work queued on `stream` (a cudaStream_t as an
+/// integer; 1 names the legacy default stream) is done.
+Status SynchronizeStream(uintptr_t stream);
+
+/// \brief Waits until all work on device `ordinal` is done (for producers
+/// whose stream is unknown).
+Status SynchronizeDevice(int ordinal);
 
 /// \brief A C-contiguous tensor of uninitialised device memory on `ordinal`,
 /// from the process's device pool (reused buffers are safe: the pool waits for

@@ -18,6 +18,7 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,7 +74,8 @@ std::string ValidationTitle(const std::string& message) {
   if (const ValidationDetail* detail = GetValidationDetail(status); detail != nullptr) {
     nb::list errors;
     for (const ValidationIssue& issue : detail->issues()) errors.append(IssueToPython(issue));
-    nb::tuple args = nb::make_tuple(nb::str(message.c_str()), nb::str(ValidationTitle(message).c_str()), errors);
+    nb::tuple args =
+        nb::make_tuple(nb::str(message.c_str()), nb::str(ValidationTitle(message).c_str()), errors);
     PyErr_SetObject(ValidationFailureType().ptr(), args.ptr());
     throw nb::python_error();
   }
@@ -174,6 +176,75 @@ Tensor BorrowArray(BorrowedArray array, Device device, const std::vector<std::st
   return Unwrap(Tensor::Make(*dtype, *std::move(shape), std::move(buffer), device));
 }
 
+// The dtype of a CUDA array interface typestr ("<f4", "|b1"; native byte order only).
+Dtype DtypeOfTypestr(const std::string& typestr, const std::vector<std::string>& path) {
+  if (typestr.size() < 3 || (typestr[0] != '<' && typestr[0] != '|' && typestr[0] != '=')) {
+    RaiseType(path, "unsupported __cuda_array_interface__ typestr '" + typestr + "' (little-endian only)");
+  }
+  const char kind = typestr[1];
+  const int bits = std::atoi(typestr.c_str() + 2) * 8;
+  const uint8_t code = kind == 'i'   ? 0
+                       : kind == 'u' ? 1
+                       : kind == 'f' ? 2
+                       : kind == 'c' ? 5
+                       : kind == 'b' ? 6
+                                     : 255;
+  Result<Dtype> dtype = DtypeFromDlpack(DlpackDtype{code, static_cast<uint8_t>(bits), 1});
+  if (code == 255 || !dtype.ok())
+    RaiseType(path, "unsupported __cuda_array_interface__ typestr '" + typestr + "'");
+  return *dtype;
+}
+
+// A producer that offers only the CUDA array interface (Numba, older CuPy,
+// hand-made views): its memory borrowed as a CUDA tensor. The stream rules
+// of CAI v3: a stream (1 = legacy default, else a cudaStream_t) is waited for;
+// none means the data is ready. Version 2 names no stream, so the device is
+// synchronised once (CV-CUDA's defensive rule).
+Tensor ImportCai(const nb::object& object, const std::vector<std::string>& path) {
+  const nb::dict cai = nb::cast<nb::dict>(object.attr("__cuda_array_interface__"));
+  auto field = [&](const char* key) { return cai.contains(key) ? nb::object(cai[key]) : nb::none(); };
+  if (!field("mask").is_none()) RaiseType(path, "masked __cuda_array_interface__ arrays are not supported");
+  std::vector<int64_t> dims;
+  for (nb::handle d : nb::cast<nb::tuple>(field("shape"))) dims.push_back(nb::cast<int64_t>(d));
+  const Dtype dtype = DtypeOfTypestr(nb::cast<std::string>(field("typestr")), path);
+  Result<Shape> shape = Shape::Make(dims);
+  if (!shape.ok()) RaiseType(path, shape.status().message());
+  if (!field("strides").is_none()) {
+    int64_t expected = ItemSize(dtype);
+    const auto strides = nb::cast<std::vector<int64_t>>(field("strides"));
+    for (size_t d = dims.size(); d-- > 0;) {
+      if (dims[d] != 1 && strides.at(d) != expected) {
+        RaiseType(path, "a strided __cuda_array_interface__ array: make it C-contiguous first");
+      }
+      expected *= dims[d];
+    }
+  }
+  const auto data = nb::cast<std::pair<uintptr_t, bool>>(field("data"));
+  const int64_t nbytes = shape->num_elements() * ItemSize(dtype);
+  auto* pointer = reinterpret_cast<void*>(data.first);
+  int ordinal = 0;
+  if (nbytes > 0) ordinal = Unwrap(cuda::DeviceOfPointer(pointer));
+  const int version = nb::cast<int>(field("version"));
+  const nb::object stream_field = field("stream");
+  const std::optional<uintptr_t> stream =
+      stream_field.is_none() ? std::nullopt : std::optional<uintptr_t>(nb::cast<uintptr_t>(stream_field));
+  Status ready;
+  {
+    nb::gil_scoped_release release;
+    if (version < 3) {
+      ready = cuda::SynchronizeDevice(ordinal);
+    } else if (stream) {
+      ready = *stream == 0   ? Status::InvalidArgument("__cuda_array_interface__ stream 0 is not allowed")
+              : *stream == 2 ? cuda::SynchronizeDevice(ordinal)  // another thread's per-thread stream
+                             : cuda::SynchronizeStream(*stream);
+    }
+  }
+  if (!ready.ok()) RaiseType(path, ready.message());
+  std::shared_ptr<nb::object> owner = GilShared(object);
+  return Unwrap(
+      Tensor::Make(dtype, *std::move(shape), Buffer::Wrap(pointer, nbytes, owner), Device::CUDA(ordinal)));
+}
+
 Tensor ImportArray(nb::handle handle, const std::vector<std::string>& path) {
   nb::object object = nb::borrow(handle);
   BorrowedArray array;
@@ -183,6 +254,8 @@ Tensor ImportArray(nb::handle handle, const std::vector<std::string>& path) {
     object = object.attr("detach")();
     borrowed = nb::try_cast(object, array, /*convert=*/false);
   }
+  if (!borrowed && nb::hasattr(object, "__cuda_array_interface__") && CudaUsable())
+    return ImportCai(object, path);
   if (borrowed && array.device_type() == nb::device::cuda::value && CudaUsable()) {
     if (!IsCContiguous(array) && nb::hasattr(object, "contiguous")) {
       object = object.attr("contiguous")();  // on the device, as the SDK does
@@ -272,17 +345,20 @@ struct DeviceArray {
   Tensor tensor;
 };
 
-// A DLPack capsule over the tensor, keeping the C++ buffer alive.
-nb::object DlpackCapsule(const Tensor& tensor) {
+// A DLPack capsule over a CUDA tensor, keeping the C++ buffer alive:
+// versioned (DLPack 1.x) when the consumer's max_version allows it, the
+// legacy "dltensor" otherwise (nanobind's array-API export does both).
+nb::object DlpackCapsule(const Tensor& tensor, const nb::object& max_version) {
   std::vector<size_t> shape(tensor.shape().dims().begin(), tensor.shape().dims().end());
   const DlpackDtype dl = ToDlpack(tensor.dtype());
   auto* keep = new Buffer(tensor.buffer());
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
-  const bool cuda = tensor.device().type == DeviceType::kCUDA;
-  nb::ndarray<> array(tensor.data(), shape.size(), shape.data(), owner, nullptr,
-                      nb::dlpack::dtype{dl.code, dl.bits, dl.lanes},
-                      cuda ? nb::device::cuda::value : nb::device::cpu::value, tensor.device().id);
-  return array.cast();
+  nb::ndarray<nb::array_api> array(tensor.data(), shape.size(), shape.data(), owner, nullptr,
+                                   nb::dlpack::dtype{dl.code, dl.bits, dl.lanes}, nb::device::cuda::value,
+                                   tensor.device().id);
+  nb::object exported = array.cast();
+  if (max_version.is_none()) return exported.attr("__dlpack__")();
+  return exported.attr("__dlpack__")(nb::arg("max_version") = max_version);
 }
 
 // NumPy's typestr of the dtype ("<f4", "|b1"), for the CUDA array interface.
@@ -298,7 +374,8 @@ nb::object ExportArray(const Tensor& tensor) {
   std::vector<size_t> shape(tensor.shape().dims().begin(), tensor.shape().dims().end());
   const DlpackDtype dl = ToDlpack(tensor.dtype());
   if (tensor.nbytes() == 0) {
-    return NumpyModule().attr("empty")(nb::tuple(nb::cast(shape)), nb::str(std::string(DtypeName(tensor.dtype())).c_str()));
+    return NumpyModule().attr("empty")(nb::tuple(nb::cast(shape)),
+                                       nb::str(std::string(DtypeName(tensor.dtype())).c_str()));
   }
   // The array keeps the C++ buffer alive; it is writable, as a decoded response
   // belongs to the caller alone.
@@ -362,7 +439,8 @@ LogSink ToLogSink(const nb::object& callback) {
 
 std::vector<std::pair<std::string, std::string>> ToSettings(const nb::dict& settings) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (auto [key, item] : settings) out.emplace_back(nb::cast<std::string>(nb::str(key)), nb::cast<std::string>(nb::str(item)));
+  for (auto [key, item] : settings)
+    out.emplace_back(nb::cast<std::string>(nb::str(key)), nb::cast<std::string>(nb::str(item)));
   return out;
 }
 
@@ -384,7 +462,8 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
   // globals); nanobind's leak report would then be noise, not a finding.
   nb::set_leak_warnings(false);
 
-  ValidationFailureType() = nb::borrow(PyErr_NewException("tesscpp._tesscpp.ValidationFailure", PyExc_ValueError, nullptr));
+  ValidationFailureType() =
+      nb::borrow(PyErr_NewException("tesscpp._tesscpp.ValidationFailure", PyExc_ValueError, nullptr));
   m.attr("ValidationFailure") = ValidationFailureType();
 
   nb::class_<DeviceArray>(m, "DeviceArray",
@@ -392,7 +471,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
                           "cupy.asarray and jax.dlpack.from_dlpack adopt it without a copy.")
       .def(
           "__dlpack__",
-          [](const DeviceArray& a, const nb::object& /*stream*/, const nb::object& /*max_version*/,
+          [](const DeviceArray& a, const nb::object& /*stream*/, const nb::object& max_version,
              const nb::object& dl_device, const nb::object& copy) {
             // Whatever the consumer's stream, the bytes are already complete.
             if (!copy.is_none() && nb::cast<bool>(copy)) {
@@ -400,23 +479,27 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
             }
             if (!dl_device.is_none()) {
               auto wanted = nb::cast<std::pair<int, int>>(dl_device);
-              if (wanted.first != static_cast<int>(DeviceType::kCUDA) || wanted.second != a.tensor.device().id) {
+              if (wanted.first != static_cast<int>(DeviceType::kCUDA) ||
+                  wanted.second != a.tensor.device().id) {
                 throw nb::buffer_error("tesscpp.DeviceArray.__dlpack__: the array cannot move to dl_device");
               }
             }
-            return DlpackCapsule(a.tensor);
+            return DlpackCapsule(a.tensor, max_version);
           },
           nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
           nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none())
       .def("__dlpack_device__",
-           [](const DeviceArray& a) { return std::make_pair(static_cast<int>(DeviceType::kCUDA), a.tensor.device().id); })
+           [](const DeviceArray& a) {
+             return std::make_pair(static_cast<int>(DeviceType::kCUDA), a.tensor.device().id);
+           })
       .def_prop_ro("__cuda_array_interface__",
                    [](const DeviceArray& a) {
                      nb::dict cai;
                      cai["shape"] = nb::tuple(nb::cast(std::vector<int64_t>(a.tensor.shape().dims().begin(),
-                                                                             a.tensor.shape().dims().end())));
+                                                                            a.tensor.shape().dims().end())));
                      cai["typestr"] = Typestr(a.tensor.dtype());
-                     const auto pointer = a.tensor.nbytes() == 0 ? 0 : reinterpret_cast<uintptr_t>(a.tensor.data());
+                     const auto pointer =
+                         a.tensor.nbytes() == 0 ? 0 : reinterpret_cast<uintptr_t>(a.tensor.data());
                      cai["data"] = nb::make_tuple(pointer, false);
                      cai["strides"] = nb::none();
                      cai["version"] = 3;
@@ -424,21 +507,22 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
                    })
       .def_prop_ro("shape",
                    [](const DeviceArray& a) {
-                     return nb::tuple(nb::cast(
-                         std::vector<int64_t>(a.tensor.shape().dims().begin(), a.tensor.shape().dims().end())));
+                     return nb::tuple(nb::cast(std::vector<int64_t>(a.tensor.shape().dims().begin(),
+                                                                    a.tensor.shape().dims().end())));
                    })
       .def_prop_ro("dtype", [](const DeviceArray& a) { return std::string(DtypeName(a.tensor.dtype())); })
       .def_prop_ro("device", [](const DeviceArray& a) { return a.tensor.device().id; })
-      .def("copy_to_host",
-           [](const DeviceArray& a) {
-             std::optional<Result<Tensor>> host;
-             {
-               nb::gil_scoped_release release;
-               host.emplace(cuda::CopyToHost(a.tensor));
-             }
-             return ExportArray(Unwrap(*std::move(host)));
-           },
-           "A NumPy copy of the array.")
+      .def(
+          "copy_to_host",
+          [](const DeviceArray& a) {
+            std::optional<Result<Tensor>> host;
+            {
+              nb::gil_scoped_release release;
+              host.emplace(cuda::CopyToHost(a.tensor));
+            }
+            return ExportArray(Unwrap(*std::move(host)));
+          },
+          "A NumPy copy of the array.")
       .def(
           "__array__",
           [](const nb::object& self, const nb::object& dtype, const nb::object& /*copy*/) {
@@ -447,20 +531,19 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           },
           nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
       .def("__repr__", [](const DeviceArray& a) {
-        return "tesscpp.DeviceArray(shape=" + a.tensor.shape().ToString() + ", dtype=" +
-               std::string(DtypeName(a.tensor.dtype())) + ", device=cuda:" + std::to_string(a.tensor.device().id) +
-               ")";
+        return "tesscpp.DeviceArray(shape=" + a.tensor.shape().ToString() +
+               ", dtype=" + std::string(DtypeName(a.tensor.dtype())) +
+               ", device=cuda:" + std::to_string(a.tensor.device().id) + ")";
       });
 
-  nb::class_<cuda::TransferDone>(m, "_TransferDone")
-      .def("wait", [](cuda::TransferDone& done) {
-        Status waited;
-        {
-          nb::gil_scoped_release release;
-          waited = done.Wait();
-        }
-        Check(waited);
-      });
+  nb::class_<cuda::TransferDone>(m, "_TransferDone").def("wait", [](cuda::TransferDone& done) {
+    Status waited;
+    {
+      nb::gil_scoped_release release;
+      waited = done.Wait();
+    }
+    Check(waited);
+  });
   m.def(
       "_copy_h2d",
       [](const std::vector<std::tuple<uintptr_t, uintptr_t, int64_t, bool>>& copies, int device,
@@ -468,7 +551,8 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
         std::vector<cuda::HostToDeviceCopy> planned;
         planned.reserve(copies.size());
         for (const auto& [source, destination, nbytes, pinned] : copies) {
-          planned.push_back({reinterpret_cast<const void*>(source), reinterpret_cast<void*>(destination), nbytes, pinned});
+          planned.push_back(
+              {reinterpret_cast<const void*>(source), reinterpret_cast<void*>(destination), nbytes, pinned});
         }
         std::optional<Result<std::unique_ptr<cuda::TransferDone>>> done;
         {
@@ -483,9 +567,9 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
   nb::class_<Tesseract>(m, "_Tesseract")
       .def_static(
           "from_url",
-          [](const std::string& url, double connect_timeout, double read_timeout, const std::string& server_output_path,
-             const std::string& server_input_path, bool binref_pool, Name output_format, Name gpu_transport,
-             Name compression, const nb::object& stream_logs) {
+          [](const std::string& url, double connect_timeout, double read_timeout,
+             const std::string& server_output_path, const std::string& server_input_path, bool binref_pool,
+             Name output_format, Name gpu_transport, Name compression, const nb::object& stream_logs) {
             ClientOptions options;
             options.connect_timeout_s = connect_timeout;
             options.read_timeout_s = read_timeout;
@@ -503,8 +587,9 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           "from_source",
           [](const std::string& path, const std::string& input_path, const std::string& output_path,
              const std::string& output_format, Name gpu_transport, const nb::dict& runtime_config,
-             const std::string& python_executable, const std::string& tesscpp_executable, double startup_timeout,
-             double connect_timeout, double read_timeout, bool binref_pool, const nb::object& stream_logs) {
+             const std::string& python_executable, const std::string& tesscpp_executable,
+             double startup_timeout, double connect_timeout, double read_timeout, bool binref_pool,
+             const nb::object& stream_logs) {
             SourceOptions options;
             options.input_path = input_path;
             options.output_path = output_path;
@@ -566,7 +651,8 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
       .def(
           "jacobian_vector_product",
           [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& jvp_inputs,
-             const std::vector<std::string>& jvp_outputs, const nb::handle& tangent_vector, const Name& run_id) {
+             const std::vector<std::string>& jvp_outputs, const nb::handle& tangent_vector,
+             const Name& run_id) {
             const Value payload = ToValue(inputs);
             const Value tangent = ToValue(tangent_vector);
             return CallReleased(
@@ -577,7 +663,8 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
       .def(
           "vector_jacobian_product",
           [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& vjp_inputs,
-             const std::vector<std::string>& vjp_outputs, const nb::handle& cotangent_vector, const Name& run_id) {
+             const std::vector<std::string>& vjp_outputs, const nb::handle& cotangent_vector,
+             const Name& run_id) {
             const Value payload = ToValue(inputs);
             const Value cotangent = ToValue(cotangent_vector);
             return CallReleased(
@@ -596,7 +683,8 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
              TestOutcome done = Unwrap(*std::move(outcome));
              return std::make_pair(done.status, done.message);
            })
-      .def("openapi_schema", [](const Tesseract& t) { return CallReleased([&] { return t.OpenApiSchema(); }); })
+      .def("openapi_schema",
+           [](const Tesseract& t) { return CallReleased([&] { return t.OpenApiSchema(); }); })
       .def("available_endpoints",
            [](const Tesseract& t) {
              std::optional<Result<std::vector<std::string>>> endpoints;
@@ -615,7 +703,8 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
              }
              std::optional<ServerCapabilities> advertised = Unwrap(*std::move(capabilities));
              if (!advertised) return nb::none();
-             return nb::make_tuple(OptionalList(advertised->output_formats), OptionalList(advertised->gpu_transports),
+             return nb::make_tuple(OptionalList(advertised->output_formats),
+                                   OptionalList(advertised->gpu_transports),
                                    OptionalList(advertised->compressions));
            })
       .def(

@@ -133,6 +133,56 @@ def test_memory_that_legacy_ipc_cannot_name_is_staged(noop):
         cudart.cudaStreamSynchronize(None)
 
 
+def _pending_fill(n: int, value: float) -> tuple[torch.Tensor, torch.cuda.Stream]:
+    """A tensor that a side stream fills with `value` after ~20 ms of spinning:
+    its bytes are not ready when this returns."""
+    x = torch.zeros(n, device="cuda")
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(40_000_000)
+        x.fill_(value)
+    return x, side
+
+
+def test_no_race_with_a_producer_on_another_stream(noop):
+    x, _ = _pending_fill(1 << 20, 3.0)
+    out = noop.apply({"x": x})["x"]  # the caller does not synchronise
+    assert torch.equal(torch.from_dlpack(out), torch.full_like(x, 3.0))
+
+
+class CaiView:
+    """A producer that offers only the CUDA array interface, as Numba does."""
+
+    def __init__(self, tensor: torch.Tensor, version: int, stream=None, **overrides):
+        self.tensor = tensor
+        cai = dict(tensor.__cuda_array_interface__, version=version, **overrides)
+        cai.pop("stream", None)
+        if stream is not None:
+            cai["stream"] = stream
+        self.__cuda_array_interface__ = cai
+
+
+def test_cuda_array_interface_producers(noop):
+    # Version 2 names no stream: one defensive device synchronisation.
+    x, _ = _pending_fill(1 << 16, 5.0)
+    assert torch.equal(torch.from_dlpack(noop.apply({"x": CaiView(x, 2)})["x"]), torch.full_like(x, 5.0))
+    # Version 3 with the producer's stream: that stream is waited for.
+    x, side = _pending_fill(1 << 16, 6.0)
+    assert torch.equal(torch.from_dlpack(noop.apply({"x": CaiView(x, 3, side.cuda_stream)})["x"]),
+                       torch.full_like(x, 6.0))
+    # In-process, the component sees the producer's own memory.
+    local = tesscpp.Tesseract.from_library(example("noop"), gpu_transport="cuda_ipc")
+    y = torch.arange(8, dtype=torch.int32, device="cuda")
+    out = local.apply({"x": CaiView(y, 3)})["x"]
+    assert out.__cuda_array_interface__["data"][0] == y.data_ptr()
+    # Refused with the field named: stream 0, strided views.
+    with pytest.raises(TypeError, match="x: .*stream 0"):
+        noop.apply({"x": CaiView(y, 3, 0)})
+    with pytest.raises(TypeError, match="x: .*C-contiguous"):
+        noop.apply({"x": CaiView(y, 3, strides=(8,), shape=(4,))})
+
+
 def test_churn(noop):
     """10 000 calls: results stay right and device memory does not grow."""
     sizes = [1, 100, 4096, 65_536, 1 << 20]
@@ -159,6 +209,13 @@ def test_returned_arrays_are_adopted_without_copies(noop):
     assert cai["version"] == 3 and cai["typestr"] == "<f4" and cai["shape"] == (1000,) and "stream" not in cai
     pointer = cai["data"][0]
     assert torch.from_dlpack(out).data_ptr() == pointer
+    # DLPack 1.x consumers get a versioned capsule, older ones the legacy one.
+    import ctypes
+
+    name = ctypes.pythonapi.PyCapsule_GetName
+    name.restype, name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    assert name(out.__dlpack__(max_version=(1, 0))) == b"dltensor_versioned"
+    assert name(out.__dlpack__()) == b"dltensor"
     cupy = pytest.importorskip("cupy")
     assert cupy.asarray(out).data.ptr == pointer
     assert cupy.from_dlpack(out).data.ptr == pointer

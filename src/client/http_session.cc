@@ -294,13 +294,15 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
                      write);
   }();
   if (!exported.ok()) {
-    return GpuTransportCheck{false, "this process could not export GPU memory (" +
-                                        std::string(internal::TransportCheckExceptionName(exported.status())) + ": " +
-                                        exported.status().message() + ")"};
+    return GpuTransportCheck{
+        false, "this process could not export GPU memory (" +
+                   std::string(internal::TransportCheckExceptionName(exported.status())) + ": " +
+                   exported.status().message() + ")"};
   }
   TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
-  TESS_ASSIGN_OR_RETURN(HttpResponse response, connection->Send("POST", "/check_gpu_transport",
-                                                                {"Content-Type: application/json"}, &*exported));
+  TESS_ASSIGN_OR_RETURN(
+      HttpResponse response,
+      connection->Send("POST", "/check_gpu_transport", {"Content-Type: application/json"}, &*exported));
   QueueExports(response);
   exports.clear();  // the server has read our bytes (or failed to)
   if (response.status < 200 || response.status >= 300) {
@@ -324,8 +326,9 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
                                         : "no reason given"};
   }
   const Value* array = reply->as_dict().find("array");
-  auto host = array != nullptr && array->is_tensor() ? cuda::CopyToHost(array->as_tensor())
-                                                     : Result<Tensor>(Status::InvalidArgument("expected a uint8 array"));
+  auto host = array != nullptr && array->is_tensor()
+                  ? cuda::CopyToHost(array->as_tensor())
+                  : Result<Tensor>(Status::InvalidArgument("expected a uint8 array"));
   if (host.ok() && (host->dtype() != Dtype::kUInt8 || host->nbytes() != kBytes)) {
     host = Status::InvalidArgument("expected an array of ", kBytes, " bytes");
   }
@@ -334,8 +337,8 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
   }
   if (!host.ok()) {
     return GpuTransportCheck{false, "this process could not read GPU memory exported by the Tesseract (" +
-                                        std::string(internal::TransportCheckExceptionName(host.status())) + ": " +
-                                        host.status().message() + ")"};
+                                        std::string(internal::TransportCheckExceptionName(host.status())) +
+                                        ": " + host.status().message() + ")"};
   }
   return GpuTransportCheck{true, ""};
 }

@@ -155,9 +155,10 @@ Result<GpuTransportChoice> Tesseract::ResolveGpuTransport() const {
     const std::string& requested = *encoding_.gpu_transport;
     TESS_ASSIGN_OR_RETURN(GpuTransportCheck check, CheckGpuTransport(requested));
     if (!check.works) {
-      return Status::NotAcceptable("gpu_transport='", requested,
-                                   "' was requested, but it does not work between this process and the Tesseract: ",
-                                   check.reason, ". Request gpu_transport='none' to copy GPU arrays to the host.");
+      return Status::NotAcceptable(
+          "gpu_transport='", requested,
+          "' was requested, but it does not work between this process and the Tesseract: ", check.reason,
+          ". Request gpu_transport='none' to copy GPU arrays to the host.");
     }
     return GpuTransportChoice{requested, std::nullopt};
   }

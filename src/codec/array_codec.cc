@@ -187,14 +187,16 @@ Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOpt
       // The reference's model of a cuda_ipc arraydict (pattern, no compression)
       // fails as a whole, and pydantic then reports the array-like fallback.
       if (header->compression != Compression::kNone) {
-        return NonNumericArray(Status::ValidationError("data.compression: cuda_ipc arrays are not compressed"));
+        return NonNumericArray(
+            Status::ValidationError("data.compression: cuda_ipc arrays are not compressed"));
       }
       auto descriptor = ParseCudaIpcBuffer(*fields.buffer_text);
       if (!descriptor.ok()) return NonNumericArray(descriptor.status().WithContext("data.buffer"));
       if (!options.cuda_ipc) {
-        return UndecodableBuffer(Status::Unimplemented("GPU transport 'cuda_ipc' is not enabled on this Tesseract "
-                                                       "(available: ('none',))"),
-                                 ArrayEncoding::kCudaIpc)
+        return UndecodableBuffer(
+                   Status::Unimplemented("GPU transport 'cuda_ipc' is not enabled on this Tesseract "
+                                         "(available: ('none',))"),
+                   ArrayEncoding::kCudaIpc)
             .WithContext("data.buffer");
       }
       tensor = cuda::ImportIpc(*descriptor, header->dtype, header->shape);
@@ -253,7 +255,8 @@ Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& optio
     return Status::InvalidArgument("binref output needs a BinrefWriter");
   }
   if (options.encoding == ArrayEncoding::kCudaIpc) {
-    return Status::InvalidArgument("cuda_ipc is a transport for CUDA tensors, not an encoding of host arrays");
+    return Status::InvalidArgument(
+        "cuda_ipc is a transport for CUDA tensors, not an encoding of host arrays");
   }
   const bool compress = options.compression == Compression::kLz4 && options.encoding != ArrayEncoding::kJson;
   Buffer compressed;

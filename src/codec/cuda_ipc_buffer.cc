@@ -25,7 +25,8 @@ Result<int64_t> Decimal(std::string_view text, const char* name) {
   const bool digits_only = !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (!digits_only || error != std::errc() || end != text.data() + text.size()) {
-    return Status::ValidationError(name, " must be a non-negative decimal integer below 2**63, got '", text, "'");
+    return Status::ValidationError(name, " must be a non-negative decimal integer below 2**63, got '", text,
+                                   "'");
   }
   return value;
 }
@@ -42,7 +43,8 @@ Result<cuda::IpcDescriptor> ParseCudaIpcBuffer(std::string_view text) {
   std::vector<std::string_view> fields;
   for (size_t start = 0;;) {
     const size_t colon = text.find(':', start);
-    fields.push_back(text.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
+    fields.push_back(
+        text.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
     if (colon == std::string_view::npos) break;
     start = colon + 1;
   }

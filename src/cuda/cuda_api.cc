@@ -40,9 +40,9 @@ Status Resolve(const char* symbol, Fn& fn) {
   cudaDriverEntryPointQueryResult found{};
   // 12000: the newest ABI of each symbol as of CUDA 12 (cuMemGetAddressRange_v2,
   // cuDeviceGetUuid_v2), which CUDA 13 drivers all have.
-  TESS_RETURN_IF_ERROR(CudaStatus(
-      cudaGetDriverEntryPointByVersion(symbol, &address, 12000, cudaEnableDefault, &found),
-      "cudaGetDriverEntryPointByVersion"));
+  TESS_RETURN_IF_ERROR(
+      CudaStatus(cudaGetDriverEntryPointByVersion(symbol, &address, 12000, cudaEnableDefault, &found),
+                 "cudaGetDriverEntryPointByVersion"));
   if (found != cudaDriverEntryPointSuccess || address == nullptr) {
     return Status::Unavailable("the CUDA driver has no ", symbol);
   }
@@ -77,7 +77,8 @@ CudaState Probe() {
     CUdevice device = 0;
     CUuuid uuid{};
     state.available = DriverStatus(d.device_get(&device, i), "cuDeviceGet");
-    if (state.available.ok()) state.available = DriverStatus(d.device_get_uuid(&uuid, device), "cuDeviceGetUuid");
+    if (state.available.ok())
+      state.available = DriverStatus(d.device_get_uuid(&uuid, device), "cuDeviceGetUuid");
     state.uuids.push_back(FormatUuid(uuid));
   }
   return state;
@@ -113,8 +114,8 @@ Result<int> TensorOrdinal(const Tensor& tensor) {
   }
   TESS_ASSIGN_OR_RETURN(int count, DeviceCount());
   if (tensor.device().id < 0 || tensor.device().id >= count) {
-    return Status::InvalidArgument("the tensor is on ", tensor.device().ToString(), ", but this process sees ",
-                                   count, " CUDA device(s)");
+    return Status::InvalidArgument("the tensor is on ", tensor.device().ToString(),
+                                   ", but this process sees ", count, " CUDA device(s)");
   }
   return tensor.device().id;
 }
@@ -135,6 +136,32 @@ Result<int> CurrentDevice() {
   int ordinal = 0;
   TESS_CUDA_RETURN_IF_ERROR(cudaGetDevice(&ordinal));
   return ordinal;
+}
+
+Result<int> DeviceOfPointer(const void* data) {
+  TESS_ASSIGN_OR_RETURN(const internal::DriverApi* driver, internal::Driver());
+  int ordinal = -1;
+  TESS_RETURN_IF_ERROR(
+      internal::DriverStatus(driver->pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                                           reinterpret_cast<CUdeviceptr>(data)),
+                             "cuPointerGetAttribute"));
+  return ordinal;
+}
+
+Status SynchronizeStream(uintptr_t stream) {
+  TESS_RETURN_IF_ERROR(CheckAvailable());
+  // 1 is the CUDA array interface's name of the legacy default stream.
+  cudaStream_t handle =
+      stream == 1
+          ? cudaStreamLegacy
+          : reinterpret_cast<cudaStream_t>(
+                stream);  // NOLINT(performance-no-int-to-ptr): CUDA names memory and streams by integer
+  return internal::CudaStatus(cudaStreamSynchronize(handle), "cudaStreamSynchronize");
+}
+
+Status SynchronizeDevice(int ordinal) {
+  TESS_ASSIGN_OR_RETURN(internal::DeviceGuard guard, internal::DeviceGuard::Enter(ordinal));
+  return internal::CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 Result<std::string> DeviceUuid(int ordinal) {

@@ -8,7 +8,8 @@ namespace tesscpp::cuda {
 namespace {
 
 Status NotBuilt() {
-  return Status::Unimplemented("tesscpp was built without CUDA (configure with a CUDA toolkit and TESSCPP_CUDA=ON)");
+  return Status::Unimplemented(
+      "tesscpp was built without CUDA (configure with a CUDA toolkit and TESSCPP_CUDA=ON)");
 }
 
 }  // namespace
@@ -19,6 +20,9 @@ Result<int> DeviceCount() { return NotBuilt(); }
 Result<int> CurrentDevice() { return NotBuilt(); }
 Result<std::string> DeviceUuid(int /*ordinal*/) { return NotBuilt(); }
 Result<int> OrdinalOfUuid(std::string_view /*uuid*/) { return NotBuilt(); }
+Result<int> DeviceOfPointer(const void* /*data*/) { return NotBuilt(); }
+Status SynchronizeStream(uintptr_t /*stream*/) { return NotBuilt(); }
+Status SynchronizeDevice(int /*ordinal*/) { return NotBuilt(); }
 Result<Tensor> AllocateDevice(Dtype /*dtype*/, Shape /*shape*/, int /*ordinal*/) { return NotBuilt(); }
 Result<Tensor> CopyToHost(const Tensor& tensor) {
   if (tensor.device().host_accessible()) return tensor;

@@ -52,7 +52,8 @@ TEST_F(CudaDevice, UuidsAreCanonicalAndMapBack) {
   const int count = *DeviceCount();
   for (int i = 0; i < count; ++i) {
     const std::string uuid = *DeviceUuid(i);
-    EXPECT_TRUE(std::regex_match(uuid, std::regex("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")))
+    EXPECT_TRUE(
+        std::regex_match(uuid, std::regex("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")))
         << uuid;
     EXPECT_EQ(*OrdinalOfUuid(uuid), i);
   }
@@ -74,8 +75,8 @@ TEST_F(CudaDevice, CopiesRoundTrip) {
 TEST_F(CudaDevice, ExportNamesTheAllocationBaseAndOffset) {
   Tensor whole = *AllocateDevice(Dtype::kUInt8, *Shape::Make({1 << 20}), 0);
   // A tensor 4096 bytes into the allocation, as a caching allocator hands out.
-  Tensor inner = *Tensor::Make(Dtype::kFloat32, *Shape::Make({256}), whole.buffer().Slice(4096, 1024),
-                               Device::CUDA(0));
+  Tensor inner =
+      *Tensor::Make(Dtype::kFloat32, *Shape::Make({256}), whole.buffer().Slice(4096, 1024), Device::CUDA(0));
   std::vector<std::shared_ptr<void>> pins;
   auto exported = ExportIpc(inner, pins);
   ASSERT_TRUE(exported.ok()) << exported.status();

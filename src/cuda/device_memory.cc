@@ -47,7 +47,8 @@ Result<Tensor> CopyToHost(const Tensor& tensor) {
 
 Result<Tensor> CopyToDevice(const Tensor& tensor, int ordinal) {
   if (!tensor.device().host_accessible()) {
-    return Status::InvalidArgument("CopyToDevice expects a host tensor, got one on ", tensor.device().ToString());
+    return Status::InvalidArgument("CopyToDevice expects a host tensor, got one on ",
+                                   tensor.device().ToString());
   }
   TESS_ASSIGN_OR_RETURN(Tensor device, AllocateDevice(tensor.dtype(), tensor.shape(), ordinal));
   if (tensor.nbytes() == 0) return device;
@@ -58,6 +59,8 @@ Result<Tensor> CopyToDevice(const Tensor& tensor, int ordinal) {
   return device;
 }
 
-void SetPoolFraction(double fraction) { DevicePool::SetFraction(fraction < 0 ? 0 : fraction > 1 ? 1 : fraction); }
+void SetPoolFraction(double fraction) {
+  DevicePool::SetFraction(fraction < 0 ? 0 : fraction > 1 ? 1 : fraction);
+}
 
 }  // namespace tesscpp::cuda

@@ -17,7 +17,8 @@ Result<std::unique_ptr<DeviceAllocation>> DeviceAllocation::Make(int ordinal, in
   const cudaError_t error = cudaMalloc(&data, static_cast<size_t>(size));
   if (error == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
-    return Status::ResourceExhausted("cudaMalloc of ", size, " bytes on cuda:", ordinal, " failed: out of memory");
+    return Status::ResourceExhausted("cudaMalloc of ", size, " bytes on cuda:", ordinal,
+                                     " failed: out of memory");
   }
   TESS_RETURN_IF_ERROR(CudaStatus(error, "cudaMalloc"));
   return std::unique_ptr<DeviceAllocation>(new DeviceAllocation(data, size, ordinal));

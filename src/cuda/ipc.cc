@@ -114,7 +114,8 @@ Result<std::optional<IpcDescriptor>> DescribeAllocation(void* data) {
   TESS_RETURN_IF_ERROR(
       internal::DriverStatus(driver->mem_get_address_range(&base, &size, pointer), "cuMemGetAddressRange"));
   cudaIpcMemHandle_t handle;
-  if (!CudaStatus(cudaIpcGetMemHandle(&handle, reinterpret_cast<void*>(base)), "cudaIpcGetMemHandle").ok()) {
+  if (!CudaStatus(cudaIpcGetMemHandle(&handle, reinterpret_cast<void*>(base)), "cudaIpcGetMemHandle")
+           .ok()) {  // NOLINT(performance-no-int-to-ptr): CUDA names memory and streams by integer
     return std::optional<IpcDescriptor>();
   }
   IpcDescriptor descriptor;
@@ -125,13 +126,14 @@ Result<std::optional<IpcDescriptor>> DescribeAllocation(void* data) {
   return std::optional<IpcDescriptor>(descriptor);
 }
 
-Result<IpcDescriptor> StageForExport(const Tensor& tensor, int ordinal, std::vector<std::shared_ptr<void>>& pins) {
+Result<IpcDescriptor> StageForExport(const Tensor& tensor, int ordinal,
+                                     std::vector<std::shared_ptr<void>>& pins) {
   TESS_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> staging,
                         DevicePool::Staging().Acquire(ordinal, tensor.nbytes()));
   // The writers' streams are unknown, and the copy runs on the legacy stream.
   TESS_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
-  TESS_CUDA_RETURN_IF_ERROR(
-      cudaMemcpy(staging->data(), tensor.data(), static_cast<size_t>(tensor.nbytes()), cudaMemcpyDeviceToDevice));
+  TESS_CUDA_RETURN_IF_ERROR(cudaMemcpy(staging->data(), tensor.data(), static_cast<size_t>(tensor.nbytes()),
+                                       cudaMemcpyDeviceToDevice));
   if (!staging->ipc_handle) {
     cudaIpcMemHandle_t handle;
     TESS_CUDA_RETURN_IF_ERROR(cudaIpcGetMemHandle(&handle, staging->data()));
@@ -175,8 +177,8 @@ Result<Tensor> ImportIpc(const IpcDescriptor& descriptor, Dtype dtype, const Sha
   const int64_t nbytes = shape.num_elements() * ItemSize(dtype);
   if (!descriptor.has_handle || nbytes == 0) {
     if (nbytes != 0) {
-      return Status::InvalidArgument("cuda_ipc descriptor has no handle, but the array of shape ", shape.ToString(),
-                                     " and dtype ", DtypeName(dtype), " is not empty");
+      return Status::InvalidArgument("cuda_ipc descriptor has no handle, but the array of shape ",
+                                     shape.ToString(), " and dtype ", DtypeName(dtype), " is not empty");
     }
     return internal::TensorInPool(DevicePool::Imports(), dtype, shape, ordinal);
   }

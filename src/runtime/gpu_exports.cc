@@ -33,7 +33,8 @@ void ExportRegistry::OnRequest(const std::optional<std::string>& exports_done) {
   std::vector<std::string> ids;
   for (size_t start = 0;;) {
     const size_t comma = exports_done->find(',', start);
-    ids.push_back(exports_done->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    ids.push_back(
+        exports_done->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -83,8 +84,8 @@ Result<Tensor> ReadCheckArray(const Value* payload, const std::string& transport
     return Status::InvalidArgument("expected a uint8 array");
   }
   const Value* shape = payload->as_dict().find("shape");
-  if (shape == nullptr || !shape->is_list() || shape->as_list().size() != 1 || !shape->as_list()[0].is_int() ||
-      shape->as_list()[0].as_int() != kCheckBytes) {
+  if (shape == nullptr || !shape->is_list() || shape->as_list().size() != 1 ||
+      !shape->as_list()[0].is_int() || shape->as_list()[0].as_int() != kCheckBytes) {
     return Status::InvalidArgument("expected an array of ", kCheckBytes, " bytes");
   }
   const Value* data = payload->as_dict().find("data");
@@ -128,9 +129,11 @@ Value AnswerTransportCheck(const Value& request, const std::string& enabled_tran
   }
   auto reversed = ReversedOnDevice(request, enabled_transport);
   if (!reversed.ok()) {
-    return Value::Dict{{"ok", false},
-                       {"reason", std::string("the Tesseract could not exchange GPU memory with the client: ") +
-                                      internal::TransportCheckExceptionName(reversed.status()) + ": " + reversed.status().message()}};
+    return Value::Dict{
+        {"ok", false},
+        {"reason", std::string("the Tesseract could not exchange GPU memory with the client: ") +
+                       internal::TransportCheckExceptionName(reversed.status()) + ": " +
+                       reversed.status().message()}};
   }
   return Value::Dict{{"ok", true}, {"array", Value(*std::move(reversed))}};
 }

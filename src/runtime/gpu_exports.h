@@ -45,7 +45,7 @@ class ExportRegistry {
   struct Group {
     std::vector<std::shared_ptr<void>> pins;
     std::chrono::steady_clock::time_point kept_at;
-    bool acknowledged;
+    bool acknowledged = false;
   };
   // Removes groups for which `drop` is true; they are freed after the lock is
   // released (freeing device memory may synchronise the device).

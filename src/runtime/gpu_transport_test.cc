@@ -28,8 +28,8 @@ TEST(ExportRegistry, AcknowledgedGroupsLiveUntilNamed) {
   EXPECT_EQ(id->size(), 32U);
   EXPECT_EQ(id->find_first_not_of("0123456789abcdef"), std::string::npos);
   EXPECT_EQ(memory.use_count(), 2);
-  registry.BeforeEndpoint(/*acknowledged=*/false);  // others' calls do not free it
-  registry.OnRequest(std::string(""));              // nor an empty header
+  registry.BeforeEndpoint(/*acknowledged=*/false);     // others' calls do not free it
+  registry.OnRequest(std::string(""));                 // nor an empty header
   registry.OnRequest(std::string("unknown, ") + *id);  // no trimming: " <id>" is another id
   EXPECT_EQ(memory.use_count(), 2);
   registry.OnRequest("unknown," + *id);
@@ -80,10 +80,11 @@ TEST(GpuTransportServer, DisabledRefusesAsTheReference) {
   EXPECT_EQ(Request(*runtime, "POST", "/check_gpu_transport", "{}").status, 404);
   const RuntimeResponse r = Request(*runtime, "POST", "/apply", kEmptyArray);
   EXPECT_EQ(r.status, 422);
-  EXPECT_NE(r.body.string_view().find(
-                R"j("msg":"Failed to decode array buffer (cuda_ipc encoding): GPU transport 'cuda_ipc' is not )j"
-                R"j(enabled on this Tesseract (available: ('none',))")j"),
-            std::string_view::npos)
+  EXPECT_NE(
+      r.body.string_view().find(
+          R"j("msg":"Failed to decode array buffer (cuda_ipc encoding): GPU transport 'cuda_ipc' is not )j"
+          R"j(enabled on this Tesseract (available: ('none',))")j"),
+      std::string_view::npos)
       << r.body.string_view();
 }
 
@@ -91,8 +92,9 @@ TEST(GpuTransportServer, EnabledAdvertisesAndAnswersChecks) {
   if (!cuda::BuiltWithCuda()) GTEST_SKIP() << "built without CUDA";
   auto runtime = ServeNoop("cuda_ipc");
   ASSERT_NE(runtime, nullptr);
-  EXPECT_NE(runtime->openapi_document().string_view().find(R"j("x-supported-gpu-transports":["none","cuda_ipc"])j"),
-            std::string_view::npos);
+  EXPECT_NE(
+      runtime->openapi_document().string_view().find(R"j("x-supported-gpu-transports":["none","cuda_ipc"])j"),
+      std::string_view::npos);
   RuntimeResponse r = Request(*runtime, "GET", "/check_gpu_transport", "");
   EXPECT_EQ(r.status, 405);
   r = Request(*runtime, "POST", "/check_gpu_transport", "[1]");
@@ -107,9 +109,8 @@ TEST(GpuTransportServer, EnabledAdvertisesAndAnswersChecks) {
   EXPECT_EQ(reply(R"j({"gpu_transport":"none"})j"),
             R"j({"ok":false,"reason":"gpu_transport='none' is not enabled on this Tesseract )j"
             R"j((available: ['none', 'cuda_ipc'])"})j");
-  EXPECT_EQ(reply("{}"),
-            R"j({"ok":false,"reason":"gpu_transport=None is not enabled on this Tesseract )j"
-            R"j((available: ['none', 'cuda_ipc'])"})j");
+  EXPECT_EQ(reply("{}"), R"j({"ok":false,"reason":"gpu_transport=None is not enabled on this Tesseract )j"
+                         R"j((available: ['none', 'cuda_ipc'])"})j");
   EXPECT_EQ(reply(R"j({"gpu_transport":"cuda_ipc","array":{"dtype":"float32"}})j"),
             R"j({"ok":false,"reason":"the Tesseract could not exchange GPU memory with the client: )j"
             R"j(ValueError: expected a uint8 array"})j");

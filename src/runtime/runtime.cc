@@ -419,9 +419,10 @@ RuntimeResponse Runtime::Impl::CheckGpuTransport(const RuntimeRequest& request) 
   auto written = WriteJson(reply, write);
   if (!written.ok()) {
     return JsonResponse(200, Value::Dict{{"ok", false},
-                                         {"reason", "the Tesseract could not exchange GPU memory with the client: "
-                                                    "RuntimeError: " +
-                                                        written.status().message()}});
+                                         {"reason",
+                                          "the Tesseract could not exchange GPU memory with the client: "
+                                          "RuntimeError: " +
+                                              written.status().message()}});
   }
   RuntimeResponse r;
   r.body = *std::move(written);

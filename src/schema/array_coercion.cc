@@ -152,22 +152,22 @@ Status CheckShapeDtypeNoCast(const SchemaType& type, const Tensor& t, const char
       expected_list.push_back(d ? Value(*d) : Value());
     }
     expected += spec.rank() == 1 ? ",)" : ")";
-    return ValidationFailure("array_shape_mismatch",
-                             "Array shape " + FormatShape(t.shape().dims()) + " is incompatible with expected shape " +
-                                 expected,
-                             Value(),
-                             Value::Dict{{"actual_shape", ShapeList(t.shape().dims())},
-                                         {"expected_shape", Value(std::move(expected_list))}});
+    return ValidationFailure(
+        "array_shape_mismatch",
+        "Array shape " + FormatShape(t.shape().dims()) + " is incompatible with expected shape " + expected,
+        Value(),
+        Value::Dict{{"actual_shape", ShapeList(t.shape().dims())},
+                    {"expected_shape", Value(std::move(expected_list))}});
   }
   if (type.dtype() && *type.dtype() != t.dtype()) {
     const std::string actual(DtypeName(t.dtype())), expected(DtypeName(*type.dtype()));
-    return ValidationFailure("array_dtype_mismatch",
-                             "Array dtype '" + actual + "' does not match expected dtype '" + expected + "' (" +
-                                 no_cast_reason + ")",
-                             Value(),
-                             Value::Dict{{"actual_dtype", actual},
-                                         {"expected_dtype", expected},
-                                         {"no_cast_reason", no_cast_reason}});
+    return ValidationFailure(
+        "array_dtype_mismatch",
+        "Array dtype '" + actual + "' does not match expected dtype '" + expected + "' (" + no_cast_reason +
+            ")",
+        Value(),
+        Value::Dict{
+            {"actual_dtype", actual}, {"expected_dtype", expected}, {"no_cast_reason", no_cast_reason}});
   }
   return Status::OK();
 }

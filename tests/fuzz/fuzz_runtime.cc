@@ -1,8 +1,11 @@
 // Fuzz target: a served component's request handling. The first input byte
 // picks the endpoint of the univariate example (all five kinds), the next
-// line is the Accept header, the rest the body. Whatever arrives, the runtime
-// must answer with a well-formed response — never crash, hang or answer 2xx
-// with a body that is not JSON.
+// line is the Accept header, the rest the body; one bit picks a runtime with
+// the cuda_ipc transport enabled (its check route and export bookkeeping;
+// without a GPU every import fails cleanly), another sends the Accept line as
+// Tesseract-Exports-Done too. Whatever arrives, the runtime must answer with a
+// well-formed response — never crash, hang or answer 2xx with a body that is
+// not JSON.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -10,6 +13,7 @@
 #include <string_view>
 
 #include "tesscpp/component.h"
+#include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
 #include "tesscpp/runtime.h"
 
@@ -18,17 +22,20 @@ extern "C" const TesscppComponentEntryV1* TESSCPP_COMPONENT_ENTRY_SYMBOL();
 
 namespace {
 
-const tesscpp::Runtime& Served() {
-  static const std::unique_ptr<tesscpp::Runtime> runtime = [] {
+const tesscpp::Runtime& Served(bool gpu_transport) {
+  static const auto make = [](const char* transport) {
     std::shared_ptr<const tesscpp::Component> component(
         static_cast<tesscpp::Component*>(TESSCPP_COMPONENT_ENTRY_SYMBOL()->create()));
     tesscpp::RuntimeConfig config;
     config.debug = true;  // /test too
     config.output_path = "/tmp/tesscpp-fuzz-runtime";
     config.input_path = "/tmp/tesscpp-fuzz-runtime";
+    config.gpu_transport = transport;
     return *tesscpp::Runtime::Make(component, config);
-  }();
-  return *runtime;
+  };
+  static const std::unique_ptr<tesscpp::Runtime> plain = make("none");
+  static const std::unique_ptr<tesscpp::Runtime> gpu = make(tesscpp::cuda::BuiltWithCuda() ? "cuda_ipc" : "none");
+  return gpu_transport ? *gpu : *plain;
 }
 
 }  // namespace
@@ -42,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                          "/abstract_eval",
                                          "/test",
                                          "/apply?run_id=..",
-                                         "/health"};
+                                         "/health",
+                                         "/check_gpu_transport"};
   if (size == 0) return 0;
   std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   tesscpp::RuntimeRequest request;
@@ -51,10 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   request.content_type = data[0] & 0x40 ? "text/plain" : "application/json";
   if (const size_t nl = rest.find('\n'); nl != std::string_view::npos) {
     request.accept = std::string(rest.substr(0, nl));
+    if (data[0] & 0x10) request.exports_done = request.accept;
     rest.remove_prefix(nl + 1);
   }
   request.body = tesscpp::Buffer::FromString(std::string(rest));
-  const tesscpp::RuntimeResponse response = Served().Handle(request);
+  const tesscpp::RuntimeResponse response = Served((data[0] & 0x20) != 0).Handle(request);
   if (response.status < 200 || response.status > 599) std::abort();
   if (response.status == 200 && response.content_type.rfind("application/json", 0) == 0 &&
       !tesscpp::ReadJson(response.body.string_view()).ok()) {

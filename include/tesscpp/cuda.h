@@ -60,8 +60,16 @@ Result<Tensor> AllocateDevice(Dtype dtype, Shape shape, int ordinal);
 /// tensors are returned as they are.
 Result<Tensor> CopyToHost(const Tensor& tensor);
 
+/// \brief CopyToHost for copies nobody asked for (a CUDA tensor written with a
+/// host encoding, handed to a component that takes host arrays, or read as a
+/// NumPy array): refused (kNotAcceptable) while
+/// TESSERACT_FORBID_DEVICE_HOST_COPY is 1 or true, as tesseract-core refuses
+/// them ("Implicit device-to-host copy of … (TESSERACT_FORBID_DEVICE_HOST_COPY
+/// is set)."). Host tensors pass unchanged.
+Result<Tensor> ImplicitCopyToHost(const Tensor& tensor);
+
 /// \brief `value` with every CUDA tensor in it replaced by a host copy (the
-/// rest shared).
+/// rest shared), through ImplicitCopyToHost.
 Result<Value> DeviceTensorsToHost(const Value& value);
 
 /// \brief A copy of a host tensor on device `ordinal` (finished when this returns).

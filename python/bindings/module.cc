@@ -525,9 +525,15 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           "A NumPy copy of the array.")
       .def(
           "__array__",
-          [](const nb::object& self, const nb::object& dtype, const nb::object& /*copy*/) {
-            nb::object host = self.attr("copy_to_host")();  // always a copy: the bytes are on the device
-            return dtype.is_none() ? host : host.attr("astype")(dtype);
+          [](const DeviceArray& a, const nb::object& dtype, const nb::object& /*copy*/) {
+            // Always a copy (the bytes are on the device), and an implicit one.
+            std::optional<Result<Tensor>> host;
+            {
+              nb::gil_scoped_release release;
+              host.emplace(cuda::ImplicitCopyToHost(a.tensor));
+            }
+            nb::object array = ExportArray(Unwrap(*std::move(host)));
+            return dtype.is_none() ? array : array.attr("astype")(dtype);
           },
           nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
       .def("__repr__", [](const DeviceArray& a) {

@@ -183,6 +183,24 @@ def test_cuda_array_interface_producers(noop):
         noop.apply({"x": CaiView(y, 3, strides=(8,), shape=(4,))})
 
 
+def test_forbidden_implicit_host_copies(monkeypatch, noop):
+    """TESSERACT_FORBID_DEVICE_HOST_COPY refuses copies nobody asked for, as
+    tesseract-core does; explicit ones stay allowed."""
+    monkeypatch.setenv("TESSERACT_FORBID_DEVICE_HOST_COPY", "1")
+    x = torch.ones(4, device="cuda")
+    out = noop.apply({"x": x})["x"]  # by handle: no host copy anywhere
+    with pytest.raises(RuntimeError, match=r"Implicit device-to-host copy .*FORBID_DEVICE_HOST_COPY is set"):
+        out.__array__()
+    assert (out.copy_to_host() == 1).all()
+    host_path = tesscpp.Tesseract.from_url(noop._url).with_encoding(gpu_transport="none")
+    with pytest.raises(RuntimeError, match="FORBID_DEVICE_HOST_COPY is set"):
+        host_path.apply({"x": x})
+    with pytest.raises(RuntimeError, match="FORBID_DEVICE_HOST_COPY is set"):
+        tesscpp.Tesseract.from_library(example("noop")).apply({"x": x})
+    monkeypatch.setenv("TESSERACT_FORBID_DEVICE_HOST_COPY", "0")
+    assert (host_path.apply({"x": x})["x"] == 1).all()
+
+
 def test_churn(noop):
     """10 000 calls: results stay right and device memory does not grow."""
     sizes = [1, 100, 4096, 65_536, 1 << 20]

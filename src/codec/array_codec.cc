@@ -250,7 +250,7 @@ Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& optio
   if (!device_or_host.device().host_accessible() && options.device_exports != nullptr) {
     return EncodeCudaIpc(device_or_host, *options.device_exports, writer);
   }
-  TESS_ASSIGN_OR_RETURN(const Tensor tensor, cuda::CopyToHost(device_or_host));
+  TESS_ASSIGN_OR_RETURN(const Tensor tensor, cuda::ImplicitCopyToHost(device_or_host));
   if (options.encoding == ArrayEncoding::kBinref && options.binref == nullptr) {
     return Status::InvalidArgument("binref output needs a BinrefWriter");
   }

@@ -1,13 +1,29 @@
-// value_copies.cc: Value trees with their CUDA tensors copied to the host (in
+// value_copies.cc: implicit host copies of CUDA tensors and Value trees (in
 // builds with and without CUDA: a tree without CUDA tensors needs no device).
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
 #include "tesscpp/cuda.h"
 
 namespace tesscpp::cuda {
 
+Result<Tensor> ImplicitCopyToHost(const Tensor& tensor) {
+  if (tensor.device().host_accessible()) return tensor;
+  const char* forbid = std::getenv("TESSERACT_FORBID_DEVICE_HOST_COPY");
+  std::string value = forbid != nullptr ? forbid : "";
+  for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (value == "1" || value == "true") {
+    return Status::NotAcceptable("Implicit device-to-host copy of a ", tensor.device().ToString(),
+                                   " tensor (TESSERACT_FORBID_DEVICE_HOST_COPY is set).");
+  }
+  return CopyToHost(tensor);
+}
+
 Result<Value> DeviceTensorsToHost(const Value& value) {
   if (value.is_tensor()) {
     if (value.as_tensor().device().host_accessible()) return value;
-    TESS_ASSIGN_OR_RETURN(Tensor host, CopyToHost(value.as_tensor()));
+    TESS_ASSIGN_OR_RETURN(Tensor host, ImplicitCopyToHost(value.as_tensor()));
     return Value(std::move(host));
   }
   if (value.is_list()) {

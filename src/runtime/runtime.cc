@@ -257,7 +257,7 @@ Result<Value> Runtime::Impl::CallGradient(const GradientModels& models,
   TESS_ASSIGN_OR_RETURN(request.inputs, InputsForComponent(request.inputs));
   if (!component->accepts_device_arrays()) {
     for (auto& entry : request.vector) {
-      TESS_ASSIGN_OR_RETURN(entry.second, cuda::CopyToHost(entry.second));
+      TESS_ASSIGN_OR_RETURN(entry.second, cuda::ImplicitCopyToHost(entry.second));
     }
   }
   const ModelView inputs(request.inputs);

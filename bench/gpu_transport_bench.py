@@ -27,13 +27,10 @@ from pathlib import Path
 import torch
 
 import tesscpp
+from runtime_bench import fmt_time
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = ((4, "4 B"), (2**20, "1 MiB"), (64 * 2**20, "64 MiB"), (2**30, "1 GiB"))
-
-
-def fmt_time(s: float) -> str:
-    return f"{s * 1e6:.0f} µs" if s < 1e-3 else (f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s")
 
 
 def median_call(call, x: torch.Tensor, iterations: int) -> float:

@@ -68,9 +68,12 @@ Result<Tensor> CopyToHost(const Tensor& tensor);
 /// is set)."). Host tensors pass unchanged.
 Result<Tensor> ImplicitCopyToHost(const Tensor& tensor);
 
-/// \brief `value` with every CUDA tensor in it replaced by a host copy (the
-/// rest shared), through ImplicitCopyToHost.
-Result<Value> DeviceTensorsToHost(const Value& value);
+/// \brief Whether `value` holds a CUDA tensor anywhere.
+bool HoldsDeviceTensors(const Value& value);
+
+/// \brief Replaces every CUDA tensor in `value` by its host copy
+/// (ImplicitCopyToHost); the rest is left as it is.
+Status MoveDeviceTensorsToHost(Value& value);
 
 /// \brief A copy of a host tensor on device `ordinal` (finished when this returns).
 Result<Tensor> CopyToDevice(const Tensor& tensor, int ordinal);

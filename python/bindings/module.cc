@@ -361,6 +361,11 @@ nb::object DlpackCapsule(const Tensor& tensor, const nb::object& max_version) {
   return exported.attr("__dlpack__")(nb::arg("max_version") = max_version);
 }
 
+nb::tuple ShapeTuple(const Tensor& tensor) {
+  return nb::tuple(
+      nb::cast(std::vector<int64_t>(tensor.shape().dims().begin(), tensor.shape().dims().end())));
+}
+
 // NumPy's typestr of the dtype ("<f4", "|b1"), for the CUDA array interface.
 std::string Typestr(Dtype dtype) {
   const DlpackDtype dl = ToDlpack(dtype);
@@ -413,15 +418,27 @@ nb::object ToPython(const Value& value) {
 // ---------------------------------------------------------------------------
 // Calls
 
+// Runs `call` (returning a Result<T> or a Status) without the GIL, then
+// returns the T (or nothing) with the GIL taken again, raising on an error.
+template <typename Fn>
+auto Released(Fn&& call) {
+  using Outcome = decltype(call());
+  std::optional<Outcome> outcome;
+  {
+    nb::gil_scoped_release release;
+    outcome.emplace(call());
+  }
+  if constexpr (std::is_same_v<Outcome, Status>) {
+    Check(*outcome);
+  } else {
+    return Unwrap(*std::move(outcome));
+  }
+}
+
 // Runs `call` without the GIL and converts its answer (or raises).
 template <typename Fn>
 nb::object CallReleased(Fn&& call) {
-  std::optional<Result<Value>> result;
-  {
-    nb::gil_scoped_release release;
-    result.emplace(call());
-  }
-  return ToPython(Unwrap(*std::move(result)));
+  return ToPython(Released(std::forward<Fn>(call)));
 }
 
 LogSink ToLogSink(const nb::object& callback) {
@@ -495,8 +512,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
       .def_prop_ro("__cuda_array_interface__",
                    [](const DeviceArray& a) {
                      nb::dict cai;
-                     cai["shape"] = nb::tuple(nb::cast(std::vector<int64_t>(a.tensor.shape().dims().begin(),
-                                                                            a.tensor.shape().dims().end())));
+                     cai["shape"] = ShapeTuple(a.tensor);
                      cai["typestr"] = Typestr(a.tensor.dtype());
                      const auto pointer =
                          a.tensor.nbytes() == 0 ? 0 : reinterpret_cast<uintptr_t>(a.tensor.data());
@@ -505,34 +521,20 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
                      cai["version"] = 3;
                      return cai;
                    })
-      .def_prop_ro("shape",
-                   [](const DeviceArray& a) {
-                     return nb::tuple(nb::cast(std::vector<int64_t>(a.tensor.shape().dims().begin(),
-                                                                    a.tensor.shape().dims().end())));
-                   })
+      .def_prop_ro("shape", [](const DeviceArray& a) { return ShapeTuple(a.tensor); })
       .def_prop_ro("dtype", [](const DeviceArray& a) { return std::string(DtypeName(a.tensor.dtype())); })
       .def_prop_ro("device", [](const DeviceArray& a) { return a.tensor.device().id; })
       .def(
           "copy_to_host",
           [](const DeviceArray& a) {
-            std::optional<Result<Tensor>> host;
-            {
-              nb::gil_scoped_release release;
-              host.emplace(cuda::CopyToHost(a.tensor));
-            }
-            return ExportArray(Unwrap(*std::move(host)));
+            return ExportArray(Released([&] { return cuda::CopyToHost(a.tensor); }));
           },
           "A NumPy copy of the array.")
       .def(
           "__array__",
           [](const DeviceArray& a, const nb::object& dtype, const nb::object& /*copy*/) {
             // Always a copy (the bytes are on the device), and an implicit one.
-            std::optional<Result<Tensor>> host;
-            {
-              nb::gil_scoped_release release;
-              host.emplace(cuda::ImplicitCopyToHost(a.tensor));
-            }
-            nb::object array = ExportArray(Unwrap(*std::move(host)));
+            nb::object array = ExportArray(Released([&] { return cuda::ImplicitCopyToHost(a.tensor); }));
             return dtype.is_none() ? array : array.attr("astype")(dtype);
           },
           nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
@@ -543,12 +545,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
       });
 
   nb::class_<cuda::TransferDone>(m, "_TransferDone").def("wait", [](cuda::TransferDone& done) {
-    Status waited;
-    {
-      nb::gil_scoped_release release;
-      waited = done.Wait();
-    }
-    Check(waited);
+    Released([&] { return done.Wait(); });
   });
   m.def(
       "_copy_h2d",
@@ -560,12 +557,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           planned.push_back(
               {reinterpret_cast<const void*>(source), reinterpret_cast<void*>(destination), nbytes, pinned});
         }
-        std::optional<Result<std::unique_ptr<cuda::TransferDone>>> done;
-        {
-          nb::gil_scoped_release release;
-          done.emplace(cuda::CopyHostToDevice(planned, device, consumer_stream));
-        }
-        return Unwrap(*std::move(done));
+        return Released([&] { return cuda::CopyHostToDevice(planned, device, consumer_stream); });
       },
       nb::arg("copies"), nb::arg("device"), nb::arg("consumer_stream"),
       "Copies (source, destination, nbytes, source_pinned) host ranges to `device` (see tesscpp.cuda).");
@@ -609,12 +601,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
             options.client.read_timeout_s = read_timeout;
             options.client.binref_pool = binref_pool;
             options.client.stream_logs = ToLogSink(stream_logs);
-            std::optional<Result<Tesseract>> started;
-            {
-              nb::gil_scoped_release release;
-              started.emplace(Tesseract::FromSource(path, options));
-            }
-            return Unwrap(*std::move(started));
+            return Released([&] { return Tesseract::FromSource(path, options); });
           },
           nb::arg("path"), nb::arg("input_path"), nb::arg("output_path"), nb::arg("output_format"),
           nb::arg("gpu_transport").none(), nb::arg("runtime_config"), nb::arg("python_executable"),
@@ -681,33 +668,16 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
       .def("test",
            [](const Tesseract& t, const nb::handle& test_spec) {
              const Value spec = ToValue(test_spec);
-             std::optional<Result<TestOutcome>> outcome;
-             {
-               nb::gil_scoped_release release;
-               outcome.emplace(t.Test(spec));
-             }
-             TestOutcome done = Unwrap(*std::move(outcome));
+             const TestOutcome done = Released([&] { return t.Test(spec); });
              return std::make_pair(done.status, done.message);
            })
       .def("openapi_schema",
            [](const Tesseract& t) { return CallReleased([&] { return t.OpenApiSchema(); }); })
       .def("available_endpoints",
-           [](const Tesseract& t) {
-             std::optional<Result<std::vector<std::string>>> endpoints;
-             {
-               nb::gil_scoped_release release;
-               endpoints.emplace(t.AvailableEndpoints());
-             }
-             return Unwrap(*std::move(endpoints));
-           })
+           [](const Tesseract& t) { return Released([&] { return t.AvailableEndpoints(); }); })
       .def("capabilities",
            [](const Tesseract& t) -> nb::object {
-             std::optional<Result<std::optional<ServerCapabilities>>> capabilities;
-             {
-               nb::gil_scoped_release release;
-               capabilities.emplace(t.Capabilities());
-             }
-             std::optional<ServerCapabilities> advertised = Unwrap(*std::move(capabilities));
+             const std::optional<ServerCapabilities> advertised = Released([&] { return t.Capabilities(); });
              if (!advertised) return nb::none();
              return nb::make_tuple(OptionalList(advertised->output_formats),
                                    OptionalList(advertised->gpu_transports),
@@ -718,12 +688,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           [](const Tesseract& t, Name output_format, Name gpu_transport, Name compression) {
             const RequestedEncoding requested{std::move(output_format), std::move(gpu_transport),
                                               std::move(compression)};
-            std::optional<Result<Tesseract>> view;
-            {
-              nb::gil_scoped_release release;
-              view.emplace(t.WithEncoding(requested));
-            }
-            return Unwrap(*std::move(view));
+            return Released([&] { return t.WithEncoding(requested); });
           },
           nb::arg("output_format").none(), nb::arg("gpu_transport").none(), nb::arg("compression").none())
       .def("current_encoding",
@@ -731,35 +696,12 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
              const RequestedEncoding& e = t.current_encoding();
              return std::make_tuple(e.output_format, e.gpu_transport, e.compression);
            })
-      .def("check_gpu_transport",
-           [](const Tesseract& t, const std::string& transport) {
-             std::optional<Result<GpuTransportCheck>> check;
-             {
-               nb::gil_scoped_release release;
-               check.emplace(t.CheckGpuTransport(transport));
-             }
-             GpuTransportCheck done = Unwrap(*std::move(check));
-             return std::make_pair(done.works, done.reason);
-           })
       .def("resolve_gpu_transport",
            [](const Tesseract& t) {
-             std::optional<Result<GpuTransportChoice>> choice;
-             {
-               nb::gil_scoped_release release;
-               choice.emplace(t.ResolveGpuTransport());
-             }
-             GpuTransportChoice done = Unwrap(*std::move(choice));
+             const GpuTransportChoice done = Released([&] { return t.ResolveGpuTransport(); });
              return std::make_pair(done.transport, done.fallback_reason);
            })
-      .def("teardown",
-           [](Tesseract& t) {
-             Status stopped;
-             {
-               nb::gil_scoped_release release;
-               stopped = t.Teardown();
-             }
-             Check(stopped);
-           })
+      .def("teardown", [](Tesseract& t) { Released([&] { return t.Teardown(); }); })
       .def("server_logs", [](const Tesseract& t) { return Unwrap(t.ServerLogs()); })
       .def_prop_ro("url", &Tesseract::url);
 }

@@ -246,7 +246,7 @@ def _without_tensors(value: Any) -> Any:
 def _is_device_array(value: Any) -> bool:
     """A GPU array from a client: tesscpp's DLPack arrays on a CUDA device, or
     tesseract-core's IpcDeviceArray (which also has the CUDA array interface)."""
-    if isinstance(value, torch.Tensor) or isinstance(value, np.ndarray):
+    if isinstance(value, (torch.Tensor, np.ndarray)):
         return False
     if hasattr(value, "__cuda_array_interface__"):
         return True

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <utility>
 
 #include "client/binref_pool.h"
 #include "client/http_connection.h"
@@ -38,6 +39,13 @@ namespace {
 
 using client::HttpConnection;
 using client::HttpResponse;
+
+// The header acknowledging `ids` (empty: this client acknowledges, none yet).
+std::string ExportsDoneHeader(const std::vector<std::string>& ids) {
+  std::string header = "Tesseract-Exports-Done: ";
+  for (size_t i = 0; i < ids.size(); ++i) header += (i > 0 ? "," : "") + ids[i];
+  return header;
+}
 
 class HttpSession final : public TesseractSession {
  public:
@@ -94,8 +102,8 @@ class HttpSession final : public TesseractSession {
   Result<Value> Decode(const HttpResponse& response, std::string_view endpoint, bool cuda_ipc = false);
   // Tesseract-Exports-Done: ids of server exports this client has copied out,
   // sent with the next request (as the SDK), and by a GET /health on close.
-  std::optional<std::string> TakeExportsDone(bool gpu_request);
-  void RequeueExportsDone(const std::string& ids);
+  std::optional<std::vector<std::string>> TakeExportsDone(bool gpu_request);
+  void RequeueExportsDone(const std::vector<std::string>& ids);
   void QueueExports(const HttpResponse& response);
   void FlushExportsDone();
   Result<GpuTransportCheck> RunTransportCheck(const std::string& transport);
@@ -118,22 +126,15 @@ class HttpSession final : public TesseractSession {
   std::map<std::string, GpuTransportCheck> checks_;  // by transport
 };
 
-std::optional<std::string> HttpSession::TakeExportsDone(bool gpu_request) {
+std::optional<std::vector<std::string>> HttpSession::TakeExportsDone(bool gpu_request) {
   std::lock_guard<std::mutex> lock(exports_mutex_);
   if (!gpu_request && pending_exports_done_.empty()) return std::nullopt;
-  std::string ids;
-  for (const std::string& id : pending_exports_done_) ids += (ids.empty() ? "" : ",") + id;
-  pending_exports_done_.clear();
-  return ids;
+  return std::exchange(pending_exports_done_, {});
 }
 
-void HttpSession::RequeueExportsDone(const std::string& ids) {
+void HttpSession::RequeueExportsDone(const std::vector<std::string>& ids) {
   std::lock_guard<std::mutex> lock(exports_mutex_);
-  for (size_t start = 0; start < ids.size();) {
-    const size_t comma = std::min(ids.find(',', start), ids.size());
-    pending_exports_done_.push_back(ids.substr(start, comma - start));
-    start = comma + 1;
-  }
+  pending_exports_done_.insert(pending_exports_done_.end(), ids.begin(), ids.end());
 }
 
 void HttpSession::QueueExports(const HttpResponse& response) {
@@ -145,10 +146,10 @@ void HttpSession::QueueExports(const HttpResponse& response) {
 
 void HttpSession::FlushExportsDone() {
   if (connection_ == nullptr) return;
-  const std::optional<std::string> ids = TakeExportsDone(false);
+  const std::optional<std::vector<std::string>> ids = TakeExportsDone(false);
   if (!ids) return;
   // Best effort: a server that is gone frees them after its timeout.
-  (void)connection_->Send("GET", "/health", {"Tesseract-Exports-Done: " + *ids}, nullptr);
+  (void)connection_->Send("GET", "/health", {ExportsDoneHeader(*ids)}, nullptr);
 }
 
 Result<std::shared_ptr<const Value>> HttpSession::OpenApi() {
@@ -242,8 +243,8 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   } remove_files{files};
 
   TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
-  const std::optional<std::string> exports_done = TakeExportsDone(gpu_request);
-  if (exports_done) headers.push_back("Tesseract-Exports-Done: " + *exports_done);
+  const std::optional<std::vector<std::string>> exports_done = TakeExportsDone(gpu_request);
+  if (exports_done) headers.push_back(ExportsDoneHeader(*exports_done));
   Result<HttpResponse> response = Status::Internal("not sent");
   {
     if (options_.stream_logs && run_id && client::IsWrappedEndpoint(endpoint)) {

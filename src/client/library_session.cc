@@ -41,10 +41,13 @@ class LibrarySession final : public TesseractSession {
       streamer.emplace(client::RunLogPath(runtime_->config().output_path, *run_id), stream_logs_);
     }
     if (payload == nullptr) return runtime_->Call(endpoint, Value(), run_id);
-    if (gpu_transport_ != "none") return runtime_->Call(endpoint, *payload, run_id);
-    // Without a GPU transport a component sees host arrays, as if served.
-    TESS_ASSIGN_OR_RETURN(Value host_payload, cuda::DeviceTensorsToHost(*payload));
-    return runtime_->Call(endpoint, host_payload, run_id);
+    if (gpu_transport_ == "none" && cuda::HoldsDeviceTensors(*payload)) {
+      // Without a GPU transport a component sees host arrays, as if served.
+      Value host_payload = *payload;
+      TESS_RETURN_IF_ERROR(cuda::MoveDeviceTensorsToHost(host_payload));
+      return runtime_->Call(endpoint, host_payload, run_id);
+    }
+    return runtime_->Call(endpoint, *payload, run_id);
   }
   Result<GpuTransportCheck> CheckGpuTransport(const std::string& /*transport*/) override {
     return GpuTransportCheck{true, ""};  // arrays pass in memory

@@ -1,6 +1,7 @@
 // array_codec.cc: arraydict fields -> Tensor and Tensor -> arraydict, per encoding.
 #include "codec/array_codec.h"
 
+#include <optional>
 #include <vector>
 
 #include "codec/base64.h"
@@ -250,7 +251,11 @@ Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& optio
   if (!device_or_host.device().host_accessible() && options.device_exports != nullptr) {
     return EncodeCudaIpc(device_or_host, *options.device_exports, writer);
   }
-  TESS_ASSIGN_OR_RETURN(const Tensor tensor, cuda::ImplicitCopyToHost(device_or_host));
+  std::optional<Tensor> host_copy;  // only for CUDA tensors: host ones are written as they are
+  if (!device_or_host.device().host_accessible()) {
+    TESS_ASSIGN_OR_RETURN(host_copy, cuda::ImplicitCopyToHost(device_or_host));
+  }
+  const Tensor& tensor = host_copy ? *host_copy : device_or_host;
   if (options.encoding == ArrayEncoding::kBinref && options.binref == nullptr) {
     return Status::InvalidArgument("binref output needs a BinrefWriter");
   }

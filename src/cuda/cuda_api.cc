@@ -24,6 +24,28 @@ Status DriverStatus(CUresult result, std::string_view call) {
   return Status::Unavailable(call, " failed with error code ", static_cast<int>(result));
 }
 
+void LogIfFailed(const Status& status) {
+  if (!status.ok()) std::fprintf(stderr, "tesscpp: %s\n", status.message().c_str());
+}
+
+Result<CudaStream> CreateStream() {
+  cudaStream_t stream = nullptr;
+  TESS_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return CudaStream(stream);
+}
+
+Result<CudaEvent> CreateEvent() {
+  cudaEvent_t event = nullptr;
+  TESS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  return CudaEvent(event);
+}
+
+Result<PinnedBuffer> AllocatePinned(int64_t size) {
+  void* data = nullptr;
+  TESS_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&data, static_cast<size_t>(size), cudaHostAllocDefault));
+  return PinnedBuffer(data);
+}
+
 namespace {
 
 // What the process learns about CUDA once: whether it is usable, the driver
@@ -151,11 +173,7 @@ Result<int> DeviceOfPointer(const void* data) {
 Status SynchronizeStream(uintptr_t stream) {
   TESS_RETURN_IF_ERROR(CheckAvailable());
   // 1 is the CUDA array interface's name of the legacy default stream.
-  cudaStream_t handle =
-      stream == 1
-          ? cudaStreamLegacy
-          : reinterpret_cast<cudaStream_t>(
-                stream);  // NOLINT(performance-no-int-to-ptr): CUDA names memory and streams by integer
+  const cudaStream_t handle = stream == 1 ? cudaStreamLegacy : internal::StreamFromInteger(stream);
   return internal::CudaStatus(cudaStreamSynchronize(handle), "cudaStreamSynchronize");
 }
 

@@ -8,7 +8,9 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <string_view>
+#include <utility>
 
 #include "tesscpp/result.h"
 #include "tesscpp/tensor.h"
@@ -26,6 +28,59 @@ Status DriverStatus(CUresult result, std::string_view call);
 
 #define TESS_CUDA_RETURN_IF_ERROR(call) \
   TESS_RETURN_IF_ERROR(::tesscpp::cuda::internal::CudaStatus((call), #call))
+
+/// \brief Reports a failure that cannot be returned (in a destructor) on stderr.
+void LogIfFailed(const Status& status);
+
+/// \brief CUDA names streams and memory by integers at the edges (CAI, DLPack,
+/// driver pointers); these turn them back into what the runtime API takes.
+inline cudaStream_t StreamFromInteger(uintptr_t stream) {
+  return reinterpret_cast<cudaStream_t>(stream);  // NOLINT(performance-no-int-to-ptr)
+}
+inline void* PointerFromAddress(CUdeviceptr address) {
+  return reinterpret_cast<void*>(address);  // NOLINT(performance-no-int-to-ptr)
+}
+
+/// \brief A move-only owner of a CUDA handle, released by `Release` when it
+/// goes (streams, events, pinned host memory).
+template <typename Handle, cudaError_t (*Release)(Handle)>
+class CudaResource {
+ public:
+  CudaResource() = default;
+  explicit CudaResource(Handle handle) : handle_(handle) {}
+  CudaResource(CudaResource&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  CudaResource& operator=(CudaResource&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+  CudaResource(const CudaResource&) = delete;
+  CudaResource& operator=(const CudaResource&) = delete;
+  ~CudaResource() { Reset(); }
+
+  Handle get() const { return handle_; }
+
+ private:
+  void Reset() {
+    if (handle_ != nullptr)
+      LogIfFailed(CudaStatus(Release(handle_), "releasing a CUDA stream, event or buffer"));
+    handle_ = nullptr;
+  }
+  Handle handle_ = nullptr;
+};
+
+using CudaStream = CudaResource<cudaStream_t, cudaStreamDestroy>;
+using CudaEvent = CudaResource<cudaEvent_t, cudaEventDestroy>;
+using PinnedBuffer = CudaResource<void*, cudaFreeHost>;
+
+/// \brief A non-blocking stream (it waits for nothing else the process runs).
+Result<CudaStream> CreateStream();
+/// \brief An event without timing (the cheap kind, for ordering only).
+Result<CudaEvent> CreateEvent();
+/// \brief `size` bytes of page-locked host memory.
+Result<PinnedBuffer> AllocatePinned(int64_t size);
 
 /// \brief The driver entry points used here, resolved once.
 struct DriverApi {

@@ -2,7 +2,6 @@
 #include "cuda/device_pool.h"
 
 #include <atomic>
-#include <cstdio>
 
 namespace tesscpp::cuda::internal {
 namespace {
@@ -27,8 +26,7 @@ Result<std::unique_ptr<DeviceAllocation>> DeviceAllocation::Make(int ordinal, in
 DeviceAllocation::~DeviceAllocation() {
   // Freeing needs the allocation's device current on this thread.
   auto guard = DeviceGuard::Enter(ordinal_);
-  const Status freed = CudaStatus(cudaFree(data_), "cudaFree");
-  if (!freed.ok()) std::fprintf(stderr, "tesscpp: %s\n", freed.message().c_str());
+  LogIfFailed(CudaStatus(cudaFree(data_), "cudaFree"));
 }
 
 DevicePool& DevicePool::Staging() {

@@ -1,6 +1,5 @@
 // ipc.cc: export by legacy IPC handle (with staging), import through a mapping cache.
 #include <array>
-#include <cstdio>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -31,8 +30,7 @@ class IpcMapping {
   }
   ~IpcMapping() {
     auto guard = DeviceGuard::Enter(ordinal_);
-    const Status closed = CudaStatus(cudaIpcCloseMemHandle(base_), "cudaIpcCloseMemHandle");
-    if (!closed.ok()) std::fprintf(stderr, "tesscpp: %s\n", closed.message().c_str());
+    internal::LogIfFailed(CudaStatus(cudaIpcCloseMemHandle(base_), "cudaIpcCloseMemHandle"));
   }
   IpcMapping(const IpcMapping&) = delete;
   IpcMapping& operator=(const IpcMapping&) = delete;
@@ -89,12 +87,14 @@ class MappingCache {
 // for nothing else the process runs, and nothing waits for it).
 Result<cudaStream_t> ImportStream(int ordinal) {
   static std::mutex mutex;
-  static std::array<cudaStream_t, 64> streams{};
-  if (ordinal >= static_cast<int>(streams.size())) return Status::InvalidArgument("too many CUDA devices");
+  static auto* streams = new std::array<internal::CudaStream, 64>();  // leaked: used until exit
+  if (ordinal >= static_cast<int>(streams->size())) return Status::InvalidArgument("too many CUDA devices");
   std::lock_guard<std::mutex> lock(mutex);
-  cudaStream_t& stream = streams[static_cast<size_t>(ordinal)];
-  if (stream == nullptr) TESS_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  return stream;
+  internal::CudaStream& stream = (*streams)[static_cast<size_t>(ordinal)];
+  if (stream.get() == nullptr) {
+    TESS_ASSIGN_OR_RETURN(stream, internal::CreateStream());
+  }
+  return stream.get();
 }
 
 // The base, size and handle of the cudaMalloc allocation holding `data`;
@@ -114,8 +114,8 @@ Result<std::optional<IpcDescriptor>> DescribeAllocation(void* data) {
   TESS_RETURN_IF_ERROR(
       internal::DriverStatus(driver->mem_get_address_range(&base, &size, pointer), "cuMemGetAddressRange"));
   cudaIpcMemHandle_t handle;
-  if (!CudaStatus(cudaIpcGetMemHandle(&handle, reinterpret_cast<void*>(base)), "cudaIpcGetMemHandle")
-           .ok()) {  // NOLINT(performance-no-int-to-ptr): CUDA names memory and streams by integer
+  if (!CudaStatus(cudaIpcGetMemHandle(&handle, internal::PointerFromAddress(base)), "cudaIpcGetMemHandle")
+           .ok()) {
     return std::optional<IpcDescriptor>();
   }
   IpcDescriptor descriptor;

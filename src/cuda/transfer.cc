@@ -2,7 +2,6 @@
 // per-thread stream, pageable sources read by a pool of copy threads.
 #include <algorithm>
 #include <condition_variable>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -19,78 +18,17 @@
 
 namespace tesscpp::cuda {
 
+using internal::CudaEvent;
 using internal::CudaStatus;
+using internal::CudaStream;
 using internal::DeviceGuard;
+using internal::PinnedBuffer;
 
 namespace {
 
 constexpr int64_t kSlotBytes = int64_t{32} << 20;  // large enough for full PCIe speed (gpu.md 11)
 constexpr int kSlots = 4;
 constexpr int64_t kParallelThreshold = int64_t{1} << 20;  // below this one thread copies
-
-void LogFailure(const Status& status) {
-  if (!status.ok()) std::fprintf(stderr, "tesscpp: %s\n", status.message().c_str());
-}
-
-class PinnedBuffer {
- public:
-  static Result<PinnedBuffer> Allocate(int64_t size) {
-    void* data = nullptr;
-    TESS_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&data, static_cast<size_t>(size), cudaHostAllocDefault));
-    return PinnedBuffer(data);
-  }
-  PinnedBuffer(PinnedBuffer&& other) noexcept : data_(std::exchange(other.data_, nullptr)) {}
-  PinnedBuffer& operator=(PinnedBuffer&&) = delete;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() {
-    if (data_ != nullptr) LogFailure(CudaStatus(cudaFreeHost(data_), "cudaFreeHost"));
-  }
-  uint8_t* data() const { return static_cast<uint8_t*>(data_); }
-
- private:
-  explicit PinnedBuffer(void* data) : data_(data) {}
-  void* data_;
-};
-
-class CudaEvent {
- public:
-  static Result<CudaEvent> Create() {
-    cudaEvent_t event = nullptr;
-    TESS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-    return CudaEvent(event);
-  }
-  CudaEvent(CudaEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-  CudaEvent& operator=(CudaEvent&&) = delete;
-  CudaEvent(const CudaEvent&) = delete;
-  ~CudaEvent() {
-    if (event_ != nullptr) LogFailure(CudaStatus(cudaEventDestroy(event_), "cudaEventDestroy"));
-  }
-  cudaEvent_t get() const { return event_; }
-
- private:
-  explicit CudaEvent(cudaEvent_t event) : event_(event) {}
-  cudaEvent_t event_;
-};
-
-class CudaStream {
- public:
-  static Result<CudaStream> Create() {
-    cudaStream_t stream = nullptr;
-    TESS_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    return CudaStream(stream);
-  }
-  CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
-  CudaStream& operator=(CudaStream&&) = delete;
-  CudaStream(const CudaStream&) = delete;
-  ~CudaStream() {
-    if (stream_ != nullptr) LogFailure(CudaStatus(cudaStreamDestroy(stream_), "cudaStreamDestroy"));
-  }
-  cudaStream_t get() const { return stream_; }
-
- private:
-  explicit CudaStream(cudaStream_t stream) : stream_(stream) {}
-  cudaStream_t stream_;
-};
 
 // Threads that share large memcpys from pageable memory into staging.
 class CopyThreads {
@@ -155,11 +93,11 @@ struct TransferContext {
   int next_slot = 0;
 
   static Result<std::unique_ptr<TransferContext>> Make() {
-    TESS_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
+    TESS_ASSIGN_OR_RETURN(CudaStream stream, internal::CreateStream());
     auto context = std::unique_ptr<TransferContext>(new TransferContext{std::move(stream), {}, {}, 0});
     for (int i = 0; i < kSlots; ++i) {
-      TESS_ASSIGN_OR_RETURN(PinnedBuffer slot, PinnedBuffer::Allocate(kSlotBytes));
-      TESS_ASSIGN_OR_RETURN(CudaEvent event, CudaEvent::Create());
+      TESS_ASSIGN_OR_RETURN(PinnedBuffer slot, internal::AllocatePinned(kSlotBytes));
+      TESS_ASSIGN_OR_RETURN(CudaEvent event, internal::CreateEvent());
       context->slots.push_back(std::move(slot));
       context->slot_free.push_back(std::move(event));
     }
@@ -190,10 +128,10 @@ Status Submit(TransferContext& context, const HostToDeviceCopy& copy) {
     context.next_slot = (slot + 1) % kSlots;
     // The slot's previous DMA must be done before its bytes are overwritten.
     TESS_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(context.slot_free[slot].get()));
-    CopyThreads::Instance().Copy(context.slots[slot].data(), source + at, length);
-    TESS_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(destination + at, context.slots[slot].data(),
-                                              static_cast<size_t>(length), cudaMemcpyHostToDevice,
-                                              context.stream.get()));
+    auto* staging = static_cast<uint8_t*>(context.slots[slot].get());
+    CopyThreads::Instance().Copy(staging, source + at, length);
+    TESS_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(destination + at, staging, static_cast<size_t>(length),
+                                              cudaMemcpyHostToDevice, context.stream.get()));
     TESS_CUDA_RETURN_IF_ERROR(cudaEventRecord(context.slot_free[slot].get(), context.stream.get()));
   }
   return Status::OK();
@@ -231,19 +169,18 @@ Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDev
     if (submitted.ok() && copy.nbytes > 0) submitted = Submit(*context, copy);
     if (!submitted.ok()) break;
   }
-  auto done = submitted.ok() ? CudaEvent::Create() : Result<CudaEvent>(submitted);
+  auto done = submitted.ok() ? internal::CreateEvent() : Result<CudaEvent>(submitted);
   if (done.ok()) {
     submitted = CudaStatus(cudaEventRecord(done->get(), context->stream.get()), "cudaEventRecord");
   }
   if (submitted.ok() && done.ok()) {
-    submitted =
-        CudaStatus(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(consumer_stream), done->get(), 0),
-                   "cudaStreamWaitEvent");  // NOLINT(performance-no-int-to-ptr): CUDA names memory and
-                                            // streams by integer
+    submitted = CudaStatus(cudaStreamWaitEvent(internal::StreamFromInteger(consumer_stream), done->get(), 0),
+                           "cudaStreamWaitEvent");  // NOLINT(performance-no-int-to-ptr): CUDA names memory
+                                                    // and streams by integer
   }
   if (!submitted.ok() || !done.ok()) {
     // Nothing may unwind while a submitted copy still reads or writes.
-    LogFailure(CudaStatus(cudaStreamSynchronize(context->stream.get()), "cudaStreamSynchronize"));
+    internal::LogIfFailed(CudaStatus(cudaStreamSynchronize(context->stream.get()), "cudaStreamSynchronize"));
     return submitted.ok() ? done.status() : submitted;
   }
   return std::unique_ptr<TransferDone>(new EventDone(*std::move(done), device));

@@ -1,5 +1,6 @@
 // value_copies.cc: implicit host copies of CUDA tensors and Value trees (in
 // builds with and without CUDA: a tree without CUDA tensors needs no device).
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -15,34 +16,35 @@ Result<Tensor> ImplicitCopyToHost(const Tensor& tensor) {
   for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (value == "1" || value == "true") {
     return Status::NotAcceptable("Implicit device-to-host copy of a ", tensor.device().ToString(),
-                                   " tensor (TESSERACT_FORBID_DEVICE_HOST_COPY is set).");
+                                 " tensor (TESSERACT_FORBID_DEVICE_HOST_COPY is set).");
   }
   return CopyToHost(tensor);
 }
 
-Result<Value> DeviceTensorsToHost(const Value& value) {
-  if (value.is_tensor()) {
-    if (value.as_tensor().device().host_accessible()) return value;
-    TESS_ASSIGN_OR_RETURN(Tensor host, ImplicitCopyToHost(value.as_tensor()));
-    return Value(std::move(host));
-  }
+bool HoldsDeviceTensors(const Value& value) {
+  if (value.is_tensor()) return !value.as_tensor().device().host_accessible();
   if (value.is_list()) {
-    Value::List list;
-    for (const Value& item : value.as_list()) {
-      TESS_ASSIGN_OR_RETURN(Value converted, DeviceTensorsToHost(item));
-      list.push_back(std::move(converted));
-    }
-    return Value(std::move(list));
+    const Value::List& list = value.as_list();
+    return std::any_of(list.begin(), list.end(), [](const Value& item) { return HoldsDeviceTensors(item); });
   }
   if (value.is_dict()) {
-    Value::Dict dict;
-    for (const auto& [key, item] : value.as_dict()) {
-      TESS_ASSIGN_OR_RETURN(Value converted, DeviceTensorsToHost(item));
-      dict.set(key, std::move(converted));
-    }
-    return Value(std::move(dict));
+    const Value::Dict& dict = value.as_dict();
+    return std::any_of(dict.begin(), dict.end(),
+                       [](const auto& item) { return HoldsDeviceTensors(item.second); });
   }
-  return value;
+  return false;
+}
+
+Status MoveDeviceTensorsToHost(Value& value) {
+  if (value.is_tensor() && !value.as_tensor().device().host_accessible()) {
+    TESS_ASSIGN_OR_RETURN(Tensor host, ImplicitCopyToHost(value.as_tensor()));
+    value = Value(std::move(host));
+  } else if (value.is_list()) {
+    for (Value& item : value.as_list()) TESS_RETURN_IF_ERROR(MoveDeviceTensorsToHost(item));
+  } else if (value.is_dict()) {
+    for (auto& [key, item] : value.as_dict()) TESS_RETURN_IF_ERROR(MoveDeviceTensorsToHost(item));
+  }
+  return Status::OK();
 }
 
 }  // namespace tesscpp::cuda

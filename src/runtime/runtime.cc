@@ -197,9 +197,8 @@ struct Runtime::Impl {
   const GradientModels& GradientModelsFor(std::string_view endpoint) const {
     return endpoint == "jacobian" ? jacobian : endpoint == "jacobian_vector_product" ? jvp : vjp;
   }
-  // The inputs as the component takes them: CUDA tensors copied to the host
-  // unless it accepts device arrays.
-  Result<Value> InputsForComponent(const Value& inputs) const;
+  // CallApply and CallGradient hand a component that does not accept device
+  // arrays host copies of any CUDA tensors in the request.
   Result<Value> CallApply(const Value& inputs) const;
   Result<Value> CallGradient(const GradientModels& models, const GradientRequest& request) const;
   Result<Value> CallAbstractEval(const Value& inputs) const;
@@ -225,13 +224,12 @@ Result<Value> Guarded(const std::function<Result<Value>()>& fn, std::string* exc
 
 }  // namespace
 
-Result<Value> Runtime::Impl::InputsForComponent(const Value& inputs) const {
-  if (component->accepts_device_arrays()) return inputs;
-  return cuda::DeviceTensorsToHost(inputs);
-}
-
-Result<Value> Runtime::Impl::CallApply(const Value& device_or_host_inputs) const {
-  TESS_ASSIGN_OR_RETURN(const Value inputs, InputsForComponent(device_or_host_inputs));
+Result<Value> Runtime::Impl::CallApply(const Value& inputs) const {
+  if (!component->accepts_device_arrays() && cuda::HoldsDeviceTensors(inputs)) {
+    Value host_inputs = inputs;
+    TESS_RETURN_IF_ERROR(cuda::MoveDeviceTensorsToHost(host_inputs));
+    return CallApply(host_inputs);
+  }
   Record record;
   TESS_RETURN_IF_ERROR(component->apply().fn(ModelView(inputs), record));
   auto outputs = ValidateModel(*apply_outputs, std::move(record).Finish());
@@ -252,13 +250,17 @@ Result<Value> Runtime::Impl::CallAbstractEval(const Value& inputs) const {
 }
 
 Result<Value> Runtime::Impl::CallGradient(const GradientModels& models,
-                                          const GradientRequest& device_or_host_request) const {
-  GradientRequest request = device_or_host_request;
-  TESS_ASSIGN_OR_RETURN(request.inputs, InputsForComponent(request.inputs));
-  if (!component->accepts_device_arrays()) {
-    for (auto& entry : request.vector) {
+                                          const GradientRequest& request) const {
+  const bool device_vector = std::any_of(request.vector.begin(), request.vector.end(), [](const auto& entry) {
+    return !entry.second.device().host_accessible();
+  });
+  if (!component->accepts_device_arrays() && (device_vector || cuda::HoldsDeviceTensors(request.inputs))) {
+    GradientRequest host_request = request;
+    TESS_RETURN_IF_ERROR(cuda::MoveDeviceTensorsToHost(host_request.inputs));
+    for (auto& entry : host_request.vector) {
       TESS_ASSIGN_OR_RETURN(entry.second, cuda::ImplicitCopyToHost(entry.second));
     }
+    return CallGradient(models, host_request);
   }
   const ModelView inputs(request.inputs);
   if (models.kind == GradientKind::kJacobian) {

@@ -133,6 +133,15 @@ bool FitsEncodedModel(const SchemaType& type, const Tensor& t) {
   return true;
 }
 
+// array_shape_mismatch: `expected` as the reference prints it (a tuple) and
+// as its ctx holds it.
+Status ShapeMismatch(std::span<const int64_t> actual, const std::string& expected_text, Value expected) {
+  return ValidationFailure(
+      "array_shape_mismatch",
+      "Array shape " + FormatShape(actual) + " is incompatible with expected shape " + expected_text, Value(),
+      Value::Dict{{"actual_shape", ShapeList(actual)}, {"expected_shape", std::move(expected)}});
+}
+
 // check_shape_dtype_no_cast: device arrays are used as they arrived, so their
 // shape must match (no broadcast) and their dtype equal the field's (no cast).
 Status CheckShapeDtypeNoCast(const SchemaType& type, const Tensor& t, const char* no_cast_reason) {
@@ -152,12 +161,7 @@ Status CheckShapeDtypeNoCast(const SchemaType& type, const Tensor& t, const char
       expected_list.push_back(d ? Value(*d) : Value());
     }
     expected += spec.rank() == 1 ? ",)" : ")";
-    return ValidationFailure(
-        "array_shape_mismatch",
-        "Array shape " + FormatShape(t.shape().dims()) + " is incompatible with expected shape " + expected,
-        Value(),
-        Value::Dict{{"actual_shape", ShapeList(t.shape().dims())},
-                    {"expected_shape", Value(std::move(expected_list))}});
+    return ShapeMismatch(t.shape().dims(), expected, Value(std::move(expected_list)));
   }
   if (type.dtype() && *type.dtype() != t.dtype()) {
     const std::string actual(DtypeName(t.dtype())), expected(DtypeName(*type.dtype()));
@@ -192,12 +196,7 @@ Result<Tensor> CoerceShapeDtype(const SchemaType& type, Tensor t, BufferPool* po
       const int64_t have = t.shape()[static_cast<int>(i)];
       if (have == out[i]) continue;
       if (have != 1) {
-        return ValidationFailure(
-            "array_shape_mismatch",
-            "Array shape " + FormatShape(t.shape().dims()) + " is incompatible with expected shape " +
-                FormatShape(out),
-            Value(),
-            Value::Dict{{"actual_shape", ShapeList(t.shape().dims())}, {"expected_shape", ShapeList(out)}});
+        return ShapeMismatch(t.shape().dims(), FormatShape(out), ShapeList(out));
       }
       broadcast = true;
     }

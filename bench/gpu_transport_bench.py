@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
-"""The cuda_ipc benchmark: apply of the identity (noop) on a CUDA float32
-tensor, in and out, in one run on a GPU machine:
+"""The cuda_ipc benchmark: apply on a CUDA float32 tensor, in and out, in one
+run on a GPU machine, for two components:
 
+- identity (noop): returns its input. Returning an input as a new array takes
+  one device copy somewhere (tesscpp: the server stages the borrowed input;
+  tesseract-core: both importers copy), timed alone as "torch copy";
+- devhold (bench/components/devhold): returns a device array it holds, so the
+  time is the transport's alone.
+
+Each is served three ways:
 - tesscpp:   tesscpp.Tesseract (C++ client) -> `tesscpp serve --gpu-transport
-             cuda_ipc` running the C++ noop;
+             cuda_ipc` running the C++ component (inputs and outputs borrowed
+             in place, docs/gpu-transport.md 13);
 - reference: tesseract-core 1.15's SDK -> `tesseract-runtime serve` with
-             TESSERACT_GPU_TRANSPORT=cuda_ipc running the Python noop;
-- host path: tesscpp's client and server with gpu_transport=none
-             (json+base64: the tensor goes to the host and back).
+             TESSERACT_GPU_TRANSPORT=cuda_ipc running the Python component;
+- host path (identity only): tesscpp's client and server with
+             gpu_transport=none (json+base64: the tensor goes to the host and back).
 
 Each call ends with the answer adopted by torch (torch.from_dlpack) and is
 timed after warm-up; the table holds medians and ratios. Writes the markdown
 table to --out when given.
 
-    python3 bench/gpu_transport_bench.py --examples build/examples --out results.md
+    python3 bench/gpu_transport_bench.py --examples build/examples --bench-components build/bench --out results.md
 """
 
 from __future__ import annotations
@@ -33,11 +41,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZES = ((4, "4 B"), (2**20, "1 MiB"), (64 * 2**20, "64 MiB"), (2**30, "1 GiB"))
 
 
-def median_call(call, x: torch.Tensor, iterations: int) -> float:
+def median_call(call, x: torch.Tensor, iterations: int, identity: bool) -> float:
     """Median seconds of `call(x)` with the answer adopted by torch (and the
     device idle again), after one call that checks the answer."""
     first = torch.from_dlpack(call(x))
-    assert torch.equal(first.to(x.device), x)
+    assert first.shape == x.shape and first.dtype == x.dtype
+    assert not identity or torch.equal(first.to(x.device), x)
     del first
     samples = []
     for _ in range(iterations):
@@ -50,31 +59,56 @@ def median_call(call, x: torch.Tensor, iterations: int) -> float:
     return statistics.median(samples)
 
 
+def median_copy(x: torch.Tensor, iterations: int = 20) -> float:
+    """Median seconds of one device copy of x (torch's clone), synchronised."""
+    samples = []
+    for _ in range(iterations):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        y = x.clone()
+        torch.cuda.synchronize()
+        samples.append(time.perf_counter() - t0)
+        del y
+    return statistics.median(samples)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--examples", required=True, type=Path, help="directory holding libnoop.so")
+    parser.add_argument("--bench-components", required=True, type=Path, help="directory holding libdevhold.so")
+    parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
     import tesseract_core
 
-    ours = tesscpp.Tesseract.from_source(args.examples / "libnoop.so", gpu_transport="cuda_ipc")
-    host = tesscpp.Tesseract.from_source(args.examples / "libnoop.so", gpu_transport="none")
-    reference_server = tesscpp.Tesseract.from_source(
-        ROOT / "tests" / "fixtures" / "python" / "noop" / "tesseract_api.py",
-        gpu_transport="cuda_ipc",
-        python_executable=sys.executable,
-    )
+    python_components = ROOT / "tests" / "fixtures" / "python" / "noop", ROOT / "bench" / "components" / "devhold"
+    servers = {
+        ("tesscpp", "identity"): tesscpp.Tesseract.from_source(args.examples / "libnoop.so", gpu_transport="cuda_ipc"),
+        ("tesscpp", "devhold"): tesscpp.Tesseract.from_source(
+            args.bench_components / "libdevhold.so", gpu_transport="cuda_ipc"
+        ),
+        ("host", "identity"): tesscpp.Tesseract.from_source(args.examples / "libnoop.so", gpu_transport="none"),
+    }
+    for component, directory in zip(("identity", "devhold"), python_components):
+        servers[("reference", component)] = tesscpp.Tesseract.from_source(
+            directory / "tesseract_api.py", gpu_transport="cuda_ipc", python_executable=sys.executable
+        )
     rows = []
-    with ours, host, reference_server:
-        assert ours.resolve_gpu_transport() == "cuda_ipc"
-        sdk = tesseract_core.Tesseract.from_url(reference_server._url).with_encoding(gpu_transport="cuda_ipc")
-        assert sdk.resolve_gpu_transport() == "cuda_ipc"
-        calls = {
-            "tesscpp": lambda x: ours.apply({"x": x})["x"],
-            "reference": lambda x: sdk.apply({"x": x})["x"],
-            "host": lambda x: host.apply({"x": x})["x"],
-        }
+    try:
+        for server in servers.values():
+            server.serve()
+        calls = {}
+        for (client, component), server in servers.items():
+            if client == "reference":
+                sdk = tesseract_core.Tesseract.from_url(server._url).with_encoding(gpu_transport="cuda_ipc")
+                assert sdk.resolve_gpu_transport() == "cuda_ipc"
+                calls[(client, component)] = lambda x, sdk=sdk: sdk.apply({"x": x})["x"]
+            else:
+                if client == "tesscpp":
+                    assert server.resolve_gpu_transport() == "cuda_ipc"
+                calls[(client, component)] = lambda x, server=server: server.apply({"x": x})["x"]
+        ours = servers[("tesscpp", "identity")]
         health = []
         for _ in range(50):
             t0 = time.perf_counter()
@@ -83,24 +117,30 @@ def main() -> int:
         print(f"GET /health through the tesscpp client: {fmt_time(statistics.median(health))}", flush=True)
         for nbytes, label in SIZES:
             x = torch.randn(nbytes // 4, device="cuda")
-            times = {}
-            for name, call in calls.items():
-                iterations = 3 if (name == "host" and nbytes >= 64 * 2**20) else 50
-                times[name] = median_call(call, x, iterations)
-                print(f"{label} {name}: {fmt_time(times[name])}", flush=True)
+            times = {"copy": median_copy(x)}
+            for key, call in calls.items():
+                iterations = 3 if (key[0] == "host" and nbytes >= 64 * 2**20) else args.iterations
+                times[key] = median_call(call, x, iterations, identity=key[1] == "identity")
+                print(f"{label} {key[0]} {key[1]}: {fmt_time(times[key])}", flush=True)
             rows.append((label, times))
+    finally:
+        for server in servers.values():
+            server.teardown()
     gpu = torch.cuda.get_device_name()
     lines = [
-        f"cuda_ipc apply of the identity, float32 CUDA tensor in and out ({gpu}; medians)",
+        f"cuda_ipc apply, float32 CUDA tensor in and out ({gpu}; medians)",
         "",
-        "| size | tesscpp client + server | tesseract-core SDK + runtime | host path (tesscpp, json+base64) "
-        "| reference / tesscpp | host / tesscpp |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| size | devhold: tesscpp | devhold: tesseract-core | ratio | identity: tesscpp "
+        "| identity: tesseract-core | ratio | identity: host path (tesscpp) | torch copy of x |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for label, t in rows:
         lines.append(
-            f"| {label} | {fmt_time(t['tesscpp'])} | {fmt_time(t['reference'])} | {fmt_time(t['host'])} "
-            f"| {t['reference'] / t['tesscpp']:.1f}x | {t['host'] / t['tesscpp']:.1f}x |"
+            f"| {label} | {fmt_time(t[('tesscpp', 'devhold')])} | {fmt_time(t[('reference', 'devhold')])} "
+            f"| {t[('reference', 'devhold')] / t[('tesscpp', 'devhold')]:.1f}x "
+            f"| {fmt_time(t[('tesscpp', 'identity')])} | {fmt_time(t[('reference', 'identity')])} "
+            f"| {t[('reference', 'identity')] / t[('tesscpp', 'identity')]:.1f}x "
+            f"| {fmt_time(t[('host', 'identity')])} | {fmt_time(t['copy'])} |"
         )
     table = "\n".join(lines)
     print(table)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tesscpp/result.h"
 #include "tesscpp/tensor.h"
@@ -70,6 +71,10 @@ Result<Tensor> ImplicitCopyToHost(const Tensor& tensor);
 
 /// \brief Whether `value` holds a CUDA tensor anywhere.
 bool HoldsDeviceTensors(const Value& value);
+
+/// \brief The ordinals of the devices holding the bytes of non-empty CUDA
+/// tensors in `value`, each once.
+std::vector<int> DevicesOf(const Value& value);
 
 /// \brief Replaces every CUDA tensor in `value` by its host copy
 /// (ImplicitCopyToHost); the rest is left as it is.

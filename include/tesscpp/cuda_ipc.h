@@ -3,10 +3,10 @@
 // The exporter names the whole allocation that holds the tensor (the handle of
 // its base) plus the tensor's offset in it, and keeps the memory alive and
 // unchanged until the importer is done (the caller holds `pins` that long).
-// The importer maps the allocation, copies the bytes into memory it owns and
-// lets go of the mapping. Memory that legacy IPC cannot name (stream-ordered
-// pools, VMM, managed) is first copied into a pooled cudaMalloc buffer. This is
-// what the cuda_ipc wire encoding carries (protocol.md 9, docs/gpu-transport.md).
+// The importer maps the allocation and either copies the bytes into memory it
+// owns (what tesseract-core 1.15 does) or borrows them where they are. Memory that legacy IPC cannot name
+// (stream-ordered pools, VMM, managed) is first copied into a pooled cudaMalloc buffer. This is what the
+// cuda_ipc wire encoding carries (protocol.md 9, docs/gpu-transport.md).
 #pragma once
 
 #include <array>
@@ -43,5 +43,14 @@ Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_pt
 /// exported. Checks the handle against the allocation size it came with.
 /// Mappings of recently seen allocations are kept (bounded) and reused.
 Result<Tensor> ImportIpc(const IpcDescriptor& descriptor, Dtype dtype, const Shape& shape);
+
+/// \brief A device tensor that reads the exported bytes in place (no copy, no
+/// device work). It keeps the mapping open, and `lease` alive, until its last
+/// copy is gone. The exporter must leave the memory untouched that long, and
+/// the borrower must have finished its device work on the tensor before it
+/// tells the exporter it is done (a server: before its answer leaves; a
+/// client: before it acknowledges). Same checks as ImportIpc.
+Result<Tensor> BorrowIpc(const IpcDescriptor& descriptor, Dtype dtype, const Shape& shape,
+                         std::shared_ptr<void> lease = nullptr);
 
 }  // namespace tesscpp::cuda

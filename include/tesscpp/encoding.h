@@ -37,6 +37,8 @@ std::string_view CompressionName(Compression compression);
 /// \brief Parses "lz4" (and "none"); kValidationError otherwise.
 Result<Compression> CompressionFromName(std::string_view name);
 
+enum class CudaIpcRead { kRefused, kCopied, kBorrowed };
+
 struct ArrayDecodeOptions {
   /// Directory that relative binref paths resolve in; a path that leaves it
   /// (absolute, "..", a symlink out) is refused. Empty: binref arrays are refused.
@@ -52,10 +54,15 @@ struct ArrayDecodeOptions {
   /// truncates while the tensors live (SIGBUS otherwise): the client's opt-in
   /// binref pool, which unlinks them after decoding.
   std::vector<std::string>* borrowed_binref_files = nullptr;
-  /// Whether cuda_ipc arrays are read (the GPU transport is enabled): each is
-  /// copied out of the peer's memory into a CUDA tensor this process owns.
-  /// Otherwise they are refused as the reference refuses them.
-  bool cuda_ipc = false;
+  /// How cuda_ipc arrays are read. kRefused (the GPU transport is not
+  /// enabled): refused as the reference refuses them. kCopied: copied out of
+  /// the peer's memory into CUDA tensors this process owns. kBorrowed: CUDA
+  /// tensors reading the peer's memory in place (cuda::BorrowIpc), for
+  /// readers that finish with them before the peer may reuse the memory.
+  CudaIpcRead cuda_ipc = CudaIpcRead::kRefused;
+  /// With kBorrowed: kept alive by every borrowed tensor (a client frees its
+  /// acknowledgement of the peer's exports when the last one is gone).
+  std::shared_ptr<void> cuda_ipc_lease;
 };
 
 /// \brief Where binref arrays are written: Append stores bytes and returns the

@@ -65,6 +65,10 @@ struct RuntimeRequest {
   /// The Tesseract-Exports-Done header (the first one); nullopt when absent.
   /// Its presence marks a client that acknowledges GPU exports.
   std::optional<std::string> exports_done;
+  /// The Tesscpp-Borrower header: the client process ("<pid>:<start ticks>")
+  /// that borrows this request's GPU outputs instead of copying them (a
+  /// tesscpp extension, docs/gpu-transport.md 13); nullopt when absent.
+  std::optional<std::string> borrower;
 };
 
 struct RuntimeResponse {

@@ -297,6 +297,73 @@ def test_apply_tesseract_forward_and_backward_on_the_device():
         t.teardown()
 
 
+def test_components_without_device_arrays_get_host_copies():
+    """A served component that takes host arrays only still gets CUDA inputs
+    over cuda_ipc: the server reads them out of the client's memory into host
+    copies (and its host outputs come back as host arrays)."""
+    import numpy
+
+    t = served(fixture("vec"))
+    try:
+        a = torch.arange(1000, dtype=torch.float32, device="cuda")
+        b = torch.full((1000,), 0.5, device="cuda")
+        c = t.apply({"a": a, "b": b})["c"]
+        assert numpy.array_equal(numpy.asarray(c), (a + b).cpu().numpy())
+        cotangent = torch.full((1000,), 2.0, device="cuda")
+        vjp = t.vector_jacobian_product({"a": a, "b": b}, ["a"], ["c"], {"c": cotangent})
+        assert (numpy.asarray(vjp["a"]) == 2).all()
+    finally:
+        t.teardown()
+
+
+# -- borrowed outputs (tesscpp's lease, docs/gpu-transport.md 13) ----------------
+
+
+def _this_process() -> str:
+    """Tesscpp-Borrower's value for this process: pid and start time (field 22
+    of /proc/self/stat, counted after the command name)."""
+    stat = Path("/proc/self/stat").read_text()
+    return f"{os.getpid()}:{stat[stat.rindex(')') + 2:].split()[19]}"
+
+
+def test_borrowed_outputs_keep_their_values(noop):
+    """Outputs are read in place from the server's memory, which the server
+    keeps while we hold them: many later calls (whose staging buffers would
+    reuse that memory once released) leave them unchanged."""
+    n = 1 << 16
+    held = [on_device(noop.apply({"x": torch.full((n,), float(i), device="cuda")})["x"]) for i in range(8)]
+    for _ in range(200):
+        noop.apply({"x": torch.full((n,), -1.0, device="cuda")})
+    for i, y in enumerate(held):
+        assert torch.equal(y, torch.full((n,), float(i), device="cuda")), i
+
+
+def test_teardown_waits_for_borrowed_outputs():
+    """A served Tesseract torn down while one of its outputs is borrowed keeps
+    its server running until that output is gone."""
+    import gc
+    import time
+
+    t = served(example("noop"))
+    url = t._url
+    y = on_device(t.apply({"x": torch.arange(4096, dtype=torch.float32, device="cuda")})["x"])
+    t.teardown()
+    with urllib.request.urlopen(url + "/health", timeout=10) as response:
+        assert response.status == 200
+    assert torch.equal(y, torch.arange(4096, dtype=torch.float32, device="cuda"))
+    del y
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url + "/health", timeout=1).close()
+        except OSError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the server kept running after the last borrowed output was gone")
+
+
 # -- interoperability with tesseract-core 1.15 -----------------------------------
 
 
@@ -384,6 +451,20 @@ def test_wire_bytes_match_tesseract_core(noop):
         for body, headers in bodies:
             assert re.fullmatch(r"[0-9a-f]{32}", headers["tesseract-exports"])
             assert headers["content-type"] == "application/json+base64"
+        # tesscpp's lease: offered to a borrower the server can see, on top of
+        # the same bytes; tesseract-core ignores the header.
+        request, _, release = start_transport_check("cuda_ipc")
+        try:
+            answers = []
+            for url, borrower in [(noop._url, _this_process()), (noop._url, "999999999:1"),
+                                  (reference._url, _this_process())]:
+                answers.append(_post(url, "/apply", {"inputs": {"x": request["array"]}},
+                                     {"Accept": "application/json+base64; gpu_transport=cuda_ipc",
+                                      "Tesseract-Exports-Done": "", "Tesscpp-Borrower": borrower}))
+        finally:
+            release()
+        assert [headers.get("tesscpp-exports-lease") for _, headers in answers] == ["borrower", None, None]
+        assert len({_normalised(body) for body, _ in answers}) == 1
         # Unacknowledged exports and a disabled check route: same answers too.
         for path, body in [("/check_gpu_transport", {"gpu_transport": "none"})]:
             assert _post(noop._url, path, body, {})[0] == _post(reference._url, path, body, {})[0]

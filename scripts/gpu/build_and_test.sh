@@ -19,12 +19,12 @@ cmake -S "$root" -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DCM
   -DCMAKE_PREFIX_PATH="$deps" -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" \
   -DPython_EXECUTABLE="$(command -v python3)" -DTESS_BUILD_BENCH=OFF -DTESSCPP_CUDA=ON >"$out/configure.log" 2>&1 \
   || { tail -30 "$out/configure.log"; exit 1; }
-make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_runtime_tests noop \
+make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_runtime_tests noop devhold \
   bridge_vec bridge_nl bridge_devid >"$out/build.log" 2>&1 \
   || { grep -E "error" -A3 "$out/build.log" | head -40; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$build/bin/tesscpp_cuda_tests" 2>&1 | tail -4
-"$build/bin/tesscpp_runtime_tests" --gtest_filter='GpuTransport*:ExportRegistry*' 2>&1 | tail -3
+"$build/bin/tesscpp_runtime_tests" --gtest_filter='GpuTransport*:ExportRegistry*:ProcessIdentity*' 2>&1 | tail -3
 cd "$build"
 export PYTHONPATH="$build/python:$PYTHONPATH" TESSCPP_BRIDGE_FIXTURES="$build/python/fixtures" \
   TESSCPP_EXAMPLES="$build/examples" TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$build/bin/tesscpp"
@@ -33,7 +33,7 @@ python3 -m pytest -q -p no:cacheprovider --noconftest -rs -s "$root/python/tests
   "$root/python/tests/test_gpu_transport.py" "$root/python/tests/test_gpu_transfer.py" "$@" 2>&1 | tee "$out/pytest.log" | grep -v "^\.*$" | tail -60 \
   || status=1
 if [[ $bench == 1 ]]; then
-  python3 "$root/bench/gpu_transport_bench.py" --examples "$build/examples" --out "$out/gpu-bench.md" 2>&1 | tail -20
+  python3 "$root/bench/gpu_transport_bench.py" --examples "$build/examples" --bench-components "$build/bench" --out "$out/gpu-bench.md" 2>&1 | tee "$out/gpu-bench.log" | tail -20
   python3 "$root/bench/h2d_bench.py" --out "$out/h2d-bench.md" 2>&1 | tail -12
 fi
 exit $status

@@ -147,6 +147,11 @@ class ScriptedServer {
     std::lock_guard<std::mutex> lock(mutex_);
     return requests_;
   }
+  // The request lines with their headers, "\r\n"-separated.
+  std::vector<std::string> heads() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return heads_;
+  }
 
   static std::string Http(int status, const std::string& body, const std::string& type = "application/json",
                           bool close = true) {
@@ -184,6 +189,7 @@ class ScriptedServer {
           {
             std::lock_guard<std::mutex> lock(mutex_);
             requests_.push_back(line);
+            heads_.push_back(head);
           }
           const std::string out = reply_(line);
           if (out.empty()) {  // stay silent until the test ends
@@ -210,6 +216,7 @@ class ScriptedServer {
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::vector<std::string> requests_;
+  std::vector<std::string> heads_;
   std::thread thread_;
 };
 
@@ -323,6 +330,34 @@ TEST(ClientErrors, StatusesBecomeStructuredErrors) {
   const HttpErrorDetail* http = GetHttpErrorDetail(failed.status());
   ASSERT_NE(http, nullptr);
   EXPECT_EQ(http->http_status(), 500);
+}
+
+TEST(GpuTransportClient, AcknowledgesFromTheFirstRequestAndOffersToBorrow) {
+  // tesseract-core's SDK sends an empty Tesseract-Exports-Done with every GPU
+  // request, so that the server keeps its exports until named; tesscpp adds
+  // its process for the lease (docs/gpu-transport.md 13).
+  std::string openapi = kOpenApi;
+  openapi.replace(openapi.find(R"(["none"])"), 8, R"(["none","cuda_ipc"])");
+  ScriptedServer server([&](const std::string& line) {
+    if (line.find("/openapi.json") != std::string::npos) return ScriptedServer::Http(200, openapi);
+    return ScriptedServer::Http(200, R"({"y":1})");
+  });
+  auto t = Tesseract::FromUrl(server.url());
+  ASSERT_TRUE(t.ok()) << t.status();
+  RequestedEncoding encoding;
+  encoding.gpu_transport = "cuda_ipc";
+  auto gpu = t->WithEncoding(encoding);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ASSERT_TRUE(gpu->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
+  const std::vector<std::string> heads = server.heads();
+  ASSERT_EQ(heads.size(), 2U);
+  EXPECT_NE(heads[1].find("\r\nTesseract-Exports-Done:\r\n"), std::string::npos) << heads[1];
+  EXPECT_NE(heads[1].find("\r\nTesscpp-Borrower: " + std::to_string(getpid()) + ":"), std::string::npos)
+      << heads[1];
+  // Without a GPU transport neither header goes.
+  ASSERT_TRUE(t->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
+  EXPECT_EQ(server.heads().back().find("Tesseract-Exports-Done"), std::string::npos);
+  EXPECT_EQ(server.heads().back().find("Tesscpp-Borrower"), std::string::npos);
 }
 
 TEST(ClientErrors, MissingEndpointsFailBeforeAnyRequest) {

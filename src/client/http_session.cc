@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <utility>
 
 #include "client/binref_pool.h"
@@ -16,6 +17,7 @@
 #include "client/session.h"
 #include "codec/base64.h"
 #include "codec/cuda_ipc_buffer.h"
+#include "platform/process_identity.h"
 #include "platform/uuid.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
@@ -40,12 +42,76 @@ namespace {
 using client::HttpConnection;
 using client::HttpResponse;
 
-// The header acknowledging `ids` (empty: this client acknowledges, none yet).
+// The header acknowledging `ids` (empty: this client acknowledges, none yet;
+// libcurl drops a header written "Name: " and sends "Name;" as an empty one).
 std::string ExportsDoneHeader(const std::vector<std::string>& ids) {
+  if (ids.empty()) return "Tesseract-Exports-Done;";
   std::string header = "Tesseract-Exports-Done: ";
   for (size_t i = 0; i < ids.size(); ++i) header += (i > 0 ? "," : "") + ids[i];
   return header;
 }
+
+// Tesseract-Exports-Done: ids of server exports this client is done with,
+// sent with the next request (as the SDK does), and by a GET /health on close.
+// Shared with the leases of borrowed outputs, which add theirs later.
+class ExportAcks {
+ public:
+  // `devices`: where device work may still read the exports (borrowed
+  // outputs); waited for before the id leaves.
+  void Add(std::string id, std::vector<int> devices = {}) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ids_.push_back(std::move(id));
+    devices_.insert(devices.begin(), devices.end());
+  }
+  void Requeue(const std::vector<std::string>& ids) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ids_.insert(ids_.end(), ids.begin(), ids.end());
+  }
+  // The ids to send (nullopt when there are none and `always` is false).
+  std::optional<std::vector<std::string>> Take(bool always) {
+    std::vector<std::string> ids;
+    std::set<int> devices;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!always && ids_.empty()) return std::nullopt;
+      ids = std::exchange(ids_, {});
+      devices = std::exchange(devices_, {});
+    }
+    // The user's kernels may still read borrowed outputs; the server may
+    // reuse the memory once acknowledged. (A failed wait leaves nothing
+    // better to do than to acknowledge: the device is unusable anyway.)
+    for (int device : devices) (void)cuda::SynchronizeDevice(device);
+    return ids;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> ids_;
+  std::set<int> devices_;
+};
+
+// Held by every CUDA output borrowed from one response (docs/gpu-transport.md
+// 13): when the last is gone, the export id is acknowledged. Holds the served
+// server, if this client started it, so that tearing the Tesseract down does
+// not free memory the outputs still read.
+class BorrowedOutputs {
+ public:
+  BorrowedOutputs(std::string export_id, std::weak_ptr<ExportAcks> acks, std::shared_ptr<ServedServer> server)
+      : export_id_(std::move(export_id)), acks_(std::move(acks)), server_(std::move(server)) {}
+  ~BorrowedOutputs() {
+    if (auto queue = acks_.lock()) queue->Add(std::move(export_id_), std::move(devices_));
+  }
+  BorrowedOutputs(const BorrowedOutputs&) = delete;
+  BorrowedOutputs& operator=(const BorrowedOutputs&) = delete;
+  // Where the borrowed outputs are (known once they are decoded).
+  void set_devices(std::vector<int> devices) { devices_ = std::move(devices); }
+
+ private:
+  std::string export_id_;
+  std::vector<int> devices_;
+  std::weak_ptr<ExportAcks> acks_;  // gone with the session: the server then frees at our exit
+  std::shared_ptr<ServedServer> server_;
+};
 
 class HttpSession final : public TesseractSession {
  public:
@@ -75,15 +141,23 @@ class HttpSession final : public TesseractSession {
     return FitEncodingToServer(requested, *c).status();
   }
   Status Teardown() override {
-    if (server_ == nullptr) return TesseractSession::Teardown();
+    if (server_ == nullptr && held_server_.expired()) return TesseractSession::Teardown();
     FlushExportsDone();
     connection_.reset();
-    server_->Stop();
+    if (server_.use_count() == 1) {
+      server_->Stop();
+    } else if (server_ != nullptr) {
+      // Outputs borrowed from the server read its memory: it keeps running
+      // until the last of them is gone (they hold it).
+      held_server_ = server_;
+      server_.reset();
+    }
     return Status::OK();
   }
   Result<std::string> ServerLogs() override {
-    if (server_ == nullptr) return TesseractSession::ServerLogs();
-    return server_->Logs();
+    std::shared_ptr<ServedServer> server = server_ != nullptr ? server_ : held_server_.lock();
+    if (server == nullptr) return TesseractSession::ServerLogs();
+    return server->Logs();
   }
   std::string url() const override { return url_; }
   Result<GpuTransportCheck> CheckGpuTransport(const std::string& transport) override;
@@ -99,11 +173,11 @@ class HttpSession final : public TesseractSession {
                             std::unique_ptr<BinrefWriter>* files,
                             std::unique_ptr<client::BinrefPool::Lease>* lease,
                             std::vector<std::shared_ptr<void>>* device_exports);
-  Result<Value> Decode(const HttpResponse& response, std::string_view endpoint, bool cuda_ipc = false);
-  // Tesseract-Exports-Done: ids of server exports this client has copied out,
-  // sent with the next request (as the SDK), and by a GET /health on close.
-  std::optional<std::vector<std::string>> TakeExportsDone(bool gpu_request);
-  void RequeueExportsDone(const std::vector<std::string>& ids);
+  // `cuda_ipc`: how cuda_ipc outputs are read; `borrowed` (with kBorrowed)
+  // the lease they hold.
+  Result<Value> Decode(const HttpResponse& response, std::string_view endpoint,
+                       CudaIpcRead cuda_ipc = CudaIpcRead::kRefused,
+                       const std::shared_ptr<BorrowedOutputs>& borrowed = nullptr);
   void QueueExports(const HttpResponse& response);
   void FlushExportsDone();
   Result<GpuTransportCheck> RunTransportCheck(const std::string& transport);
@@ -114,39 +188,25 @@ class HttpSession final : public TesseractSession {
 
   std::unique_ptr<HttpConnection> connection_;
   ClientOptions options_;
-  std::unique_ptr<ServedServer> server_;
+  std::shared_ptr<ServedServer> server_;     // shared with borrowed outputs
+  std::weak_ptr<ServedServer> held_server_;  // torn down, running while borrowed outputs live
   std::unique_ptr<client::BinrefPool> pool_;
   std::string url_ = connection_ != nullptr ? connection_->base_url() : "";
   std::mutex openapi_mutex_;
   std::shared_ptr<const Value> openapi_;
   std::optional<ServerCapabilities> capabilities_;
-  std::mutex exports_mutex_;
-  std::vector<std::string> pending_exports_done_;
+  std::shared_ptr<ExportAcks> acks_ = std::make_shared<ExportAcks>();
   std::mutex check_mutex_;
   std::map<std::string, GpuTransportCheck> checks_;  // by transport
 };
 
-std::optional<std::vector<std::string>> HttpSession::TakeExportsDone(bool gpu_request) {
-  std::lock_guard<std::mutex> lock(exports_mutex_);
-  if (!gpu_request && pending_exports_done_.empty()) return std::nullopt;
-  return std::exchange(pending_exports_done_, {});
-}
-
-void HttpSession::RequeueExportsDone(const std::vector<std::string>& ids) {
-  std::lock_guard<std::mutex> lock(exports_mutex_);
-  pending_exports_done_.insert(pending_exports_done_.end(), ids.begin(), ids.end());
-}
-
 void HttpSession::QueueExports(const HttpResponse& response) {
-  if (auto id = response.Header("tesseract-exports")) {
-    std::lock_guard<std::mutex> lock(exports_mutex_);
-    pending_exports_done_.push_back(*std::move(id));
-  }
+  if (auto id = response.Header("tesseract-exports")) acks_->Add(*std::move(id));
 }
 
 void HttpSession::FlushExportsDone() {
   if (connection_ == nullptr) return;
-  const std::optional<std::vector<std::string>> ids = TakeExportsDone(false);
+  const std::optional<std::vector<std::string>> ids = acks_->Take(false);
   if (!ids) return;
   // Best effort: a server that is gone frees them after its timeout.
   (void)connection_->Send("GET", "/health", {ExportsDoneHeader(*ids)}, nullptr);
@@ -243,8 +303,14 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   } remove_files{files};
 
   TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
-  const std::optional<std::vector<std::string>> exports_done = TakeExportsDone(gpu_request);
+  const std::optional<std::vector<std::string>> exports_done = acks_->Take(gpu_request);
   if (exports_done) headers.push_back(ExportsDoneHeader(*exports_done));
+  // Offer to borrow cuda_ipc outputs (our extension; other servers ignore it).
+  static const std::optional<internal::ProcessIdentity> kThisProcess = internal::ProcessIdentity::Self();
+  const bool cuda_ipc = encoding.gpu_transport == "cuda_ipc";
+  if (cuda_ipc && exports_done && kThisProcess) {
+    headers.push_back("Tesscpp-Borrower: " + kThisProcess->ToString());
+  }
   Result<HttpResponse> response = Status::Internal("not sent");
   {
     if (options_.stream_logs && run_id && client::IsWrappedEndpoint(endpoint)) {
@@ -255,14 +321,26 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
     streamer.reset();
   }
   if (!response.ok()) {
-    if (exports_done) RequeueExportsDone(*exports_done);
+    if (exports_done) acks_->Requeue(*exports_done);
     return response.status();
   }
-  // Only a client that acknowledges may be left holding an export id.
-  if (exports_done) QueueExports(*response);
+  // Only a client that acknowledges may be left holding an export id. One the
+  // server keeps while we live is acknowledged when its borrowed outputs go.
+  std::shared_ptr<BorrowedOutputs> borrowed;
+  if (exports_done) {
+    std::optional<std::string> id = response->Header("tesseract-exports");
+    if (id && cuda_ipc && response->Header("tesscpp-exports-lease") == "borrower") {
+      borrowed = std::make_shared<BorrowedOutputs>(*std::move(id), acks_, server_);
+    } else {
+      QueueExports(*response);
+    }
+  }
   if (response->status < 200 || response->status >= 300)
     return client::ErrorFromResponse(*response, endpoint, accept);
-  return Decode(*response, endpoint, encoding.gpu_transport == "cuda_ipc");
+  const CudaIpcRead read_cuda_ipc = borrowed   ? CudaIpcRead::kBorrowed
+                                    : cuda_ipc ? CudaIpcRead::kCopied
+                                               : CudaIpcRead::kRefused;
+  return Decode(*response, endpoint, read_cuda_ipc, borrowed);
 }
 
 Result<GpuTransportCheck> HttpSession::CheckGpuTransport(const std::string& transport) {
@@ -312,7 +390,7 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
   }
   JsonReadOptions read;
   read.arrays = ArrayDetection::kTagged;
-  read.array_options.cuda_ipc = true;
+  read.array_options.cuda_ipc = CudaIpcRead::kCopied;
   auto reply = ReadJson(response.body, read);
   const Value* ok = reply.ok() && reply->is_dict() ? reply->as_dict().find("ok") : nullptr;
   if (ok == nullptr || !ok->is_bool()) {
@@ -344,7 +422,8 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
   return GpuTransportCheck{true, ""};
 }
 
-Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view endpoint, bool cuda_ipc) {
+Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view endpoint,
+                                  CudaIpcRead cuda_ipc, const std::shared_ptr<BorrowedOutputs>& borrowed) {
   if (response.status < 200 || response.status >= 300)
     return client::ErrorFromResponse(response, endpoint, std::nullopt);
   JsonReadOptions read;
@@ -355,8 +434,10 @@ Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view
     read.array_options.binref_dir = options_.server_output_path;
     if (pool_ != nullptr) read.array_options.borrowed_binref_files = &mapped;
     read.array_options.cuda_ipc = cuda_ipc;
+    read.array_options.cuda_ipc_lease = borrowed;
   }
   auto value = ReadJson(response.body, read);
+  if (value.ok() && borrowed != nullptr) borrowed->set_devices(cuda::DevicesOf(*value));
   if (!value.ok()) {
     if (value.status().message().find("binref") != std::string::npos && options_.server_output_path.empty()) {
       return Status::InvalidArgument(

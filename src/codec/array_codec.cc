@@ -193,14 +193,16 @@ Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOpt
       }
       auto descriptor = ParseCudaIpcBuffer(*fields.buffer_text);
       if (!descriptor.ok()) return NonNumericArray(descriptor.status().WithContext("data.buffer"));
-      if (!options.cuda_ipc) {
+      if (options.cuda_ipc == CudaIpcRead::kRefused) {
         return UndecodableBuffer(
                    Status::Unimplemented("GPU transport 'cuda_ipc' is not enabled on this Tesseract "
                                          "(available: ('none',))"),
                    ArrayEncoding::kCudaIpc)
             .WithContext("data.buffer");
       }
-      tensor = cuda::ImportIpc(*descriptor, header->dtype, header->shape);
+      tensor = options.cuda_ipc == CudaIpcRead::kBorrowed
+                   ? cuda::BorrowIpc(*descriptor, header->dtype, header->shape, options.cuda_ipc_lease)
+                   : cuda::ImportIpc(*descriptor, header->dtype, header->shape);
       break;
     }
     case ArrayEncoding::kBase64:

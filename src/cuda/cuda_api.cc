@@ -91,10 +91,10 @@ CudaState Probe() {
   if (state.available.ok() && count == 0) state.available = Status::Unavailable("no CUDA device is visible");
   if (!state.available.ok()) return state;
   DriverApi& d = state.driver;
-  state.available = Resolve("cuMemGetAddressRange", d.mem_get_address_range);
-  if (state.available.ok()) state.available = Resolve("cuDeviceGet", d.device_get);
+  state.available = Resolve("cuDeviceGet", d.device_get);
   if (state.available.ok()) state.available = Resolve("cuDeviceGetUuid", d.device_get_uuid);
   if (state.available.ok()) state.available = Resolve("cuPointerGetAttribute", d.pointer_get_attribute);
+  if (state.available.ok()) state.available = Resolve("cuPointerGetAttributes", d.pointer_get_attributes);
   for (int i = 0; state.available.ok() && i < count; ++i) {
     CUdevice device = 0;
     CUuuid uuid{};

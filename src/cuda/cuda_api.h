@@ -84,10 +84,10 @@ Result<PinnedBuffer> AllocatePinned(int64_t size);
 
 /// \brief The driver entry points used here, resolved once.
 struct DriverApi {
-  CUresult (*mem_get_address_range)(CUdeviceptr*, size_t*, CUdeviceptr) = nullptr;
   CUresult (*device_get)(CUdevice*, int) = nullptr;
   CUresult (*device_get_uuid)(CUuuid*, CUdevice) = nullptr;
   CUresult (*pointer_get_attribute)(void*, CUpointer_attribute, CUdeviceptr) = nullptr;
+  CUresult (*pointer_get_attributes)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr) = nullptr;
 };
 
 /// \brief The entry points, after CheckAvailable() succeeded.

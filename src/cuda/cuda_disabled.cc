@@ -40,5 +40,9 @@ Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDev
 Result<Tensor> ImportIpc(const IpcDescriptor& /*descriptor*/, Dtype /*dtype*/, const Shape& /*shape*/) {
   return NotBuilt();
 }
+Result<Tensor> BorrowIpc(const IpcDescriptor& /*descriptor*/, Dtype /*dtype*/, const Shape& /*shape*/,
+                         std::shared_ptr<void> /*lease*/) {
+  return NotBuilt();
+}
 
 }  // namespace tesscpp::cuda

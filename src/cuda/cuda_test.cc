@@ -25,6 +25,7 @@ TEST(CudaWithoutDevice, EveryEntryPointSaysWhy) {
   IpcDescriptor descriptor;
   descriptor.device_uuid = "00010203-0405-0607-0809-0a0b0c0d0e0f";
   EXPECT_EQ(ImportIpc(descriptor, Dtype::kFloat32, *Shape::Make({0})).status().code(), status.code());
+  EXPECT_EQ(BorrowIpc(descriptor, Dtype::kFloat32, *Shape::Make({0})).status().code(), status.code());
   EXPECT_EQ(CopyHostToDevice({}, 0, 0).status().code(), status.code());
 }
 
@@ -98,8 +99,12 @@ TEST_F(CudaDevice, EmptyTensorsCarryNoHandle) {
   auto imported = ImportIpc(*exported, Dtype::kFloat32, *Shape::Make({0, 3}));
   ASSERT_TRUE(imported.ok()) << imported.status();
   EXPECT_EQ(imported->nbytes(), 0);
+  auto borrowed = BorrowIpc(*exported, Dtype::kFloat32, *Shape::Make({0, 3}));
+  ASSERT_TRUE(borrowed.ok()) << borrowed.status();
+  EXPECT_EQ(borrowed->nbytes(), 0);
   // A handle-less descriptor for a non-empty array is refused.
   EXPECT_FALSE(ImportIpc(*exported, Dtype::kFloat32, *Shape::Make({3})).ok());
+  EXPECT_FALSE(BorrowIpc(*exported, Dtype::kFloat32, *Shape::Make({3})).ok());
 }
 
 TEST_F(CudaDevice, ImportChecksTheRangeBeforeMapping) {
@@ -110,6 +115,8 @@ TEST_F(CudaDevice, ImportChecksTheRangeBeforeMapping) {
   descriptor.allocation_size = 1024;
   const Status status = ImportIpc(descriptor, Dtype::kFloat64, *Shape::Make({16})).status();
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status;
+  const Status borrowed = BorrowIpc(descriptor, Dtype::kFloat64, *Shape::Make({16})).status();
+  EXPECT_EQ(borrowed.code(), StatusCode::kInvalidArgument) << borrowed;
 }
 
 TEST_F(CudaDevice, HostToDeviceThroughStagingSlots) {

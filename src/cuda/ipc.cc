@@ -1,7 +1,9 @@
 // ipc.cc: export by legacy IPC handle (with staging), import through a mapping cache.
 #include <array>
 #include <cstring>
+#include <iterator>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -23,12 +25,21 @@ namespace {
 // One cudaIpcOpenMemHandle mapping of a peer's allocation; closed on destruction.
 class IpcMapping {
  public:
-  static Result<std::shared_ptr<IpcMapping>> Open(int ordinal, const cudaIpcMemHandle_t& handle) {
+  // `size`: the allocation's size as its exporter gave it.
+  static Result<std::shared_ptr<IpcMapping>> Open(int ordinal, const cudaIpcMemHandle_t& handle,
+                                                  size_t size) {
     void* base = nullptr;
     TESS_CUDA_RETURN_IF_ERROR(cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess));
-    return std::shared_ptr<IpcMapping>(new IpcMapping(base, ordinal));
+    auto mapping = std::shared_ptr<IpcMapping>(new IpcMapping(base, ordinal));
+    std::lock_guard<std::mutex> lock(LiveMutex());
+    LiveRanges()[reinterpret_cast<uintptr_t>(base)] = size;
+    return mapping;
   }
   ~IpcMapping() {
+    {
+      std::lock_guard<std::mutex> lock(LiveMutex());
+      LiveRanges().erase(reinterpret_cast<uintptr_t>(base_));
+    }
     auto guard = DeviceGuard::Enter(ordinal_);
     internal::LogIfFailed(CudaStatus(cudaIpcCloseMemHandle(base_), "cudaIpcCloseMemHandle"));
   }
@@ -36,8 +47,27 @@ class IpcMapping {
   IpcMapping& operator=(const IpcMapping&) = delete;
   uint8_t* base() const { return static_cast<uint8_t*>(base_); }
 
+  // Whether `data` lies in a peer's allocation mapped here (borrowed memory,
+  // which only its owner may export: a returned borrowed input is staged).
+  static bool IsMapped(const void* data) {
+    const auto address = reinterpret_cast<uintptr_t>(data);
+    std::lock_guard<std::mutex> lock(LiveMutex());
+    auto after = LiveRanges().upper_bound(address);
+    if (after == LiveRanges().begin()) return false;
+    const auto& [base, size] = *std::prev(after);
+    return address - base < size;
+  }
+
  private:
   IpcMapping(void* base, int ordinal) : base_(base), ordinal_(ordinal) {}
+  static std::mutex& LiveMutex() {
+    static auto* mutex = new std::mutex();  // leaked: mappings may close at exit
+    return *mutex;
+  }
+  static std::map<uintptr_t, size_t>& LiveRanges() {  // base -> size
+    static auto* ranges = new std::map<uintptr_t, size_t>();
+    return *ranges;
+  }
   void* base_;
   int ordinal_;
 };
@@ -58,7 +88,7 @@ class MappingCache {
     return *cache;
   }
 
-  Result<std::shared_ptr<IpcMapping>> Get(int ordinal, const cudaIpcMemHandle_t& handle) {
+  Result<std::shared_ptr<IpcMapping>> Get(int ordinal, const cudaIpcMemHandle_t& handle, size_t size) {
     std::string key(reinterpret_cast<const char*>(&handle), sizeof handle);
     key += std::to_string(ordinal);
     std::shared_ptr<IpcMapping> evicted;  // closed outside the lock
@@ -69,7 +99,7 @@ class MappingCache {
         return it->second;
       }
     }
-    TESS_ASSIGN_OR_RETURN(std::shared_ptr<IpcMapping> mapping, IpcMapping::Open(ordinal, handle));
+    TESS_ASSIGN_OR_RETURN(std::shared_ptr<IpcMapping> mapping, IpcMapping::Open(ordinal, handle, size));
     entries_.emplace_front(std::move(key), mapping);
     if (entries_.size() > kMaxMappings) {
       evicted = std::move(entries_.back().second);
@@ -97,32 +127,75 @@ Result<cudaStream_t> ImportStream(int ordinal) {
   return stream.get();
 }
 
+// Handles of this process's allocations exported before, by the driver's
+// buffer id ("a process-wide unique ID for an allocated memory region": a
+// freed and reallocated region gets a new one, so a hit is never stale).
+// Calls that export the same buffers again skip cudaIpcGetMemHandle, which
+// costs a driver round trip. Bounded; emptied when full.
+class HandleCache {
+ public:
+  struct Entry {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    cudaIpcMemHandle_t handle{};
+  };
+  static constexpr size_t kMaxEntries = 1024;
+
+  static HandleCache& Instance() {
+    static auto* cache = new HandleCache();  // leaked: exports may run at exit
+    return *cache;
+  }
+  std::optional<Entry> Find(uint64_t buffer_id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(buffer_id);
+    return it == entries_.end() ? std::nullopt : std::optional<Entry>(it->second);
+  }
+  void Add(uint64_t buffer_id, const Entry& entry) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_[buffer_id] = entry;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<uint64_t, Entry> entries_;
+};
+
 // The base, size and handle of the cudaMalloc allocation holding `data`;
-// nullopt for memory legacy IPC cannot name (pools, VMM, managed).
+// nullopt for memory legacy IPC cannot name (pools, VMM, managed) or that
+// is a peer's.
 Result<std::optional<IpcDescriptor>> DescribeAllocation(void* data) {
   TESS_ASSIGN_OR_RETURN(const internal::DriverApi* driver, internal::Driver());
   const auto pointer = reinterpret_cast<CUdeviceptr>(data);
+  if (IpcMapping::IsMapped(data)) return std::optional<IpcDescriptor>();
+  // One driver call for all four; asking for the capability first avoids the
+  // failing cudaIpcGetMemHandle on memory that has none.
   int capable = 0;
-  // Asking first avoids the failing cudaIpcGetMemHandle on such memory.
-  if (driver->pointer_get_attribute(&capable, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, pointer) ==
-          CUDA_SUCCESS &&
-      capable == 0) {
-    return std::optional<IpcDescriptor>();
-  }
   CUdeviceptr base = 0;
   size_t size = 0;
-  TESS_RETURN_IF_ERROR(
-      internal::DriverStatus(driver->mem_get_address_range(&base, &size, pointer), "cuMemGetAddressRange"));
-  cudaIpcMemHandle_t handle;
-  if (!CudaStatus(cudaIpcGetMemHandle(&handle, internal::PointerFromAddress(base)), "cudaIpcGetMemHandle")
-           .ok()) {
-    return std::optional<IpcDescriptor>();
+  unsigned long long buffer_id = 0;  // NOLINT(google-runtime-int): the driver's type
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+                                      CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                      CU_POINTER_ATTRIBUTE_BUFFER_ID};
+  void* values[] = {&capable, &base, &size, &buffer_id};
+  TESS_RETURN_IF_ERROR(internal::DriverStatus(driver->pointer_get_attributes(4, attributes, values, pointer),
+                                              "cuPointerGetAttributes"));
+  if (capable == 0 || base == 0) return std::optional<IpcDescriptor>();
+  std::optional<HandleCache::Entry> entry = HandleCache::Instance().Find(buffer_id);
+  if (!entry) {
+    entry = HandleCache::Entry{base, size, {}};
+    if (!CudaStatus(cudaIpcGetMemHandle(&entry->handle, internal::PointerFromAddress(base)),
+                    "cudaIpcGetMemHandle")
+             .ok()) {
+      return std::optional<IpcDescriptor>();
+    }
+    HandleCache::Instance().Add(buffer_id, *entry);
   }
   IpcDescriptor descriptor;
   descriptor.has_handle = true;
-  std::memcpy(descriptor.handle.data(), &handle, sizeof handle);
-  descriptor.offset = static_cast<int64_t>(pointer - base);
-  descriptor.allocation_size = static_cast<int64_t>(size);
+  std::memcpy(descriptor.handle.data(), &entry->handle, sizeof entry->handle);
+  descriptor.offset = static_cast<int64_t>(pointer - entry->base);
+  descriptor.allocation_size = static_cast<int64_t>(entry->size);
   return std::optional<IpcDescriptor>(descriptor);
 }
 
@@ -172,15 +245,26 @@ Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_pt
   return descriptor;
 }
 
-Result<Tensor> ImportIpc(const IpcDescriptor& descriptor, Dtype dtype, const Shape& shape) {
-  TESS_ASSIGN_OR_RETURN(int ordinal, OrdinalOfUuid(descriptor.device_uuid));
+namespace {
+
+// The exported bytes of a `nbytes` array, mapped into this process (mapping
+// null for an empty array, which carries no handle).
+struct MappedBytes {
+  int ordinal = 0;
+  std::shared_ptr<IpcMapping> mapping;
+  uint8_t* data = nullptr;
+};
+
+Result<MappedBytes> MapExported(const IpcDescriptor& descriptor, Dtype dtype, const Shape& shape) {
+  MappedBytes mapped;
+  TESS_ASSIGN_OR_RETURN(mapped.ordinal, OrdinalOfUuid(descriptor.device_uuid));
   const int64_t nbytes = shape.num_elements() * ItemSize(dtype);
   if (!descriptor.has_handle || nbytes == 0) {
     if (nbytes != 0) {
       return Status::InvalidArgument("cuda_ipc descriptor has no handle, but the array of shape ",
                                      shape.ToString(), " and dtype ", DtypeName(dtype), " is not empty");
     }
-    return internal::TensorInPool(DevicePool::Imports(), dtype, shape, ordinal);
+    return mapped;
   }
   if (descriptor.offset < 0 || descriptor.allocation_size < 0 ||
       descriptor.offset > descriptor.allocation_size - nbytes) {
@@ -188,16 +272,44 @@ Result<Tensor> ImportIpc(const IpcDescriptor& descriptor, Dtype dtype, const Sha
                                    descriptor.offset, " + ", nbytes, ") of an allocation of ",
                                    descriptor.allocation_size, " bytes");
   }
-  TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(ordinal));
+  TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(mapped.ordinal));
   cudaIpcMemHandle_t handle;
   std::memcpy(&handle, descriptor.handle.data(), sizeof handle);
-  TESS_ASSIGN_OR_RETURN(std::shared_ptr<IpcMapping> mapping, MappingCache::Instance().Get(ordinal, handle));
-  TESS_ASSIGN_OR_RETURN(Tensor tensor, internal::TensorInPool(DevicePool::Imports(), dtype, shape, ordinal));
-  TESS_ASSIGN_OR_RETURN(cudaStream_t stream, ImportStream(ordinal));
-  TESS_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tensor.data(), mapping->base() + descriptor.offset,
-                                            static_cast<size_t>(nbytes), cudaMemcpyDeviceToDevice, stream));
+  TESS_ASSIGN_OR_RETURN(
+      mapped.mapping,
+      MappingCache::Instance().Get(mapped.ordinal, handle, static_cast<size_t>(descriptor.allocation_size)));
+  mapped.data = mapped.mapping->base() + descriptor.offset;
+  return mapped;
+}
+
+}  // namespace
+
+Result<Tensor> ImportIpc(const IpcDescriptor& descriptor, Dtype dtype, const Shape& shape) {
+  TESS_ASSIGN_OR_RETURN(MappedBytes mapped, MapExported(descriptor, dtype, shape));
+  TESS_ASSIGN_OR_RETURN(Tensor tensor,
+                        internal::TensorInPool(DevicePool::Imports(), dtype, shape, mapped.ordinal));
+  if (mapped.mapping == nullptr) return tensor;
+  TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(mapped.ordinal));
+  TESS_ASSIGN_OR_RETURN(cudaStream_t stream, ImportStream(mapped.ordinal));
+  TESS_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tensor.data(), mapped.data, static_cast<size_t>(tensor.nbytes()),
+                                            cudaMemcpyDeviceToDevice, stream));
   TESS_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   return tensor;
+}
+
+Result<Tensor> BorrowIpc(const IpcDescriptor& descriptor, Dtype dtype, const Shape& shape,
+                         std::shared_ptr<void> lease) {
+  TESS_ASSIGN_OR_RETURN(MappedBytes mapped, MapExported(descriptor, dtype, shape));
+  const int64_t nbytes = shape.num_elements() * ItemSize(dtype);
+  // What the borrowed bytes depend on: the mapping, and whatever the borrower
+  // ties to the tensor's lifetime (a client's acknowledgement).
+  struct Borrowed {
+    std::shared_ptr<IpcMapping> mapping;
+    std::shared_ptr<void> lease;
+  };
+  auto owner = std::make_shared<Borrowed>(Borrowed{std::move(mapped.mapping), std::move(lease)});
+  Buffer buffer = nbytes == 0 ? Buffer() : Buffer::Wrap(mapped.data, nbytes, std::move(owner));
+  return Tensor::Make(dtype, shape, std::move(buffer), Device::CUDA(mapped.ordinal));
 }
 
 }  // namespace tesscpp::cuda

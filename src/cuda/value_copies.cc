@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "tesscpp/cuda.h"
 
@@ -21,18 +23,38 @@ Result<Tensor> ImplicitCopyToHost(const Tensor& tensor) {
   return CopyToHost(tensor);
 }
 
-bool HoldsDeviceTensors(const Value& value) {
-  if (value.is_tensor()) return !value.as_tensor().device().host_accessible();
+namespace {
+
+// Whether `stop` returns true for a tensor anywhere in `value` (depth first,
+// stopping at the first).
+template <typename Stop>
+bool AnyTensor(const Value& value, const Stop& stop) {
+  if (value.is_tensor()) return stop(value.as_tensor());
   if (value.is_list()) {
     const Value::List& list = value.as_list();
-    return std::any_of(list.begin(), list.end(), [](const Value& item) { return HoldsDeviceTensors(item); });
+    return std::any_of(list.begin(), list.end(), [&](const Value& item) { return AnyTensor(item, stop); });
   }
   if (value.is_dict()) {
     const Value::Dict& dict = value.as_dict();
     return std::any_of(dict.begin(), dict.end(),
-                       [](const auto& item) { return HoldsDeviceTensors(item.second); });
+                       [&](const auto& item) { return AnyTensor(item.second, stop); });
   }
   return false;
+}
+
+}  // namespace
+
+bool HoldsDeviceTensors(const Value& value) {
+  return AnyTensor(value, [](const Tensor& tensor) { return !tensor.device().host_accessible(); });
+}
+
+std::vector<int> DevicesOf(const Value& value) {
+  std::set<int> ordinals;
+  AnyTensor(value, [&](const Tensor& tensor) {
+    if (tensor.device().type == DeviceType::kCUDA && tensor.nbytes() > 0) ordinals.insert(tensor.device().id);
+    return false;
+  });
+  return {ordinals.begin(), ordinals.end()};
 }
 
 Status MoveDeviceTensorsToHost(Value& value) {

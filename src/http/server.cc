@@ -72,6 +72,8 @@ class Session : public std::enable_shared_from_this<Session> {
       request_.accept = std::string(it->value());
     if (auto it = header.find("Tesseract-Exports-Done"); it != header.end())
       request_.exports_done = std::string(it->value());
+    if (auto it = header.find("Tesscpp-Borrower"); it != header.end())
+      request_.borrower = std::string(it->value());
     if (auto it = header.find(http::field::content_type); it != header.end()) {
       request_.content_type = std::string(it->value());
     }

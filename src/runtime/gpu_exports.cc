@@ -2,6 +2,7 @@
 #include "runtime/gpu_exports.h"
 
 #include <algorithm>
+#include <map>
 
 #include "codec/base64.h"
 #include "codec/cuda_ipc_buffer.h"
@@ -28,6 +29,19 @@ void ExportRegistry::ReleaseIf(const Drop& drop) {
   }
 }
 
+template <typename Drop>
+void ExportRegistry::ReleaseExpiredAnd(const Drop& drop) {
+  const auto now = std::chrono::steady_clock::now();
+  std::map<int64_t, bool> alive;  // per borrower pid: /proc is read once per sweep
+  ReleaseIf([&](const std::string& id, const Group& group) {
+    if (drop(id, group)) return true;
+    if (!group.borrower) return now - group.kept_at > kTimeout;
+    auto [it, first] = alive.emplace(group.borrower->pid, false);
+    if (first) it->second = group.borrower->Alive();
+    return !it->second;
+  });
+}
+
 void ExportRegistry::OnRequest(const std::optional<std::string>& exports_done) {
   if (!exports_done || exports_done->empty()) return;
   std::vector<std::string> ids;
@@ -38,25 +52,23 @@ void ExportRegistry::OnRequest(const std::optional<std::string>& exports_done) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  const auto now = std::chrono::steady_clock::now();
-  ReleaseIf([&](const std::string& id, const Group& group) {
-    return now - group.kept_at > kTimeout || std::find(ids.begin(), ids.end(), id) != ids.end();
+  ReleaseExpiredAnd([&](const std::string& id, const Group&) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
   });
 }
 
 void ExportRegistry::BeforeEndpoint(bool acknowledged) {
-  const auto now = std::chrono::steady_clock::now();
-  ReleaseIf([&](const std::string&, const Group& group) {
-    return now - group.kept_at > kTimeout || (!acknowledged && !group.acknowledged);
-  });
+  ReleaseExpiredAnd(
+      [&](const std::string&, const Group& group) { return !acknowledged && !group.acknowledged; });
 }
 
-std::optional<std::string> ExportRegistry::Keep(std::vector<std::shared_ptr<void>> pins, bool acknowledged) {
+std::optional<std::string> ExportRegistry::Keep(std::vector<std::shared_ptr<void>> pins, bool acknowledged,
+                                                std::optional<internal::ProcessIdentity> borrower) {
   if (pins.empty()) return std::nullopt;
   std::string id = internal::NewUuid4();  // uuid4().hex: the 32 hex digits
   id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
   std::lock_guard<std::mutex> lock(mutex_);
-  groups_[id] = Group{std::move(pins), std::chrono::steady_clock::now(), acknowledged};
+  groups_[id] = Group{std::move(pins), std::chrono::steady_clock::now(), acknowledged, borrower};
   return id;
 }
 

@@ -6,6 +6,10 @@
 // kept under a random id sent as `Tesseract-Exports`, and released when a
 // later request names the id in `Tesseract-Exports-Done`, after 300 s, or, for
 // clients that never send that header, at their next call.
+//
+// tesscpp's lease (docs/gpu-transport.md 13): a client that borrows outputs
+// instead of copying them names its process; its groups are then kept until
+// acknowledged or until that process is gone, without the 300 s timeout.
 #pragma once
 
 #include <chrono>
@@ -16,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "platform/process_identity.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp::runtime {
@@ -35,8 +40,10 @@ class ExportRegistry {
   void BeforeEndpoint(bool acknowledged);
 
   /// \brief Keeps a response's exports; returns the id for Tesseract-Exports,
-  /// or nullopt (nothing kept) when `pins` is empty.
-  std::optional<std::string> Keep(std::vector<std::shared_ptr<void>> pins, bool acknowledged);
+  /// or nullopt (nothing kept) when `pins` is empty. With a `borrower`, the
+  /// group is kept for that process (see above).
+  std::optional<std::string> Keep(std::vector<std::shared_ptr<void>> pins, bool acknowledged,
+                                  std::optional<internal::ProcessIdentity> borrower = std::nullopt);
 
   /// \brief Groups held now (for tests and logs).
   size_t size() const;
@@ -46,7 +53,12 @@ class ExportRegistry {
     std::vector<std::shared_ptr<void>> pins;
     std::chrono::steady_clock::time_point kept_at;
     bool acknowledged = false;
+    std::optional<internal::ProcessIdentity> borrower;
   };
+  // The groups past their lifetime (the timeout, or their borrower's) are
+  // released along with those for which `drop` is true.
+  template <typename Drop>
+  void ReleaseExpiredAnd(const Drop& drop);
   // Removes groups for which `drop` is true; they are freed after the lock is
   // released (freeing device memory may synchronise the device).
   template <typename Drop>

@@ -4,8 +4,12 @@
 // paths are exercised on a GPU machine by python/tests/test_gpu_transport.py.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 
+#include "platform/process_identity.h"
 #include "runtime/gpu_exports.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
@@ -46,6 +50,56 @@ TEST(ExportRegistry, ClientsThatNeverAcknowledgeAreFreedAtTheirNextCall) {
   registry.BeforeEndpoint(/*acknowledged=*/false);
   EXPECT_EQ(memory.use_count(), 1);
   EXPECT_FALSE(registry.Keep({}, true).has_value());  // nothing exported, no id
+}
+
+TEST(ProcessIdentity, NamesAProcessAsLongAsItLives) {
+  using internal::ProcessIdentity;
+  const std::optional<ProcessIdentity> self = ProcessIdentity::Self();
+  ASSERT_TRUE(self.has_value());
+  EXPECT_EQ(self->pid, getpid());
+  EXPECT_TRUE(self->Alive());
+  EXPECT_EQ(ProcessIdentity::Parse(self->ToString()), self);
+  EXPECT_FALSE((ProcessIdentity{self->pid, self->start_ticks + 1}.Alive()));  // an earlier holder of the pid
+  for (const char* text : {"", "12", "12:", ":12", "0:5", "-3:5", "1:2:3", "x:1", "1:1x", " 1:1"}) {
+    EXPECT_FALSE(ProcessIdentity::Parse(text).has_value()) << text;
+  }
+}
+
+TEST(ExportRegistry, BorrowedGroupsLiveAsLongAsTheirBorrower) {
+  using internal::ProcessIdentity;
+  int hold[2];
+  ASSERT_EQ(pipe(hold), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // lives until the pipe closes
+    char byte;
+    close(hold[1]);
+    (void)!read(hold[0], &byte, 1);
+    _exit(0);
+  }
+  close(hold[0]);
+  const std::optional<ProcessIdentity> borrower = ProcessIdentity::Of(child);
+  ASSERT_TRUE(borrower.has_value());
+
+  ExportRegistry registry;
+  auto ours = std::make_shared<int>(1);
+  auto theirs = std::make_shared<int>(2);
+  const auto our_id = registry.Keep(Pins(ours), true, ProcessIdentity::Self());
+  ASSERT_TRUE(registry.Keep(Pins(theirs), true, borrower).has_value());
+  registry.BeforeEndpoint(/*acknowledged=*/false);
+  registry.OnRequest(std::string("unknown"));
+  EXPECT_EQ(theirs.use_count(), 2);
+
+  close(hold[1]);  // the borrower exits
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_FALSE(borrower->Alive());
+  registry.BeforeEndpoint(/*acknowledged=*/true);  // the next sweep frees what it held
+  EXPECT_EQ(theirs.use_count(), 1);
+  EXPECT_EQ(ours.use_count(), 2);
+  registry.OnRequest(*our_id);  // a live borrower's acknowledgement frees its group
+  EXPECT_EQ(ours.use_count(), 1);
+  EXPECT_EQ(registry.size(), 0U);
 }
 
 std::unique_ptr<Runtime> ServeNoop(const std::string& gpu_transport) {

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <typeinfo>
 
+#include "platform/process_identity.h"
 #include "platform/uuid.h"
 #include "runtime/docs_page.h"
 #include "runtime/endpoint_schemas.h"
@@ -182,10 +183,22 @@ struct Runtime::Impl {
   RuntimeResponse Post(const std::string& endpoint, const RuntimeRequest& request,
                        std::string_view query) const;
   // Runs a wrapped endpoint: negotiation, run directory, stdio capture,
-  // profiling; `call` produces the validated outputs.
+  // profiling; `call` produces the validated outputs from `request_body`.
   RuntimeResponse RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
-                             std::string_view query, const std::function<Result<Value>()>& call) const;
+                             std::string_view query, const Value& request_body,
+                             const std::function<Result<Value>()>& call) const;
   RuntimeResponse Failure(const std::string& endpoint, const EndpointFailure& failure) const;
+  // cuda_ipc inputs are borrowed client memory: the device work the component
+  // queued on them (in `body`) must be over before an answer lets the client
+  // reuse it. Devices in `synchronised` are known to be idle already.
+  Status ReleaseBorrowedInputs(const Value& body, const std::vector<int>& synchronised = {}) const {
+    if (!gpu_transport_enabled()) return Status::OK();
+    for (int device : cuda::DevicesOf(body)) {
+      if (std::find(synchronised.begin(), synchronised.end(), device) != synchronised.end()) continue;
+      TESS_RETURN_IF_ERROR(cuda::SynchronizeDevice(device));
+    }
+    return Status::OK();
+  }
   // Creates the run directory, captures stdio into its log and runs `call`;
   // on failure `failure` names what went wrong as the served endpoint reports it.
   Result<Value> RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
@@ -370,7 +383,7 @@ Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, cons
 }
 
 RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
-                                          std::string_view query,
+                                          std::string_view query, const Value& request_body,
                                           const std::function<Result<Value>()>& call) const {
   const std::optional<Encoding> encoding = runtime::NegotiateEncoding(request.accept, offer);
   if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
@@ -385,22 +398,37 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   if (gpu_transport_enabled()) exports.BeforeEndpoint(acknowledged);
   EndpointFailure failure;
   auto outputs = RunInRunDirectory(endpoint, run_id, call, &failure);
-  if (!outputs.ok()) return Failure(endpoint, failure);
-
   BinrefWriter binref(config.output_path, "run_" + run_id);
-  JsonWriteOptions write;
-  write.arrays.encoding = EncodingOf(encoding->format);
-  write.arrays.compression =
-      encoding->compression == "lz4" && encoding->format != "json" ? Compression::kLz4 : Compression::kNone;
-  write.arrays.binref = &binref;
   std::vector<std::shared_ptr<void>> pins;  // released here if the body cannot be written
-  if (encoding->gpu_transport != "none") write.arrays.device_exports = &pins;
-  auto body = WriteJson(*outputs, write);
+  Result<Buffer> body = Status::Internal("not written");
+  if (outputs.ok()) {
+    JsonWriteOptions write;
+    write.arrays.encoding = EncodingOf(encoding->format);
+    write.arrays.compression =
+        encoding->compression == "lz4" && encoding->format != "json" ? Compression::kLz4 : Compression::kNone;
+    write.arrays.binref = &binref;
+    if (encoding->gpu_transport != "none") write.arrays.device_exports = &pins;
+    body = WriteJson(*outputs, write);
+  }
+  // Exporting an output synchronised its device.
+  const std::vector<int> synchronised =
+      body.ok() && !pins.empty() ? cuda::DevicesOf(*outputs) : std::vector<int>();
+  Status borrowed_released = ReleaseBorrowedInputs(request_body, synchronised);
+  if (!borrowed_released.ok()) return Failure(endpoint, {"RuntimeError", borrowed_released.message()});
+  if (!outputs.ok()) return Failure(endpoint, failure);
   if (!body.ok()) return Failure(endpoint, {"SerializationError", body.status().message()});
   RuntimeResponse r;
   r.content_type = "application/" + encoding->format;
   r.body = *std::move(body);
-  if (auto id = exports.Keep(std::move(pins), acknowledged)) r.headers.emplace_back("Tesseract-Exports", *id);
+  // A borrower the server can see gets its exports kept while it lives, and is
+  // told so (it copies them out otherwise, as any 1.15 client).
+  std::optional<internal::ProcessIdentity> borrower =
+      acknowledged && request.borrower ? internal::ProcessIdentity::Parse(*request.borrower) : std::nullopt;
+  if (borrower && !borrower->Alive()) borrower.reset();
+  if (auto id = exports.Keep(std::move(pins), acknowledged, borrower)) {
+    r.headers.emplace_back("Tesseract-Exports", *id);
+    if (borrower) r.headers.emplace_back("Tesscpp-Exports-Lease", "borrower");
+  }
   return r;
 }
 
@@ -495,7 +523,9 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
   JsonReadOptions read;
   read.arrays = ArrayDetection::kShaped;
   read.array_options.binref_dir = config.input_path;
-  read.array_options.cuda_ipc = gpu_transport_enabled();
+  // Borrowed: the client keeps its inputs until our answer (RunWrapped waits
+  // for the device before answering), so they need no copy.
+  read.array_options.cuda_ipc = gpu_transport_enabled() ? CudaIpcRead::kBorrowed : CudaIpcRead::kRefused;
   auto body = ReadJson(request.body, read);
   if (!body.ok()) {
     if (GetValidationDetail(body.status()) != nullptr) return Unprocessable(body.status());
@@ -519,12 +549,14 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
     auto validated = ValidateModel(*apply_request, *body);
     if (!validated.ok()) return Unprocessable(validated.status());
     const Value& inputs = validated->as_dict().at("inputs");
-    return RunWrapped(endpoint, request, query, [&] { return CallApply(inputs); });
+    return RunWrapped(endpoint, request, query, *body, [&] { return CallApply(inputs); });
   }
   if (endpoint == "test") {
     auto result = runtime::RunTestSpec(*body, endpoints, [this](const std::string& e, const Value& payload) {
       return RunForTest(e, payload);
     });
+    Status borrowed_released = ReleaseBorrowedInputs(*body);
+    if (!borrowed_released.ok()) return Failure(endpoint, {"RuntimeError", borrowed_released.message()});
     if (!result.ok()) return Unprocessable(result.status());
     return JsonResponse(200, *result);
   }
@@ -543,7 +575,7 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
   const GradientModels& models = GradientModelsFor(endpoint);
   auto validated = runtime::ValidateGradientRequest(models, *body);
   if (!validated.ok()) return Unprocessable(validated.status());
-  return RunWrapped(endpoint, request, query, [&] { return CallGradient(models, *validated); });
+  return RunWrapped(endpoint, request, query, *body, [&] { return CallGradient(models, *validated); });
 }
 
 RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {

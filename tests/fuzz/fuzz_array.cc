@@ -35,8 +35,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.array_options.binref_dir = ScratchDir();
   options.array_options.accept_raw = size % 3 == 0;
   // cuda_ipc buffers are parsed either way; with the transport on, the import
-  // is attempted too (and fails cleanly where there is no device).
-  options.array_options.cuda_ipc = size % 5 == 0;
+  // is attempted too, copying or borrowing (and fails cleanly where there is
+  // no device).
+  const CudaIpcRead modes[] = {CudaIpcRead::kRefused, CudaIpcRead::kCopied, CudaIpcRead::kBorrowed};
+  options.array_options.cuda_ipc = modes[(size / 6) % 3];  // independent of the choices above
   auto value = ReadJson(std::string_view(reinterpret_cast<const char*>(data), size), options);
   if (!value.ok()) return 0;
   // Whatever decoded must encode again, in every host encoding.

@@ -60,6 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (const size_t nl = rest.find('\n'); nl != std::string_view::npos) {
     request.accept = std::string(rest.substr(0, nl));
     if (data[0] & 0x10) request.exports_done = request.accept;
+    if (data[0] & 0x08) request.borrower = request.accept;  // a lease asked for (any text)
     rest.remove_prefix(nl + 1);
   }
   request.body = tesscpp::Buffer::FromString(std::string(rest));

@@ -360,6 +360,31 @@ TEST(GpuTransportClient, AcknowledgesFromTheFirstRequestAndOffersToBorrow) {
   EXPECT_EQ(server.heads().back().find("Tesscpp-Borrower"), std::string::npos);
 }
 
+TEST(GpuTransportClient, LeasedExportsWithNothingBorrowedAreAcknowledgedAtOnce) {
+  // A leased answer whose arrays are not on a device leaves nothing borrowed:
+  // its id goes with the next request, as a copied answer's would.
+  std::string openapi = kOpenApi;
+  openapi.replace(openapi.find(R"(["none"])"), 8, R"(["none","cuda_ipc"])");
+  const std::string body = R"({"y":1})";
+  ScriptedServer server([&](const std::string& line) {
+    if (line.find("/openapi.json") != std::string::npos) return ScriptedServer::Http(200, openapi);
+    return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTesseract-Exports: abc\r\n"
+           "Tesscpp-Exports-Lease: borrower\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  });
+  RequestedEncoding encoding;
+  encoding.gpu_transport = "cuda_ipc";
+  auto t = Tesseract::FromUrl(server.url());
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto gpu = t->WithEncoding(encoding);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ASSERT_TRUE(gpu->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
+  ASSERT_TRUE(gpu->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
+  const std::vector<std::string> heads = server.heads();
+  ASSERT_EQ(heads.size(), 3U);
+  EXPECT_NE(heads[2].find("\r\nTesseract-Exports-Done: abc\r\n"), std::string::npos) << heads[2];
+}
+
 TEST(ClientErrors, MissingEndpointsFailBeforeAnyRequest) {
   ScriptedServer server(WithOpenApi(ScriptedServer::Http(200, "{}")));
   auto t = Tesseract::FromUrl(server.url());

@@ -41,35 +41,28 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZES = ((4, "4 B"), (2**20, "1 MiB"), (64 * 2**20, "64 MiB"), (2**30, "1 GiB"))
 
 
+def median_synchronised(step, iterations: int) -> float:
+    """Median seconds of `step()` from an idle device to an idle device again
+    (what it returns is dropped after the clock stops)."""
+    samples = []
+    for _ in range(iterations):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        result = step()
+        torch.cuda.synchronize()
+        samples.append(time.perf_counter() - t0)
+        del result
+    return statistics.median(samples)
+
+
 def median_call(call, x: torch.Tensor, iterations: int, identity: bool) -> float:
-    """Median seconds of `call(x)` with the answer adopted by torch (and the
-    device idle again), after one call that checks the answer."""
+    """Median seconds of `call(x)` with the answer adopted by torch, after one
+    call that checks the answer."""
     first = torch.from_dlpack(call(x))
     assert first.shape == x.shape and first.dtype == x.dtype
     assert not identity or torch.equal(first.to(x.device), x)
     del first
-    samples = []
-    for _ in range(iterations):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        y = torch.from_dlpack(call(x))
-        torch.cuda.synchronize()
-        samples.append(time.perf_counter() - t0)
-        del y
-    return statistics.median(samples)
-
-
-def median_copy(x: torch.Tensor, iterations: int = 20) -> float:
-    """Median seconds of one device copy of x (torch's clone), synchronised."""
-    samples = []
-    for _ in range(iterations):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        y = x.clone()
-        torch.cuda.synchronize()
-        samples.append(time.perf_counter() - t0)
-        del y
-    return statistics.median(samples)
+    return median_synchronised(lambda: torch.from_dlpack(call(x)), iterations)
 
 
 def main() -> int:
@@ -117,7 +110,7 @@ def main() -> int:
         print(f"GET /health through the tesscpp client: {fmt_time(statistics.median(health))}", flush=True)
         for nbytes, label in SIZES:
             x = torch.randn(nbytes // 4, device="cuda")
-            times = {"copy": median_copy(x)}
+            times = {"copy": median_synchronised(x.clone, 20)}  # one device copy of x
             for key, call in calls.items():
                 iterations = 3 if (key[0] == "host" and nbytes >= 64 * 2**20) else args.iterations
                 times[key] = median_call(call, x, iterations, identity=key[1] == "identity")

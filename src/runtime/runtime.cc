@@ -421,9 +421,11 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   r.content_type = "application/" + encoding->format;
   r.body = *std::move(body);
   // A borrower the server can see gets its exports kept while it lives, and is
-  // told so (it copies them out otherwise, as any 1.15 client).
-  std::optional<internal::ProcessIdentity> borrower =
-      acknowledged && request.borrower ? internal::ProcessIdentity::Parse(*request.borrower) : std::nullopt;
+  // told so (it copies them out otherwise, as any 1.15 client). /proc is read
+  // only when there is something to keep.
+  std::optional<internal::ProcessIdentity> borrower;
+  if (acknowledged && request.borrower && !pins.empty())
+    borrower = internal::ProcessIdentity::Parse(*request.borrower);
   if (borrower && !borrower->Alive()) borrower.reset();
   if (auto id = exports.Keep(std::move(pins), acknowledged, borrower)) {
     r.headers.emplace_back("Tesseract-Exports", *id);

@@ -18,7 +18,9 @@ Each is served three ways:
              gpu_transport=none (json+base64: the tensor goes to the host and back).
 
 Each call ends with the answer adopted by torch (torch.from_dlpack) and is
-timed after warm-up; the table holds medians and ratios. Writes the markdown
+timed in steady state: after a fifth as many untimed calls (the first calls
+after a pause run at idle clocks and pay one-time mappings); the table holds
+medians and ratios, the log also the 90th percentiles. Writes the markdown
 table to --out when given.
 
     python3 bench/gpu_transport_bench.py --examples build/examples --bench-components build/bench --out results.md
@@ -41,35 +43,37 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZES = ((4, "4 B"), (2**20, "1 MiB"), (64 * 2**20, "64 MiB"), (2**30, "1 GiB"))
 
 
-def median_synchronised(step, iterations: int) -> float:
-    """Median seconds of `step()` from an idle device to an idle device again
-    (what it returns is dropped after the clock stops)."""
+def timed_synchronised(step, iterations: int) -> list[float]:
+    """Sorted seconds of `step()` from an idle device to an idle device again,
+    after iterations // 5 untimed calls (what it returns is dropped after the
+    clock stops)."""
     samples = []
-    for _ in range(iterations):
+    for i in range(iterations // 5 + iterations):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         result = step()
         torch.cuda.synchronize()
-        samples.append(time.perf_counter() - t0)
+        if i >= iterations // 5:
+            samples.append(time.perf_counter() - t0)
         del result
-    return statistics.median(samples)
+    return sorted(samples)
 
 
-def median_call(call, x: torch.Tensor, iterations: int, identity: bool) -> float:
-    """Median seconds of `call(x)` with the answer adopted by torch, after one
-    call that checks the answer."""
+def timed_call(call, x: torch.Tensor, iterations: int, identity: bool) -> list[float]:
+    """timed_synchronised of `call(x)` with the answer adopted by torch, after
+    one call that checks the answer."""
     first = torch.from_dlpack(call(x))
     assert first.shape == x.shape and first.dtype == x.dtype
     assert not identity or torch.equal(first.to(x.device), x)
     del first
-    return median_synchronised(lambda: torch.from_dlpack(call(x)), iterations)
+    return timed_synchronised(lambda: torch.from_dlpack(call(x)), iterations)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--examples", required=True, type=Path, help="directory holding libnoop.so")
     parser.add_argument("--bench-components", required=True, type=Path, help="directory holding libdevhold.so")
-    parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -110,11 +114,13 @@ def main() -> int:
         print(f"GET /health through the tesscpp client: {fmt_time(statistics.median(health))}", flush=True)
         for nbytes, label in SIZES:
             x = torch.randn(nbytes // 4, device="cuda")
-            times = {"copy": median_synchronised(x.clone, 20)}  # one device copy of x
+            times = {"copy": statistics.median(timed_synchronised(x.clone, 50))}  # one device copy of x
             for key, call in calls.items():
                 iterations = 3 if (key[0] == "host" and nbytes >= 64 * 2**20) else args.iterations
-                times[key] = median_call(call, x, iterations, identity=key[1] == "identity")
-                print(f"{label} {key[0]} {key[1]}: {fmt_time(times[key])}", flush=True)
+                samples = timed_call(call, x, iterations, identity=key[1] == "identity")
+                times[key] = statistics.median(samples)
+                p90 = samples[int(0.9 * (len(samples) - 1))]
+                print(f"{label} {key[0]} {key[1]}: median {fmt_time(times[key])}, p90 {fmt_time(p90)}", flush=True)
             rows.append((label, times))
     finally:
         for server in servers.values():

@@ -72,6 +72,10 @@ class Component {
   /// \brief Declares that the endpoints handle CUDA tensors (reading them with
   /// CUDA code, or checking Tensor::device()). Without it, CUDA inputs that
   /// arrive by a GPU transport are copied to the host before the call.
+  /// Device inputs are ready for work on the legacy default stream (and on
+  /// the per-thread default and every blocking stream, which wait for it);
+  /// work on a non-blocking stream must first wait for the legacy stream.
+  /// Inputs are borrowed: copy any you keep past the call.
   Component& AcceptDeviceArrays(bool accept = true) {
     accepts_device_arrays_ = accept;
     return *this;

@@ -44,9 +44,14 @@ Result<int> OrdinalOfUuid(std::string_view uuid);
 /// producers that do not say, such as the CUDA array interface).
 Result<int> DeviceOfPointer(const void* data);
 
-/// \brief Waits until the work queued on `stream` (a cudaStream_t as an
-/// integer; 1 names the legacy default stream) is done.
-Status SynchronizeStream(uintptr_t stream);
+/// \brief Orders the legacy default stream of device `ordinal` after the work
+/// queued so far on `stream` (a cudaStream_t as an integer; 1 names the legacy
+/// default stream itself), on the GPU: an event recorded on `stream` that the
+/// legacy stream waits for, so the host never blocks. Everything tesscpp does
+/// with device memory is ordered after the legacy stream (its copies run there
+/// or synchronise the device), and so is a component's work on the default or
+/// any blocking stream.
+Status OrderAfterStream(uintptr_t stream, int ordinal);
 
 /// \brief Waits until all work on device `ordinal` is done (for producers
 /// whose stream is unknown).

@@ -197,9 +197,12 @@ Dtype DtypeOfTypestr(const std::string& typestr, const std::vector<std::string>&
 
 // A producer that offers only the CUDA array interface (Numba, older CuPy,
 // hand-made views): its memory borrowed as a CUDA tensor. The stream rules
-// of CAI v3: a stream (1 = legacy default, else a cudaStream_t) is waited for;
-// none means the data is ready. Version 2 names no stream, so the device is
-// synchronised once (CV-CUDA's defensive rule).
+// of CAI v3: tesscpp's consumer stream, the legacy default stream, is made to
+// wait on the GPU for a named stream (1 = legacy default, else a
+// cudaStream_t; 2, another thread's per-thread stream, cannot be named here,
+// so the device is synchronised); none means the data is ready. Version 2
+// names no stream, so the device is synchronised once (CV-CUDA's defensive
+// rule).
 Tensor ImportCai(const nb::object& object, const std::vector<std::string>& path) {
   const nb::dict cai = nb::cast<nb::dict>(object.attr("__cuda_array_interface__"));
   auto field = [&](const char* key) { return cai.contains(key) ? nb::object(cai[key]) : nb::none(); };
@@ -229,14 +232,14 @@ Tensor ImportCai(const nb::object& object, const std::vector<std::string>& path)
   const std::optional<uintptr_t> stream =
       stream_field.is_none() ? std::nullopt : std::optional<uintptr_t>(nb::cast<uintptr_t>(stream_field));
   Status ready;
-  {
+  if (stream && *stream == 0) {
+    ready = Status::InvalidArgument("__cuda_array_interface__ stream 0 is not allowed");
+  } else if (nbytes > 0) {
     nb::gil_scoped_release release;
-    if (version < 3) {
+    if (version < 3 || (stream && *stream == 2)) {
       ready = cuda::SynchronizeDevice(ordinal);
     } else if (stream) {
-      ready = *stream == 0   ? Status::InvalidArgument("__cuda_array_interface__ stream 0 is not allowed")
-              : *stream == 2 ? cuda::SynchronizeDevice(ordinal)  // another thread's per-thread stream
-                             : cuda::SynchronizeStream(*stream);
+      ready = cuda::OrderAfterStream(*stream, ordinal);
     }
   }
   if (!ready.ok()) RaiseType(path, ready.message());
@@ -245,21 +248,51 @@ Tensor ImportCai(const nb::object& object, const std::vector<std::string>& path)
       Tensor::Make(dtype, *std::move(shape), Buffer::Wrap(pointer, nbytes, owner), Device::CUDA(ordinal)));
 }
 
+bool OnCudaDevice(const nb::object& object) {
+  if (!nb::hasattr(object, "__dlpack_device__") || !nb::hasattr(object, "__dlpack__")) return false;
+  const auto device = nb::cast<nb::tuple>(object.attr("__dlpack_device__")());
+  return nb::cast<int32_t>(device[0]) == nb::device::cuda::value;
+}
+
+// The array behind a DLPack producer. A CUDA producer is asked for it as a
+// consumer on the legacy default stream (__dlpack__(stream=1), CV-CUDA's
+// rule), so it makes that stream wait on the GPU for its own current stream
+// and the host never blocks; everything tesscpp does with device memory is
+// ordered after that stream (cuda::OrderAfterStream says why). A producer
+// that refuses the stream argument gets one defensive device synchronisation.
+bool CastArray(const nb::object& object, const std::vector<std::string>& path, BorrowedArray& array) {
+  if (!CudaUsable() || !OnCudaDevice(object)) return nb::try_cast(object, array, /*convert=*/false);
+  nb::object capsule;
+  try {
+    capsule = object.attr("__dlpack__")(nb::arg("stream") = 1);
+  } catch (nb::python_error&) {
+    if (!nb::try_cast(object, array, /*convert=*/false)) return false;
+    const auto ordinal = static_cast<int>(array.device_id());
+    Status ready;
+    {
+      nb::gil_scoped_release release;
+      ready = cuda::SynchronizeDevice(ordinal);
+    }
+    if (!ready.ok()) RaiseType(path, ready.message());
+    return true;
+  }
+  return nb::try_cast(capsule, array, /*convert=*/false);
+}
+
 Tensor ImportArray(nb::handle handle, const std::vector<std::string>& path) {
   nb::object object = nb::borrow(handle);
-  BorrowedArray array;
-  bool borrowed = nb::try_cast(object, array, /*convert=*/false);
-  if (!borrowed && nb::hasattr(object, "requires_grad") && nb::cast<bool>(object.attr("requires_grad"))) {
+  if (nb::hasattr(object, "requires_grad") && nb::cast<bool>(object.attr("requires_grad"))) {
     // A tensor that requires grad refuses DLPack; its values are what is sent.
     object = object.attr("detach")();
-    borrowed = nb::try_cast(object, array, /*convert=*/false);
   }
+  BorrowedArray array;
+  bool borrowed = CastArray(object, path, array);
   if (!borrowed && nb::hasattr(object, "__cuda_array_interface__") && CudaUsable())
     return ImportCai(object, path);
   if (borrowed && array.device_type() == nb::device::cuda::value && CudaUsable()) {
     if (!IsCContiguous(array) && nb::hasattr(object, "contiguous")) {
       object = object.attr("contiguous")();  // on the device, as the SDK does
-      borrowed = nb::try_cast(object, array, /*convert=*/false);
+      borrowed = CastArray(object, path, array);
     }
     if (borrowed && IsCContiguous(array)) {
       const auto ordinal = static_cast<int32_t>(array.device_id());

@@ -133,14 +133,14 @@ def test_memory_that_legacy_ipc_cannot_name_is_staged(noop):
         cudart.cudaStreamSynchronize(None)
 
 
-def _pending_fill(n: int, value: float) -> tuple[torch.Tensor, torch.cuda.Stream]:
-    """A tensor that a side stream fills with `value` after ~20 ms of spinning:
-    its bytes are not ready when this returns."""
+def _pending_fill(n: int, value: float, spin_cycles: int = 40_000_000) -> tuple[torch.Tensor, torch.cuda.Stream]:
+    """A tensor that a side stream fills with `value` after spinning (40 M
+    cycles: ~20 ms): its bytes are not ready when this returns."""
     x = torch.zeros(n, device="cuda")
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        torch.cuda._sleep(40_000_000)
+        torch.cuda._sleep(spin_cycles)
         x.fill_(value)
     return x, side
 
@@ -176,6 +176,13 @@ def test_cuda_array_interface_producers(noop):
     y = torch.arange(8, dtype=torch.int32, device="cuda")
     out = local.apply({"x": CaiView(y, 3)})["x"]
     assert out.__cuda_array_interface__["data"][0] == y.data_ptr()
+    # In-process, a named stream orders tesscpp's consumer stream on the GPU:
+    # the call does not wait for the producer, and the default stream sees its
+    # writes.
+    z, side = _pending_fill(1 << 16, 7.0, spin_cycles=_LONG_SPIN)
+    out = local.apply({"x": CaiView(z, 3, side.cuda_stream)})["x"]
+    assert not side.query(), "the call waited for the producer's stream"
+    assert torch.equal(torch.from_dlpack(out), torch.full_like(z, 7.0))
     # Refused with the field named: stream 0, strided views.
     with pytest.raises(TypeError, match="x: .*stream 0"):
         noop.apply({"x": CaiView(y, 3, 0)})
@@ -258,6 +265,47 @@ def _framework_arrays():
         return
     j = jnp.arange(10, dtype=jnp.float32)
     yield "jax", j, j.unsafe_buffer_pointer()
+
+
+# ~0.1 s of spinning: far longer than an in-process call.
+_LONG_SPIN = 200_000_000
+
+
+def test_in_process_dlpack_inputs_are_ordered_on_the_gpu():
+    """A torch tensor still being written on the caller's current stream
+    reaches an in-process component through __dlpack__(stream=1): torch makes
+    the legacy default stream (tesscpp's consumer stream) wait for its stream
+    on the GPU, so the call returns before the writer is done and work on the
+    default stream sees the written values."""
+    local = tesscpp.Tesseract.from_library(example("noop"), gpu_transport="cuda_ipc")
+    x, side = _pending_fill(1 << 20, 3.0, spin_cycles=_LONG_SPIN)
+    with torch.cuda.stream(side):
+        out = local.apply({"x": x})["x"]
+        still_writing = not side.query()
+    assert out.__cuda_array_interface__["data"][0] == x.data_ptr()
+    assert still_writing, "the call waited for the producer's stream"
+    assert torch.equal(torch.from_dlpack(out), torch.full_like(x, 3.0))
+
+
+class NoStreamDlpack:
+    """A DLPack producer whose __dlpack__ takes no stream argument."""
+
+    def __init__(self, tensor: torch.Tensor):
+        self.tensor = tensor
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+    def __dlpack__(self):
+        return self.tensor.__dlpack__()
+
+
+def test_dlpack_producers_without_a_stream_argument_are_synchronised():
+    local = tesscpp.Tesseract.from_library(example("noop"), gpu_transport="cuda_ipc")
+    x, side = _pending_fill(1 << 16, 4.0)
+    out = local.apply({"x": NoStreamDlpack(x)})["x"]
+    assert side.query(), "the producer's stream is unknown, so the device is synchronised"
+    assert torch.equal(torch.from_dlpack(out), torch.full_like(x, 4.0))
 
 
 def test_in_process_components_share_framework_arrays():

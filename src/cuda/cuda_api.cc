@@ -170,11 +170,16 @@ Result<int> DeviceOfPointer(const void* data) {
   return ordinal;
 }
 
-Status SynchronizeStream(uintptr_t stream) {
+Status OrderAfterStream(uintptr_t stream, int ordinal) {
   TESS_RETURN_IF_ERROR(CheckAvailable());
-  // 1 is the CUDA array interface's name of the legacy default stream.
-  const cudaStream_t handle = stream == 1 ? cudaStreamLegacy : internal::StreamFromInteger(stream);
-  return internal::CudaStatus(cudaStreamSynchronize(handle), "cudaStreamSynchronize");
+  // 1 is the CUDA array interface's name of the legacy default stream, which
+  // is ordered after itself.
+  if (stream == 1) return Status::OK();
+  TESS_ASSIGN_OR_RETURN(internal::DeviceGuard guard, internal::DeviceGuard::Enter(ordinal));
+  TESS_ASSIGN_OR_RETURN(internal::CudaEvent event, internal::CreateEvent());
+  TESS_CUDA_RETURN_IF_ERROR(cudaEventRecord(event.get(), internal::StreamFromInteger(stream)));
+  // Destroying the event right after is allowed: the wait keeps what it needs.
+  return internal::CudaStatus(cudaStreamWaitEvent(cudaStreamLegacy, event.get(), 0), "cudaStreamWaitEvent");
 }
 
 Status SynchronizeDevice(int ordinal) {

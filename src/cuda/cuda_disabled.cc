@@ -21,7 +21,7 @@ Result<int> CurrentDevice() { return NotBuilt(); }
 Result<std::string> DeviceUuid(int /*ordinal*/) { return NotBuilt(); }
 Result<int> OrdinalOfUuid(std::string_view /*uuid*/) { return NotBuilt(); }
 Result<int> DeviceOfPointer(const void* /*data*/) { return NotBuilt(); }
-Status SynchronizeStream(uintptr_t /*stream*/) { return NotBuilt(); }
+Status OrderAfterStream(uintptr_t /*stream*/, int /*ordinal*/) { return NotBuilt(); }
 Status SynchronizeDevice(int /*ordinal*/) { return NotBuilt(); }
 Result<Tensor> AllocateDevice(Dtype /*dtype*/, Shape /*shape*/, int /*ordinal*/) { return NotBuilt(); }
 Result<Tensor> CopyToHost(const Tensor& tensor) {

@@ -27,6 +27,7 @@ TEST(CudaWithoutDevice, EveryEntryPointSaysWhy) {
   EXPECT_EQ(ImportIpc(descriptor, Dtype::kFloat32, *Shape::Make({0})).status().code(), status.code());
   EXPECT_EQ(BorrowIpc(descriptor, Dtype::kFloat32, *Shape::Make({0})).status().code(), status.code());
   EXPECT_EQ(CopyHostToDevice({}, 0, 0).status().code(), status.code());
+  EXPECT_EQ(OrderAfterStream(1, 0), status);
 }
 
 TEST(CudaWithoutDevice, HostTensorsAreNotDeviceTensors) {

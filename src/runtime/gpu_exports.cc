@@ -31,7 +31,7 @@ void ExportRegistry::ReleaseIf(const Drop& drop) {
 
 template <typename Drop>
 void ExportRegistry::ReleaseExpiredAnd(const Drop& drop) {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_();
   std::map<int64_t, bool> alive;  // per borrower pid: /proc is read once per sweep
   ReleaseIf([&](const std::string& id, const Group& group) {
     if (drop(id, group)) return true;
@@ -68,7 +68,7 @@ std::optional<std::string> ExportRegistry::Keep(std::vector<std::shared_ptr<void
   std::string id = internal::NewUuid4();  // uuid4().hex: the 32 hex digits
   id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
   std::lock_guard<std::mutex> lock(mutex_);
-  groups_[id] = Group{std::move(pins), std::chrono::steady_clock::now(), acknowledged, borrower};
+  groups_[id] = Group{std::move(pins), clock_(), acknowledged, borrower};
   return id;
 }
 

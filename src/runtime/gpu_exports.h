@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,10 @@ namespace tesscpp::runtime {
 class ExportRegistry {
  public:
   static constexpr std::chrono::seconds kTimeout{300};  // EXPORTS_TIMEOUT_S
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+
+  /// \brief `clock` tells the time for the timeout (tests move it forward).
+  explicit ExportRegistry(Clock clock = std::chrono::steady_clock::now) : clock_(std::move(clock)) {}
 
   /// \brief Every request, before routing: a non-empty Tesseract-Exports-Done
   /// releases the ids it names (split on ',', untrimmed, unknown ids ignored)
@@ -64,6 +69,7 @@ class ExportRegistry {
   template <typename Drop>
   void ReleaseIf(const Drop& drop);
 
+  const Clock clock_;
   mutable std::mutex mutex_;
   std::map<std::string, Group> groups_;
 };

@@ -52,6 +52,25 @@ TEST(ExportRegistry, ClientsThatNeverAcknowledgeAreFreedAtTheirNextCall) {
   EXPECT_FALSE(registry.Keep({}, true).has_value());  // nothing exported, no id
 }
 
+TEST(ExportRegistry, GroupsTimeOutUnlessALiveBorrowerHoldsThem) {
+  auto now = std::chrono::steady_clock::now();
+  ExportRegistry registry([&now] { return now; });
+  auto plain = std::make_shared<int>(1);
+  auto leased = std::make_shared<int>(2);
+  ASSERT_TRUE(registry.Keep(Pins(plain), /*acknowledged=*/true).has_value());
+  ASSERT_TRUE(registry.Keep(Pins(leased), true, internal::ProcessIdentity::Self()).has_value());
+  now += ExportRegistry::kTimeout;
+  registry.BeforeEndpoint(/*acknowledged=*/true);  // not past the timeout yet
+  EXPECT_EQ(plain.use_count(), 2);
+  now += std::chrono::seconds(1);
+  registry.OnRequest(std::string("unknown"));  // any request's sweep frees what timed out
+  EXPECT_EQ(plain.use_count(), 1);
+  now += std::chrono::hours(24);  // the lease has no timeout while its borrower lives
+  registry.BeforeEndpoint(/*acknowledged=*/true);
+  EXPECT_EQ(leased.use_count(), 2);
+  EXPECT_EQ(registry.size(), 1U);
+}
+
 TEST(ProcessIdentity, NamesAProcessAsLongAsItLives) {
   using internal::ProcessIdentity;
   const std::optional<ProcessIdentity> self = ProcessIdentity::Self();

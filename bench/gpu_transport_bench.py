@@ -8,7 +8,8 @@ run on a GPU machine, for two components:
 - devhold (bench/components/devhold): returns a device array it holds, so the
   time is the transport's alone.
 
-Each is served three ways:
+Each is served three ways, one server at a time (another process holding a CUDA
+context on the GPU slows every call):
 - tesscpp:   tesscpp.Tesseract (C++ client) -> `tesscpp serve --gpu-transport
              cuda_ipc` running the C++ component (inputs and outputs borrowed
              in place, docs/gpu-transport.md 13);
@@ -18,8 +19,9 @@ Each is served three ways:
              gpu_transport=none (json+base64: the tensor goes to the host and back).
 
 Each call ends with the answer adopted by torch (torch.from_dlpack) and is
-timed in steady state: after a fifth as many untimed calls (the first calls
-after a pause run at idle clocks and pay one-time mappings); the table holds
+timed in steady state: after untimed calls for at least 0.5 s and a fifth as
+many as are timed (the first calls after a pause run at idle clocks and pay
+one-time mappings); the table holds
 medians and ratios, the log also the 90th percentiles. Writes the markdown
 table to --out when given.
 
@@ -43,19 +45,24 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZES = ((4, "4 B"), (2**20, "1 MiB"), (64 * 2**20, "64 MiB"), (2**30, "1 GiB"))
 
 
-def timed_synchronised(step, iterations: int) -> list[float]:
+def timed_synchronised(step, iterations: int, warm_up_s: float = 0.5) -> list[float]:
     """Sorted seconds of `step()` from an idle device to an idle device again,
-    after iterations // 5 untimed calls (what it returns is dropped after the
-    clock stops)."""
+    after untimed calls for `warm_up_s` and at least iterations // 5 of them
+    (what it returns is dropped after the clock stops)."""
     samples = []
-    for i in range(iterations // 5 + iterations):
+    warm_until = time.perf_counter() + warm_up_s
+    untimed = 0
+    while len(samples) < iterations:
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         result = step()
         torch.cuda.synchronize()
-        if i >= iterations // 5:
-            samples.append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
         del result
+        if untimed < iterations // 5 or t0 < warm_until:
+            untimed += 1
+        else:
+            samples.append(t1 - t0)
     return sorted(samples)
 
 
@@ -79,51 +86,52 @@ def main() -> int:
 
     import tesseract_core
 
-    python_components = ROOT / "tests" / "fixtures" / "python" / "noop", ROOT / "bench" / "components" / "devhold"
-    servers = {
-        ("tesscpp", "identity"): tesscpp.Tesseract.from_source(args.examples / "libnoop.so", gpu_transport="cuda_ipc"),
-        ("tesscpp", "devhold"): tesscpp.Tesseract.from_source(
-            args.bench_components / "libdevhold.so", gpu_transport="cuda_ipc"
-        ),
-        ("host", "identity"): tesscpp.Tesseract.from_source(args.examples / "libnoop.so", gpu_transport="none"),
+    python_components = {
+        "identity": ROOT / "tests" / "fixtures" / "python" / "noop" / "tesseract_api.py",
+        "devhold": ROOT / "bench" / "components" / "devhold" / "tesseract_api.py",
     }
-    for component, directory in zip(("identity", "devhold"), python_components):
-        servers[("reference", component)] = tesscpp.Tesseract.from_source(
-            directory / "tesseract_api.py", gpu_transport="cuda_ipc", python_executable=sys.executable
-        )
-    rows = []
-    try:
-        for server in servers.values():
+    libraries = {"identity": args.examples / "libnoop.so", "devhold": args.bench_components / "libdevhold.so"}
+
+    def serve(client: str, component: str):
+        """The served Tesseract and the call that applies it to x."""
+        if client == "reference":
+            server = tesscpp.Tesseract.from_source(
+                python_components[component], gpu_transport="cuda_ipc", python_executable=sys.executable
+            )
             server.serve()
-        calls = {}
-        for (client, component), server in servers.items():
-            if client == "reference":
-                sdk = tesseract_core.Tesseract.from_url(server._url).with_encoding(gpu_transport="cuda_ipc")
-                assert sdk.resolve_gpu_transport() == "cuda_ipc"
-                calls[(client, component)] = lambda x, sdk=sdk: sdk.apply({"x": x})["x"]
-            else:
-                if client == "tesscpp":
-                    assert server.resolve_gpu_transport() == "cuda_ipc"
-                calls[(client, component)] = lambda x, server=server: server.apply({"x": x})["x"]
-        ours = servers[("tesscpp", "identity")]
-        health = []
-        for _ in range(50):
-            t0 = time.perf_counter()
-            ours.health()
-            health.append(time.perf_counter() - t0)
-        print(f"GET /health through the tesscpp client: {fmt_time(statistics.median(health))}", flush=True)
-        for nbytes, label in SIZES:
-            x = torch.randn(nbytes // 4, device="cuda")
-            times = {"copy": statistics.median(timed_synchronised(x.clone, 50))}  # one device copy of x
-            for key, call in calls.items():
+            sdk = tesseract_core.Tesseract.from_url(server._url).with_encoding(gpu_transport="cuda_ipc")
+            assert sdk.resolve_gpu_transport() == "cuda_ipc"
+            return server, lambda x: sdk.apply({"x": x})["x"]
+        transport = "none" if client == "host" else "cuda_ipc"
+        server = tesscpp.Tesseract.from_source(libraries[component], gpu_transport=transport)
+        server.serve()
+        assert server.resolve_gpu_transport() == transport
+        return server, lambda x: server.apply({"x": x})["x"]
+
+    inputs = {label: torch.randn(nbytes // 4, device="cuda") for nbytes, label in SIZES}
+    times = {label: {"copy": statistics.median(timed_synchronised(x.clone, 50))} for label, x in inputs.items()}
+    # One server at a time, as a user runs one: every process that holds a CUDA
+    # context on the GPU, idle or not, slows the others' calls (it measured
+    # 273 -> 487 us for a 4-byte call with three more servers alive).
+    for key in (("tesscpp", "identity"), ("tesscpp", "devhold"), ("host", "identity"), ("reference", "identity"),
+                ("reference", "devhold")):
+        server, call = serve(*key)
+        try:
+            if key == ("tesscpp", "identity"):
+                health = []
+                for _ in range(50):
+                    t0 = time.perf_counter()
+                    server.health()
+                    health.append(time.perf_counter() - t0)
+                print(f"GET /health through the tesscpp client: {fmt_time(statistics.median(health))}", flush=True)
+            for nbytes, label in SIZES:
                 iterations = 3 if (key[0] == "host" and nbytes >= 64 * 2**20) else args.iterations
-                samples = timed_call(call, x, iterations, identity=key[1] == "identity")
-                times[key] = statistics.median(samples)
+                samples = timed_call(call, inputs[label], iterations, identity=key[1] == "identity")
+                times[label][key] = statistics.median(samples)
                 p90 = samples[int(0.9 * (len(samples) - 1))]
-                print(f"{label} {key[0]} {key[1]}: median {fmt_time(times[key])}, p90 {fmt_time(p90)}", flush=True)
-            rows.append((label, times))
-    finally:
-        for server in servers.values():
+                print(f"{label} {key[0]} {key[1]}: median {fmt_time(times[label][key])}, p90 {fmt_time(p90)}",
+                      flush=True)
+        finally:
             server.teardown()
     gpu = torch.cuda.get_device_name()
     lines = [
@@ -133,7 +141,7 @@ def main() -> int:
         "| identity: tesseract-core | ratio | identity: host path (tesscpp) | torch copy of x |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for label, t in rows:
+    for label, t in times.items():
         lines.append(
             f"| {label} | {fmt_time(t[('tesscpp', 'devhold')])} | {fmt_time(t[('reference', 'devhold')])} "
             f"| {t[('reference', 'devhold')] / t[('tesscpp', 'devhold')]:.1f}x "

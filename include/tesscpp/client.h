@@ -103,6 +103,14 @@ struct ClientOptions {
   /// go into reused, pre-faulted pool files, and output arrays borrow
   /// copy-on-write mappings of the server's files (which are then unlinked).
   bool binref_pool = false;
+  /// With cuda_ipc, order GPU work by CUDA IPC events where the server is a
+  /// tesscpp one (docs/gpu-transport.md 14): neither side synchronises its
+  /// devices, the server's work waits on the GPU for ours, and a call waits
+  /// only for the server's work before it returns. Needs every CUDA input to
+  /// be complete, or written on the legacy default stream or a blocking one,
+  /// when the call starts (what the Python package guarantees by asking
+  /// DLPack producers for that stream). Other servers never see the events.
+  bool cuda_ipc_events = false;
   /// The encoding calls request (see Tesseract::WithEncoding).
   RequestedEncoding encoding;
   /// When set, apply and the gradient endpoints stream the run's log lines

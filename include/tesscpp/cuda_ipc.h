@@ -32,12 +32,22 @@ struct IpcDescriptor {
   int64_t allocation_size = 0;  ///< bytes of the allocation the handle names
 };
 
+/// \brief How an export makes sure the peer reads finished bytes.
+enum class ExportOrdering {
+  /// The device is synchronised before the descriptor is returned (the
+  /// producer's streams are unknown), as tesseract-core 1.15 does.
+  kSynchronised,
+  /// The tensor's writers are ordered before the legacy default stream, and
+  /// the caller records an IpcEvent there once everything is exported, which
+  /// the peer waits for (tesscpp's IPC-event extension): no host wait here.
+  kLegacyStream,
+};
+
 /// \brief Exports a CUDA tensor. Whatever the importer may read is appended to
 /// `pins` (the tensor's buffer, or the staging buffer it was copied to); the
-/// caller keeps them until the importer has finished. All device work is
-/// complete when this returns (the producer's streams are unknown, so the
-/// device is synchronised, as tesseract-core 1.15 does).
-Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_ptr<void>>& pins);
+/// caller keeps them until the importer has finished.
+Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_ptr<void>>& pins,
+                                ExportOrdering ordering = ExportOrdering::kSynchronised);
 
 /// \brief A device tensor owning a copy of the `dtype`/`shape` bytes a peer
 /// exported. Checks the handle against the allocation size it came with.
@@ -52,5 +62,30 @@ Result<Tensor> ImportIpc(const IpcDescriptor& descriptor, Dtype dtype, const Sha
 /// client: before it acknowledges). Same checks as ImportIpc.
 Result<Tensor> BorrowIpc(const IpcDescriptor& descriptor, Dtype dtype, const Shape& shape,
                          std::shared_ptr<void> lease = nullptr);
+
+/// \brief A point in one process's GPU work that another process can wait
+/// for: a CUDA interprocess event of a device (docs/gpu-transport.md 14).
+struct IpcEvent {
+  std::string device_uuid;  ///< as DeviceUuid()
+  std::array<uint8_t, IpcDescriptor::kHandleSize> handle{};
+
+  bool operator==(const IpcEvent&) const = default;
+};
+
+/// \brief Marks the work queued so far on the legacy default stream of device
+/// `ordinal` (and so on every blocking stream) with this process's event of
+/// that device, and returns its handle. The one event per device is recorded
+/// again each time: a peer that waits after a later record waits for the later
+/// point, never an earlier one.
+Result<IpcEvent> RecordIpcEvent(int ordinal);
+
+/// \brief How WaitIpcEvent waits.
+enum class IpcEventWait {
+  kOnLegacyStream,  ///< the legacy default stream waits, on the GPU
+  kOnHost,          ///< the calling thread blocks until the event completes
+};
+
+/// \brief Waits for a peer's event. Opened handles are kept (the 64 seen last).
+Status WaitIpcEvent(const IpcEvent& event, IpcEventWait how);
 
 }  // namespace tesscpp::cuda

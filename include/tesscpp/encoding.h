@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tesscpp/cuda_ipc.h"
 #include "tesscpp/result.h"
 #include "tesscpp/tensor.h"
 #include "tesscpp/value.h"
@@ -115,6 +116,8 @@ struct ArrayEncodeOptions {
   /// still read is appended here, to be kept until the peer is done. When null,
   /// CUDA tensors are copied to the host and written with `encoding`.
   std::vector<std::shared_ptr<void>>* device_exports = nullptr;
+  /// How those exports make sure the peer reads finished bytes.
+  cuda::ExportOrdering device_export_ordering = cuda::ExportOrdering::kSynchronised;
 };
 
 /// \brief Decodes an arraydict held as a Value dict. kValidationError for

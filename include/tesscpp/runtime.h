@@ -69,6 +69,13 @@ struct RuntimeRequest {
   /// that borrows this request's GPU outputs instead of copying them (a
   /// tesscpp extension, docs/gpu-transport.md 13); nullopt when absent.
   std::optional<std::string> borrower;
+  /// Tesscpp-Ipc-Events: 1 — the client orders GPU work by IPC events
+  /// (tesscpp's extension, docs/gpu-transport.md 14): it waits for the event
+  /// of Tesscpp-Exports-Event before it reads outputs or reuses inputs.
+  bool ipc_events = false;
+  /// Tesscpp-Inputs-Event: the client's events after which its cuda_ipc
+  /// inputs are complete; nullopt when absent.
+  std::optional<std::string> inputs_event;
 };
 
 struct RuntimeResponse {

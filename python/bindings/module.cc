@@ -607,6 +607,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
             options.server_output_path = server_output_path;
             options.server_input_path = server_input_path;
             options.binref_pool = binref_pool;
+            options.cuda_ipc_events = true;  // CUDA inputs are ordered on the legacy stream (CastArray)
             options.encoding = {std::move(output_format), std::move(gpu_transport), std::move(compression)};
             options.stream_logs = ToLogSink(stream_logs);
             return Unwrap(Tesseract::FromUrl(url, std::move(options)));
@@ -633,6 +634,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
             options.client.connect_timeout_s = connect_timeout;
             options.client.read_timeout_s = read_timeout;
             options.client.binref_pool = binref_pool;
+            options.client.cuda_ipc_events = true;  // as from_url
             options.client.stream_logs = ToLogSink(stream_logs);
             return Released([&] { return Tesseract::FromSource(path, options); });
           },

@@ -287,6 +287,23 @@ def test_in_process_dlpack_inputs_are_ordered_on_the_gpu():
     assert torch.equal(torch.from_dlpack(out), torch.full_like(x, 3.0))
 
 
+def test_ipc_events_order_pending_producers_between_processes(noop):
+    """Between tesscpp ends (docs/gpu-transport.md 14) no side synchronises its
+    device: the server's work on the input waits on the GPU for the client's
+    event, and the call returns once the server's event is done. A producer
+    still spinning on the default stream, or on a side stream, is read whole."""
+    noop.apply({"x": torch.ones(4, device="cuda")})  # the server has said that it waits for events
+    x = torch.zeros(1 << 22, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda._sleep(_LONG_SPIN)
+    x.fill_(9.0)
+    assert torch.equal(torch.from_dlpack(noop.apply({"x": x})["x"]), torch.full_like(x, 9.0))
+    y, side = _pending_fill(1 << 22, 8.0, spin_cycles=_LONG_SPIN)
+    with torch.cuda.stream(side):
+        out = noop.apply({"x": y})["x"]
+    assert torch.equal(torch.from_dlpack(out), torch.full_like(y, 8.0))
+
+
 class NoStreamDlpack:
     """A DLPack producer whose __dlpack__ takes no stream argument."""
 
@@ -499,6 +516,7 @@ def test_wire_bytes_match_tesseract_core(noop):
         for body, headers in bodies:
             assert re.fullmatch(r"[0-9a-f]{32}", headers["tesseract-exports"])
             assert headers["content-type"] == "application/json+base64"
+            assert "tesscpp-ipc-events" not in headers and "tesscpp-exports-event" not in headers
         # tesscpp's lease: offered to a borrower the server can see, on top of
         # the same bytes; tesseract-core ignores the header.
         request, _, release = start_transport_check("cuda_ipc")
@@ -513,6 +531,21 @@ def test_wire_bytes_match_tesseract_core(noop):
             release()
         assert [headers.get("tesscpp-exports-lease") for _, headers in answers] == ["borrower", None, None]
         assert len({_normalised(body) for body, _ in answers}) == 1
+        # tesscpp's IPC events: offered, answered with the server's event after
+        # the same bytes; tesseract-core ignores the offer.
+        request, _, release = start_transport_check("cuda_ipc")
+        try:
+            answers = [_post(url, "/apply", {"inputs": {"x": request["array"]}},
+                             {"Accept": "application/json+base64; gpu_transport=cuda_ipc",
+                              "Tesseract-Exports-Done": "", "Tesscpp-Ipc-Events": "1"})
+                       for url in (noop._url, reference._url)]
+        finally:
+            release()
+        (our_body, ours_events), (their_body, theirs_events) = answers
+        assert ours_events["tesscpp-ipc-events"] == "1"
+        assert re.fullmatch(r"[0-9a-f-]{36}:[A-Za-z0-9+/]{86}==", ours_events["tesscpp-exports-event"])
+        assert "tesscpp-ipc-events" not in theirs_events and "tesscpp-exports-event" not in theirs_events
+        assert _normalised(our_body) == _normalised(their_body)
         # Unacknowledged exports and a disabled check route: same answers too.
         for path, body in [("/check_gpu_transport", {"gpu_transport": "none"})]:
             assert _post(noop._url, path, body, {})[0] == _post(reference._url, path, body, {})[0]

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Run on the GPU machine from the repository root, with .devdeps carried (see
 # prepare.sh): builds tesscpp with CUDA in /tmp/tesscpp-build, runs the C++
-# CUDA tests and the Python GPU tests, then (with --bench) the cuda_ipc and
-# host-to-device benchmarks. Logs and results go to $OUT when it is set.
+# CUDA tests, (with --bench) the cuda_ipc and host-to-device benchmarks, and
+# the Python GPU tests. The benchmarks go first: every other process holding a
+# CUDA context slows each call, so the processes on the GPU are listed before
+# them and after the tests. Logs and results go to $OUT when it is set.
 set -euo pipefail
 root=$PWD
 deps="$root/.devdeps/root/usr"
@@ -28,12 +30,16 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 cd "$build"
 export PYTHONPATH="$build/python:$PYTHONPATH" TESSCPP_BRIDGE_FIXTURES="$build/python/fixtures" \
   TESSCPP_EXAMPLES="$build/examples" TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$build/bin/tesscpp"
+gpu_processes() { nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader; }
+if [[ $bench == 1 ]]; then
+  echo "processes on the GPU before the benchmarks: $(gpu_processes | wc -l)"
+  python3 "$root/bench/gpu_transport_bench.py" --examples "$build/examples" --bench-components "$build/bench" --out "$out/gpu-bench.md" 2>&1 | tee "$out/gpu-bench.log" | tail -20
+  python3 "$root/bench/h2d_bench.py" --out "$out/h2d-bench.md" 2>&1 | tail -12
+fi
 status=0
 python3 -m pytest -q -p no:cacheprovider --noconftest -rs -s "$root/python/tests/test_gpu_host_path.py" \
   "$root/python/tests/test_gpu_transport.py" "$root/python/tests/test_gpu_transfer.py" "$@" 2>&1 | tee "$out/pytest.log" | grep -v "^\.*$" | tail -60 \
   || status=1
-if [[ $bench == 1 ]]; then
-  python3 "$root/bench/gpu_transport_bench.py" --examples "$build/examples" --bench-components "$build/bench" --out "$out/gpu-bench.md" 2>&1 | tee "$out/gpu-bench.log" | tail -20
-  python3 "$root/bench/h2d_bench.py" --out "$out/h2d-bench.md" 2>&1 | tail -12
-fi
+echo "processes left on the GPU after the tests:"
+gpu_processes
 exit $status

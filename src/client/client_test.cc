@@ -385,6 +385,47 @@ TEST(GpuTransportClient, LeasedExportsWithNothingBorrowedAreAcknowledgedAtOnce) 
   EXPECT_NE(heads[2].find("\r\nTesseract-Exports-Done: abc\r\n"), std::string::npos) << heads[2];
 }
 
+TEST(GpuTransportClient, OffersIpcEventsOnlyWhenAskedAndChecksTheServersEvents) {
+  // docs/gpu-transport.md 14: the offer goes with cuda_ipc requests of a
+  // client created with cuda_ipc_events; the server's event header is read
+  // before the answer is, and a malformed one fails the call.
+  std::string openapi = kOpenApi;
+  openapi.replace(openapi.find(R"(["none"])"), 8, R"(["none","cuda_ipc"])");
+  const std::string body = R"({"y":1})";
+  std::string exports_event;
+  ScriptedServer server([&](const std::string& line) {
+    if (line.find("/openapi.json") != std::string::npos) return ScriptedServer::Http(200, openapi);
+    return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTesscpp-Ipc-Events: 1\r\n" + exports_event +
+           "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  });
+  ClientOptions options;
+  options.encoding.gpu_transport = "cuda_ipc";
+  options.cuda_ipc_events = true;
+  auto t = Tesseract::FromUrl(server.url(), options);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_TRUE(t->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
+  ASSERT_TRUE(t->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
+  std::vector<std::string> heads = server.heads();
+  ASSERT_EQ(heads.size(), 3U);
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_NE(heads[i].find("\r\nTesscpp-Ipc-Events: 1\r\n"), std::string::npos) << heads[i];
+    EXPECT_EQ(heads[i].find("Tesscpp-Inputs-Event"), std::string::npos) << heads[i];  // no device inputs
+  }
+  exports_event = "Tesscpp-Exports-Event: not-an-event\r\n";
+  const Status bad = t->Apply(Value::Dict{{"x", Value(1.0)}}).status();
+  EXPECT_NE(bad.message().find("waiting for the GPU work of apply"), std::string::npos) << bad;
+  EXPECT_NE(bad.message().find("<device uuid>:<handle>"), std::string::npos) << bad;
+
+  // Not asked for: never offered.
+  ClientOptions plain;
+  plain.encoding.gpu_transport = "cuda_ipc";
+  exports_event.clear();
+  auto quiet = Tesseract::FromUrl(server.url(), plain);
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  ASSERT_TRUE(quiet->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
+  EXPECT_EQ(server.heads().back().find("Tesscpp-Ipc-Events"), std::string::npos) << server.heads().back();
+}
+
 TEST(ClientErrors, MissingEndpointsFailBeforeAnyRequest) {
   ScriptedServer server(WithOpenApi(ScriptedServer::Http(200, "{}")));
   auto t = Tesseract::FromUrl(server.url());

@@ -2,6 +2,7 @@
 // (protocol.md §3.4, §4, §7, §11): Accept header, arraydicts in the body,
 // binref input files, decoding of the answer and of its errors.
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -172,7 +173,8 @@ class HttpSession final : public TesseractSession {
   Result<Buffer> EncodeBody(const Value& payload, const RequestedEncoding& encoding, BinrefSink** sink,
                             std::unique_ptr<BinrefWriter>* files,
                             std::unique_ptr<client::BinrefPool::Lease>* lease,
-                            std::vector<std::shared_ptr<void>>* device_exports);
+                            std::vector<std::shared_ptr<void>>* device_exports,
+                            cuda::ExportOrdering ordering);
   // `cuda_ipc`: how cuda_ipc outputs are read; `borrowed` (with kBorrowed)
   // the lease they hold.
   Result<Value> Decode(const HttpResponse& response, std::string_view endpoint,
@@ -197,7 +199,8 @@ class HttpSession final : public TesseractSession {
   std::optional<ServerCapabilities> capabilities_;
   std::shared_ptr<ExportAcks> acks_ = std::make_shared<ExportAcks>();
   std::mutex check_mutex_;
-  std::map<std::string, GpuTransportCheck> checks_;  // by transport
+  std::map<std::string, GpuTransportCheck> checks_;   // by transport
+  std::atomic<bool> server_waits_for_events_{false};  // it answered Tesscpp-Ipc-Events: 1
 };
 
 void HttpSession::QueueExports(const HttpResponse& response) {
@@ -226,11 +229,13 @@ Result<std::shared_ptr<const Value>> HttpSession::OpenApi() {
 Result<Buffer> HttpSession::EncodeBody(const Value& payload, const RequestedEncoding& encoding,
                                        BinrefSink** sink, std::unique_ptr<BinrefWriter>* files,
                                        std::unique_ptr<client::BinrefPool::Lease>* lease,
-                                       std::vector<std::shared_ptr<void>>* device_exports) {
+                                       std::vector<std::shared_ptr<void>>* device_exports,
+                                       cuda::ExportOrdering ordering) {
   JsonWriteOptions write;
   write.arrays.object_type = false;  // as the SDK sends them
   // CUDA tensors go by IPC handle when the transport is requested, else as host copies.
   if (encoding.gpu_transport == "cuda_ipc") write.arrays.device_exports = device_exports;
+  write.arrays.device_export_ordering = ordering;
   write.arrays.encoding = ArrayEncoding::kBase64;
   if (encoding.compression == "lz4") write.arrays.compression = Compression::kLz4;
   if (encoding.output_format == "json+binref" && (pool_ != nullptr || !options_.server_input_path.empty())) {
@@ -286,8 +291,25 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   Buffer body;
   // What the server may read of our GPU inputs; kept until its answer is here.
   std::vector<std::shared_ptr<void>> input_exports;
+  const bool cuda_ipc = encoding.gpu_transport == "cuda_ipc";
+  // IPC events (our extension) are offered on every cuda_ipc request, and our
+  // inputs go without a device synchronisation once the server has said that
+  // it waits for their event.
+  const bool offer_events = cuda_ipc && options_.cuda_ipc_events;
+  const bool inputs_by_event = offer_events && server_waits_for_events_.load();
+  std::optional<std::string> inputs_event;
   if (payload != nullptr) {
-    auto encoded = EncodeBody(*payload, encoding, &sink, &files, &lease, &input_exports);
+    auto encoded = EncodeBody(
+        *payload, encoding, &sink, &files, &lease, &input_exports,
+        inputs_by_event ? cuda::ExportOrdering::kLegacyStream : cuda::ExportOrdering::kSynchronised);
+    if (inputs_by_event && encoded.ok() && !input_exports.empty()) {
+      auto recorded = internal::RecordIpcEvents(cuda::DevicesOf(*payload));
+      if (recorded.ok()) {
+        inputs_event = *std::move(recorded);
+      } else {
+        encoded = recorded.status();
+      }
+    }
     if (!encoded.ok())
       return encoded.status().WithContext("encoding the request to " + std::string(endpoint));
     body = *std::move(encoded);
@@ -307,10 +329,11 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   if (exports_done) headers.push_back(ExportsDoneHeader(*exports_done));
   // Offer to borrow cuda_ipc outputs (our extension; other servers ignore it).
   static const std::optional<internal::ProcessIdentity> kThisProcess = internal::ProcessIdentity::Self();
-  const bool cuda_ipc = encoding.gpu_transport == "cuda_ipc";
   if (cuda_ipc && exports_done && kThisProcess) {
     headers.push_back("Tesscpp-Borrower: " + kThisProcess->ToString());
   }
+  if (offer_events) headers.emplace_back("Tesscpp-Ipc-Events: 1");
+  if (inputs_event) headers.push_back("Tesscpp-Inputs-Event: " + *inputs_event);
   Result<HttpResponse> response = Status::Internal("not sent");
   {
     if (options_.stream_logs && run_id && client::IsWrappedEndpoint(endpoint)) {
@@ -323,6 +346,18 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   if (!response.ok()) {
     if (exports_done) acks_->Requeue(*exports_done);
     return response.status();
+  }
+  // The server's work on our inputs and its outputs is done once its event
+  // is: waited for before anything is read or handed back to the caller.
+  if (auto event = response->Header("tesscpp-exports-event")) {
+    const Status done = internal::WaitForIpcEvents(*event, cuda::IpcEventWait::kOnHost);
+    if (!done.ok()) {
+      if (exports_done) acks_->Requeue(*exports_done);
+      return done.WithContext("waiting for the GPU work of " + std::string(endpoint));
+    }
+  }
+  if (offer_events && response->status >= 200 && response->status < 300) {
+    server_waits_for_events_ = response->Header("tesscpp-ipc-events") == "1";
   }
   // Only a client that acknowledges may be left holding an export id. One the
   // server keeps while we live is acknowledged when its borrowed outputs go.

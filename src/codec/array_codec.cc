@@ -236,8 +236,9 @@ void WriteArrayHeader(const Tensor& tensor, bool object_type, JsonWriter& writer
   writer.Key("buffer");
 }
 
-Status EncodeCudaIpc(const Tensor& tensor, std::vector<std::shared_ptr<void>>& exports, JsonWriter& writer) {
-  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor, cuda::ExportIpc(tensor, exports));
+Status EncodeCudaIpc(const Tensor& tensor, const ArrayEncodeOptions& options, JsonWriter& writer) {
+  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor,
+                        cuda::ExportIpc(tensor, *options.device_exports, options.device_export_ordering));
   WriteArrayHeader(tensor, /*object_type=*/true, writer);
   writer.String(FormatCudaIpcBuffer(descriptor));
   writer.Key("encoding");
@@ -251,7 +252,7 @@ Status EncodeCudaIpc(const Tensor& tensor, std::vector<std::shared_ptr<void>>& e
 
 Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& options, JsonWriter& writer) {
   if (!device_or_host.device().host_accessible() && options.device_exports != nullptr) {
-    return EncodeCudaIpc(device_or_host, *options.device_exports, writer);
+    return EncodeCudaIpc(device_or_host, options, writer);
   }
   std::optional<Tensor> host_copy;  // only for CUDA tensors: host ones are written as they are
   if (!device_or_host.device().host_accessible()) {

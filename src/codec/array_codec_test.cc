@@ -392,7 +392,8 @@ TEST(CudaIpcBuffer, MatchesTheReferenceSpelling) {
   const std::string text = FormatCudaIpcBuffer(d);
   EXPECT_EQ(text,
             "00010203-0405-0607-0809-0a0b0c0d0e0f:"
-            "q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urqw==:4096:2097152");
+            "q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urqw==:4096:"
+            "2097152");
   auto parsed = ParseCudaIpcBuffer(text);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->handle, d.handle);
@@ -410,17 +411,45 @@ TEST(CudaIpcBuffer, MatchesTheReferenceSpelling) {
 TEST(CudaIpcBuffer, RefusesWhatThePatternRefuses) {
   const std::string uuid = "00010203-0405-0607-0809-0a0b0c0d0e0f";
   for (const std::string& bad : {
-           "GPU-" + uuid + "::0:0",                     // NVML spelling
+           "GPU-" + uuid + "::0:0",                                   // NVML spelling
            std::string("00010203-0405-0607-0809-0A0B0C0D0E0F::0:0"),  // upper case
-           std::string("0:q6ur:0:4"),                    // 1.13's ordinal
-           uuid + "::0",                                 // three fields
-           uuid + "::0:0:0",                             // five
-           uuid + "::-1:0",                              // sign
-           uuid + "::0:99999999999999999999",            // beyond 63 bits
-           uuid + ":q6urqw==:0:4",                       // a handle of 4 bytes
-           uuid + ":q6u*:0:4",                           // not base64
+           std::string("0:q6ur:0:4"),                                 // 1.13's ordinal
+           uuid + "::0",                                              // three fields
+           uuid + "::0:0:0",                                          // five
+           uuid + "::-1:0",                                           // sign
+           uuid + "::0:99999999999999999999",                         // beyond 63 bits
+           uuid + ":q6urqw==:0:4",                                    // a handle of 4 bytes
+           uuid + ":q6u*:0:4",                                        // not base64
        }) {
     EXPECT_FALSE(ParseCudaIpcBuffer(bad).ok()) << bad;
+  }
+}
+
+TEST(IpcEventsHeader, RoundTripsAndRefusesMalformedValues) {
+  cuda::IpcEvent first;
+  first.device_uuid = "00010203-0405-0607-0809-0a0b0c0d0e0f";
+  first.handle.fill(0xAB);
+  cuda::IpcEvent second = first;
+  second.device_uuid = "ffffffff-0405-0607-0809-0a0b0c0d0e0f";
+  second.handle[0] = 1;
+  const std::string text = FormatIpcEvents({first, second});
+  EXPECT_EQ(text.substr(0, 37), first.device_uuid + ":");
+  EXPECT_EQ(std::count(text.begin(), text.end(), ','), 1);
+  auto parsed = ParseIpcEvents(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, (std::vector<cuda::IpcEvent>{first, second}));
+  const std::string one = FormatIpcEvents({first});
+  for (const std::string& bad : {
+           std::string(),                         // no event
+           one + ",",                             // an empty second one
+           first.device_uuid,                     // no handle
+           first.device_uuid + ":",               // an empty handle
+           one + ":0",                            // a third field
+           "GPU-" + one,                          // not the UUID spelling
+           first.device_uuid + ":q6urqw==",       // 4 bytes
+           one.substr(0, one.size() - 2) + "*=",  // not base64
+       }) {
+    EXPECT_FALSE(ParseIpcEvents(bad).ok()) << bad;
   }
 }
 

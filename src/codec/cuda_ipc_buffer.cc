@@ -31,6 +31,32 @@ Result<int64_t> Decimal(std::string_view text, const char* name) {
   return value;
 }
 
+std::vector<std::string_view> Split(std::string_view text, char separator) {
+  std::vector<std::string_view> fields;
+  for (size_t start = 0;;) {
+    const size_t at = text.find(separator, start);
+    fields.push_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return fields;
+    start = at + 1;
+  }
+}
+
+Status CheckUuid(std::string_view text) {
+  if (IsCanonicalUuid(text)) return Status::OK();
+  return Status::ValidationError("the device must be a lowercase 8-4-4-4-12 UUID, got '", text, "'");
+}
+
+// A 64-byte CUDA IPC handle (memory or event) from its base64.
+Status DecodeHandle(std::string_view text, std::array<uint8_t, cuda::IpcDescriptor::kHandleSize>& handle) {
+  auto size = Base64DecodedSize(text);
+  if (!size.ok() || *size != handle.size()) {
+    return Status::ValidationError("the handle must be the base64 of ", handle.size(), " bytes");
+  }
+  const Status decoded = Base64Decode(text, handle);
+  if (!decoded.ok()) return Status::ValidationError("the handle is not valid base64: ", decoded.message());
+  return Status::OK();
+}
+
 }  // namespace
 
 std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor) {
@@ -40,34 +66,60 @@ std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor) {
 }
 
 Result<cuda::IpcDescriptor> ParseCudaIpcBuffer(std::string_view text) {
-  std::vector<std::string_view> fields;
-  for (size_t start = 0;;) {
-    const size_t colon = text.find(':', start);
-    fields.push_back(
-        text.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
-    if (colon == std::string_view::npos) break;
-    start = colon + 1;
-  }
+  const std::vector<std::string_view> fields = Split(text, ':');
   if (fields.size() != 4) {
     return Status::ValidationError("a cuda_ipc buffer is '<device uuid>:<handle>:<offset>:<size>', got ",
                                    fields.size(), " ':'-separated fields");
   }
-  if (!IsCanonicalUuid(fields[0])) {
-    return Status::ValidationError("the device must be a lowercase 8-4-4-4-12 UUID, got '", fields[0], "'");
-  }
+  TESS_RETURN_IF_ERROR(CheckUuid(fields[0]));
   cuda::IpcDescriptor descriptor;
   descriptor.device_uuid = std::string(fields[0]);
   TESS_ASSIGN_OR_RETURN(descriptor.offset, Decimal(fields[2], "the offset"));
   TESS_ASSIGN_OR_RETURN(descriptor.allocation_size, Decimal(fields[3], "the allocation size"));
   if (fields[1].empty()) return descriptor;
-  auto size = Base64DecodedSize(fields[1]);
-  if (!size.ok() || *size != descriptor.handle.size()) {
-    return Status::ValidationError("the handle must be the base64 of ", descriptor.handle.size(), " bytes");
-  }
-  const Status decoded = Base64Decode(fields[1], descriptor.handle);
-  if (!decoded.ok()) return Status::ValidationError("the handle is not valid base64: ", decoded.message());
+  TESS_RETURN_IF_ERROR(DecodeHandle(fields[1], descriptor.handle));
   descriptor.has_handle = true;
   return descriptor;
+}
+
+std::string FormatIpcEvents(const std::vector<cuda::IpcEvent>& events) {
+  std::string text;
+  for (const cuda::IpcEvent& event : events) {
+    if (!text.empty()) text += ',';
+    text += event.device_uuid + ":" + Base64String(event.handle);
+  }
+  return text;
+}
+
+Result<std::vector<cuda::IpcEvent>> ParseIpcEvents(std::string_view text) {
+  std::vector<cuda::IpcEvent> events;
+  for (std::string_view item : Split(text, ',')) {
+    const std::vector<std::string_view> fields = Split(item, ':');
+    if (fields.size() != 2) {
+      return Status::ValidationError("an IPC event is '<device uuid>:<handle>', got '", item, "'");
+    }
+    TESS_RETURN_IF_ERROR(CheckUuid(fields[0]));
+    cuda::IpcEvent event;
+    event.device_uuid = std::string(fields[0]);
+    TESS_RETURN_IF_ERROR(DecodeHandle(fields[1], event.handle));
+    events.push_back(std::move(event));
+  }
+  return events;
+}
+
+Result<std::string> RecordIpcEvents(const std::vector<int>& devices) {
+  std::vector<cuda::IpcEvent> events;
+  for (int device : devices) {
+    TESS_ASSIGN_OR_RETURN(cuda::IpcEvent event, cuda::RecordIpcEvent(device));
+    events.push_back(std::move(event));
+  }
+  return FormatIpcEvents(events);
+}
+
+Status WaitForIpcEvents(std::string_view header, cuda::IpcEventWait how) {
+  TESS_ASSIGN_OR_RETURN(std::vector<cuda::IpcEvent> events, ParseIpcEvents(header));
+  for (const cuda::IpcEvent& event : events) TESS_RETURN_IF_ERROR(cuda::WaitIpcEvent(event, how));
+  return Status::OK();
 }
 
 const char* TransportCheckExceptionName(const Status& status) {

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tesscpp/cuda_ipc.h"
 
@@ -19,6 +20,24 @@ std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor);
 /// `^<uuid>:[A-Za-z0-9+/=]*:\d+:\d+$`), and further requires a handle that
 /// decodes to exactly 64 bytes and numbers that fit 63 bits.
 Result<cuda::IpcDescriptor> ParseCudaIpcBuffer(std::string_view text);
+
+/// \brief The value of tesscpp's Tesscpp-Inputs-Event and Tesscpp-Exports-Event
+/// headers (docs/gpu-transport.md 14): "<device uuid>:<base64 of the 64-byte
+/// event handle>" per device, joined by ','.
+std::string FormatIpcEvents(const std::vector<cuda::IpcEvent>& events);
+
+/// \brief Parses FormatIpcEvents' form strictly (at least one event; the
+/// same UUID and handle rules as ParseCudaIpcBuffer).
+Result<std::vector<cuda::IpcEvent>> ParseIpcEvents(std::string_view text);
+
+/// \brief Records this process's IPC event on each of `devices` (after the
+/// work it vouches for was queued) and returns the header value naming them;
+/// empty for no devices.
+Result<std::string> RecordIpcEvents(const std::vector<int>& devices);
+
+/// \brief Waits for the peer's events a header value names (ParseIpcEvents'
+/// errors for a malformed one).
+Status WaitForIpcEvents(std::string_view header, cuda::IpcEventWait how);
 
 /// \brief The Python exception tesseract-core names in a transport check's
 /// reason for a failure like `status` ("ValueError" for bad input, else

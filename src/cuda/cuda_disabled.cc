@@ -30,9 +30,12 @@ Result<Tensor> CopyToHost(const Tensor& tensor) {
 }
 Result<Tensor> CopyToDevice(const Tensor& /*tensor*/, int /*ordinal*/) { return NotBuilt(); }
 void SetPoolFraction(double /*fraction*/) {}
-Result<IpcDescriptor> ExportIpc(const Tensor& /*tensor*/, std::vector<std::shared_ptr<void>>& /*pins*/) {
+Result<IpcDescriptor> ExportIpc(const Tensor& /*tensor*/, std::vector<std::shared_ptr<void>>& /*pins*/,
+                                ExportOrdering /*ordering*/) {
   return NotBuilt();
 }
+Result<IpcEvent> RecordIpcEvent(int /*ordinal*/) { return NotBuilt(); }
+Status WaitIpcEvent(const IpcEvent& /*event*/, IpcEventWait /*how*/) { return NotBuilt(); }
 Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDeviceCopy> /*copies*/,
                                                        int /*device*/, uintptr_t /*consumer_stream*/) {
   return NotBuilt();

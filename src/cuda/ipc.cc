@@ -72,26 +72,24 @@ class IpcMapping {
   int ordinal_;
 };
 
-// Mappings of the allocations seen last, so that a peer exporting the same
-// buffers call after call (a caching allocator's segments, a staging pool) is
-// mapped once. Keyed by the handle's bytes: a handle names one live
-// allocation, and a freed-and-reallocated region gets a different handle, so a
-// hit is always the allocation the descriptor means (which its exporter keeps
-// alive for the length of the message). Bounded by count; evicted mappings
-// close when the last import using them is done.
-class MappingCache {
+// What a peer's handles opened here, for the handles seen last (64), keyed by
+// the handle's bytes and the device: a peer sending the same handles call
+// after call (a caching allocator's segments, a staging pool, its one event
+// per device) has them opened once. A memory handle names one live
+// allocation, and a freed-and-reallocated region gets a different handle, so
+// a hit is always the allocation the descriptor means (which its exporter
+// keeps alive for the length of the message). What is evicted is released
+// when its last user is done.
+template <typename Opened>
+class OpenedHandles {
  public:
-  static constexpr size_t kMaxMappings = 64;
+  static constexpr size_t kMaxEntries = 64;
 
-  static MappingCache& Instance() {
-    static auto* cache = new MappingCache();  // leaked: mappings may be released at exit
-    return *cache;
-  }
-
-  Result<std::shared_ptr<IpcMapping>> Get(int ordinal, const cudaIpcMemHandle_t& handle, size_t size) {
+  template <typename Handle, typename Open>
+  Result<std::shared_ptr<Opened>> Get(int ordinal, const Handle& handle, const Open& open) {
     std::string key(reinterpret_cast<const char*>(&handle), sizeof handle);
     key += std::to_string(ordinal);
-    std::shared_ptr<IpcMapping> evicted;  // closed outside the lock
+    std::shared_ptr<Opened> evicted;  // released outside the lock
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if (it->first == key) {
@@ -99,19 +97,24 @@ class MappingCache {
         return it->second;
       }
     }
-    TESS_ASSIGN_OR_RETURN(std::shared_ptr<IpcMapping> mapping, IpcMapping::Open(ordinal, handle, size));
-    entries_.emplace_front(std::move(key), mapping);
-    if (entries_.size() > kMaxMappings) {
+    TESS_ASSIGN_OR_RETURN(std::shared_ptr<Opened> opened, open());
+    entries_.emplace_front(std::move(key), opened);
+    if (entries_.size() > kMaxEntries) {
       evicted = std::move(entries_.back().second);
       entries_.pop_back();
     }
-    return mapping;
+    return opened;
   }
 
  private:
   std::mutex mutex_;
-  std::list<std::pair<std::string, std::shared_ptr<IpcMapping>>> entries_;
+  std::list<std::pair<std::string, std::shared_ptr<Opened>>> entries_;
 };
+
+OpenedHandles<IpcMapping>& Mappings() {
+  static auto* mappings = new OpenedHandles<IpcMapping>();  // leaked: mappings may be released at exit
+  return *mappings;
+}
 
 // The stream imports copy on, one per device (non-blocking: the copy waits
 // for nothing else the process runs, and nothing waits for it).
@@ -200,11 +203,12 @@ Result<std::optional<IpcDescriptor>> DescribeAllocation(void* data) {
 }
 
 Result<IpcDescriptor> StageForExport(const Tensor& tensor, int ordinal,
-                                     std::vector<std::shared_ptr<void>>& pins) {
+                                     std::vector<std::shared_ptr<void>>& pins, ExportOrdering ordering) {
   TESS_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> staging,
                         DevicePool::Staging().Acquire(ordinal, tensor.nbytes()));
-  // The writers' streams are unknown, and the copy runs on the legacy stream.
-  TESS_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  // The copy runs on the legacy stream: unless the writers are known to be
+  // ordered before it, they are waited for.
+  if (ordering == ExportOrdering::kSynchronised) TESS_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   TESS_CUDA_RETURN_IF_ERROR(cudaMemcpy(staging->data(), tensor.data(), static_cast<size_t>(tensor.nbytes()),
                                        cudaMemcpyDeviceToDevice));
   if (!staging->ipc_handle) {
@@ -222,7 +226,8 @@ Result<IpcDescriptor> StageForExport(const Tensor& tensor, int ordinal,
 
 }  // namespace
 
-Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_ptr<void>>& pins) {
+Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_ptr<void>>& pins,
+                                ExportOrdering ordering) {
   TESS_ASSIGN_OR_RETURN(int ordinal, internal::TensorOrdinal(tensor));
   TESS_ASSIGN_OR_RETURN(std::string uuid, DeviceUuid(ordinal));
   if (tensor.nbytes() == 0) {
@@ -237,12 +242,83 @@ Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_pt
     descriptor = *std::move(direct);
     pins.push_back(tensor.buffer().owner());
   } else {
-    TESS_ASSIGN_OR_RETURN(descriptor, StageForExport(tensor, ordinal, pins));
+    TESS_ASSIGN_OR_RETURN(descriptor, StageForExport(tensor, ordinal, pins, ordering));
   }
   descriptor.device_uuid = std::move(uuid);
-  // Every write to the exported bytes must be finished before the peer reads.
-  TESS_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  // Every write to the exported bytes must be finished before the peer reads
+  // (or, with kLegacyStream, before the event the peer waits for).
+  if (ordering == ExportOrdering::kSynchronised) TESS_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return descriptor;
+}
+
+namespace {
+
+// This process's interprocess event of each device, created on first use and
+// recorded again for every message (as gpu.md 1.7 allows: records only move
+// forward). Leaked: peers may still hold its handle at exit.
+class OwnEvents {
+ public:
+  static OwnEvents& Instance() {
+    static auto* events = new OwnEvents();
+    return *events;
+  }
+
+  Result<cudaIpcEventHandle_t> Record(int ordinal) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = events_.find(ordinal);
+    if (it == events_.end()) {
+      cudaEvent_t event = nullptr;
+      TESS_CUDA_RETURN_IF_ERROR(
+          cudaEventCreateWithFlags(&event, cudaEventDisableTiming | cudaEventInterprocess));
+      cudaIpcEventHandle_t handle;
+      const Status exported = CudaStatus(cudaIpcGetEventHandle(&handle, event), "cudaIpcGetEventHandle");
+      if (!exported.ok()) {
+        (void)cudaEventDestroy(event);
+        return exported;
+      }
+      it = events_.emplace(ordinal, std::make_pair(event, handle)).first;
+    }
+    TESS_CUDA_RETURN_IF_ERROR(cudaEventRecord(it->second.first, cudaStreamLegacy));
+    return it->second.second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, std::pair<cudaEvent_t, cudaIpcEventHandle_t>> events_;
+};
+
+OpenedHandles<internal::CudaEvent>& PeerEvents() {
+  static auto* events = new OpenedHandles<internal::CudaEvent>();  // leaked: as Mappings()
+  return *events;
+}
+
+}  // namespace
+
+Result<IpcEvent> RecordIpcEvent(int ordinal) {
+  IpcEvent recorded;
+  TESS_ASSIGN_OR_RETURN(recorded.device_uuid, DeviceUuid(ordinal));
+  TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(ordinal));
+  TESS_ASSIGN_OR_RETURN(cudaIpcEventHandle_t handle, OwnEvents::Instance().Record(ordinal));
+  static_assert(sizeof handle == IpcDescriptor::kHandleSize);
+  std::memcpy(recorded.handle.data(), &handle, sizeof handle);
+  return recorded;
+}
+
+Status WaitIpcEvent(const IpcEvent& event, IpcEventWait how) {
+  TESS_ASSIGN_OR_RETURN(int ordinal, OrdinalOfUuid(event.device_uuid));
+  TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(ordinal));
+  cudaIpcEventHandle_t handle;
+  std::memcpy(&handle, event.handle.data(), sizeof handle);
+  TESS_ASSIGN_OR_RETURN(
+      std::shared_ptr<internal::CudaEvent> opened,
+      PeerEvents().Get(ordinal, handle, [&]() -> Result<std::shared_ptr<internal::CudaEvent>> {
+        cudaEvent_t peer = nullptr;
+        TESS_CUDA_RETURN_IF_ERROR(cudaIpcOpenEventHandle(&peer, handle));
+        return std::make_shared<internal::CudaEvent>(peer);
+      }));
+  if (how == IpcEventWait::kOnHost)
+    return CudaStatus(cudaEventSynchronize(opened->get()), "cudaEventSynchronize");
+  return CudaStatus(cudaStreamWaitEvent(cudaStreamLegacy, opened->get(), 0), "cudaStreamWaitEvent");
 }
 
 namespace {
@@ -275,9 +351,9 @@ Result<MappedBytes> MapExported(const IpcDescriptor& descriptor, Dtype dtype, co
   TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(mapped.ordinal));
   cudaIpcMemHandle_t handle;
   std::memcpy(&handle, descriptor.handle.data(), sizeof handle);
-  TESS_ASSIGN_OR_RETURN(
-      mapped.mapping,
-      MappingCache::Instance().Get(mapped.ordinal, handle, static_cast<size_t>(descriptor.allocation_size)));
+  TESS_ASSIGN_OR_RETURN(mapped.mapping, Mappings().Get(mapped.ordinal, handle, [&] {
+    return IpcMapping::Open(mapped.ordinal, handle, static_cast<size_t>(descriptor.allocation_size));
+  }));
   mapped.data = mapped.mapping->base() + descriptor.offset;
   return mapped;
 }

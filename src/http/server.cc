@@ -74,6 +74,10 @@ class Session : public std::enable_shared_from_this<Session> {
       request_.exports_done = std::string(it->value());
     if (auto it = header.find("Tesscpp-Borrower"); it != header.end())
       request_.borrower = std::string(it->value());
+    if (auto it = header.find("Tesscpp-Ipc-Events"); it != header.end())
+      request_.ipc_events = it->value() == "1";
+    if (auto it = header.find("Tesscpp-Inputs-Event"); it != header.end())
+      request_.inputs_event = std::string(it->value());
     if (auto it = header.find(http::field::content_type); it != header.end()) {
       request_.content_type = std::string(it->value());
     }

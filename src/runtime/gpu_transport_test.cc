@@ -127,6 +127,7 @@ std::unique_ptr<Runtime> ServeNoop(const std::string& gpu_transport) {
   RuntimeConfig config;
   config.gpu_transport = gpu_transport;
   config.output_path = (std::filesystem::temp_directory_path() / "tesscpp_gpu_transport_test").string();
+  std::filesystem::create_directories(config.output_path);
   std::shared_ptr<const Component> component(*library, &(*library)->component());
   auto runtime = Runtime::Make(component, config);
   EXPECT_TRUE(runtime.ok()) << runtime.status();
@@ -204,6 +205,46 @@ TEST(GpuTransportServer, EnabledAdvertisesAndAnswersChecks) {
   r = Request(*runtime, "POST", "/apply", kEmptyArray);
   EXPECT_EQ(r.status, 422);
   EXPECT_NE(r.body.string_view().find("array_decode_error"), std::string_view::npos);
+}
+
+TEST(GpuTransportServer, IpcEventsOnlyForClientsThatOfferThem) {
+  if (!cuda::BuiltWithCuda()) GTEST_SKIP() << "built without CUDA";
+  auto served = ServeNoop("cuda_ipc");
+  auto plain = ServeNoop("none");
+  ASSERT_NE(served, nullptr);
+  ASSERT_NE(plain, nullptr);
+  auto apply = [](const Runtime& runtime, bool offer, std::optional<std::string> inputs_event) {
+    RuntimeRequest request;
+    request.method = "POST";
+    request.target = "/apply";
+    request.content_type = "application/json";
+    request.body = Buffer::FromString(
+        R"j({"inputs":{"x":{"shape":[2],"dtype":"float32","data":{"buffer":[1.0,2.0],"encoding":"json"}}}})j");
+    request.ipc_events = offer;
+    request.inputs_event = std::move(inputs_event);
+    return runtime.Handle(request);
+  };
+  auto header = [](const RuntimeResponse& r, const std::string& name) -> std::optional<std::string> {
+    for (const auto& [key, value] : r.headers) {
+      if (key == name) return value;
+    }
+    return std::nullopt;
+  };
+  RuntimeResponse r = apply(*served, false, std::nullopt);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_FALSE(header(r, "Tesscpp-Ipc-Events").has_value());  // 1.15 clients never see it
+  r = apply(*served, true, std::nullopt);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(header(r, "Tesscpp-Ipc-Events"), "1");
+  EXPECT_FALSE(header(r, "Tesscpp-Exports-Event").has_value());  // nothing on a device
+  r = apply(*served, true, "00010203-0405-0607-0809-0a0b0c0d0e0f:q6ur");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.string_view().find("Tesscpp-Inputs-Event: the handle must be the base64 of 64 bytes"),
+            std::string_view::npos)
+      << r.body.string_view();
+  r = apply(*plain, true, "anything");  // without the transport there is nothing to order
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.headers.empty());
 }
 
 }  // namespace

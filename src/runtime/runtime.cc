@@ -14,6 +14,7 @@
 #include <iostream>
 #include <typeinfo>
 
+#include "codec/cuda_ipc_buffer.h"
 #include "platform/process_identity.h"
 #include "platform/uuid.h"
 #include "runtime/docs_page.h"
@@ -396,6 +397,15 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   // exports; others get theirs released at their next call.
   const bool acknowledged = request.exports_done.has_value();
   if (gpu_transport_enabled()) exports.BeforeEndpoint(acknowledged);
+  // tesscpp's IPC-event extension (docs/gpu-transport.md 14): the component's
+  // work waits on the GPU for the client's inputs, and the client waits for
+  // our event instead of this server synchronising its devices.
+  const bool ipc_events = gpu_transport_enabled() && request.ipc_events;
+  if (gpu_transport_enabled() && request.inputs_event) {
+    const Status waiting =
+        internal::WaitForIpcEvents(*request.inputs_event, cuda::IpcEventWait::kOnLegacyStream);
+    if (!waiting.ok()) return Detail(400, "Tesscpp-Inputs-Event: " + waiting.message());
+  }
   EndpointFailure failure;
   auto outputs = RunInRunDirectory(endpoint, run_id, call, &failure);
   BinrefWriter binref(config.output_path, "run_" + run_id);
@@ -408,13 +418,32 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
         encoding->compression == "lz4" && encoding->format != "json" ? Compression::kLz4 : Compression::kNone;
     write.arrays.binref = &binref;
     if (encoding->gpu_transport != "none") write.arrays.device_exports = &pins;
+    if (ipc_events) write.arrays.device_export_ordering = cuda::ExportOrdering::kLegacyStream;
     body = WriteJson(*outputs, write);
   }
-  // Exporting an output synchronised its device.
-  const std::vector<int> synchronised =
-      body.ok() && !pins.empty() ? cuda::DevicesOf(*outputs) : std::vector<int>();
-  Status borrowed_released = ReleaseBorrowedInputs(request_body, synchronised);
-  if (!borrowed_released.ok()) return Failure(endpoint, {"RuntimeError", borrowed_released.message()});
+  // The event covers the exported outputs and the component's reads of
+  // borrowed inputs; without it (or when the call failed) the devices are
+  // synchronised before the answer leaves.
+  std::optional<std::string> exports_event;
+  if (ipc_events && body.ok()) {
+    std::vector<int> devices = cuda::DevicesOf(*outputs);
+    for (int device : cuda::DevicesOf(request_body)) {
+      if (std::find(devices.begin(), devices.end(), device) == devices.end()) devices.push_back(device);
+    }
+    auto recorded = internal::RecordIpcEvents(devices);
+    if (recorded.ok()) {
+      exports_event = *std::move(recorded);
+    } else {
+      body = recorded.status();
+    }
+  }
+  if (!exports_event) {
+    // Exporting an output synchronised its device, unless ordered by the event.
+    const std::vector<int> synchronised =
+        body.ok() && !pins.empty() && !ipc_events ? cuda::DevicesOf(*outputs) : std::vector<int>();
+    Status borrowed_released = ReleaseBorrowedInputs(request_body, synchronised);
+    if (!borrowed_released.ok()) return Failure(endpoint, {"RuntimeError", borrowed_released.message()});
+  }
   if (!outputs.ok()) return Failure(endpoint, failure);
   if (!body.ok()) return Failure(endpoint, {"SerializationError", body.status().message()});
   RuntimeResponse r;
@@ -431,6 +460,9 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     r.headers.emplace_back("Tesseract-Exports", *id);
     if (borrower) r.headers.emplace_back("Tesscpp-Exports-Lease", "borrower");
   }
+  if (ipc_events) r.headers.emplace_back("Tesscpp-Ipc-Events", "1");
+  if (exports_event && !exports_event->empty())
+    r.headers.emplace_back("Tesscpp-Exports-Event", *exports_event);
   return r;
 }
 

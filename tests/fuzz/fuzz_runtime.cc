@@ -34,7 +34,8 @@ const tesscpp::Runtime& Served(bool gpu_transport) {
     return *tesscpp::Runtime::Make(component, config);
   };
   static const std::unique_ptr<tesscpp::Runtime> plain = make("none");
-  static const std::unique_ptr<tesscpp::Runtime> gpu = make(tesscpp::cuda::BuiltWithCuda() ? "cuda_ipc" : "none");
+  static const std::unique_ptr<tesscpp::Runtime> gpu =
+      make(tesscpp::cuda::BuiltWithCuda() ? "cuda_ipc" : "none");
   return gpu_transport ? *gpu : *plain;
 }
 
@@ -61,6 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     request.accept = std::string(rest.substr(0, nl));
     if (data[0] & 0x10) request.exports_done = request.accept;
     if (data[0] & 0x08) request.borrower = request.accept;  // a lease asked for (any text)
+    request.ipc_events = (data[0] & 0x04) != 0;
+    if (data[0] & 0x02) request.inputs_event = request.accept;  // IPC events (any text)
     rest.remove_prefix(nl + 1);
   }
   request.body = tesscpp::Buffer::FromString(std::string(rest));

@@ -347,18 +347,6 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
     if (exports_done) acks_->Requeue(*exports_done);
     return response.status();
   }
-  // The server's work on our inputs and its outputs is done once its event
-  // is: waited for before anything is read or handed back to the caller.
-  if (auto event = response->Header("tesscpp-exports-event")) {
-    const Status done = internal::WaitForIpcEvents(*event, cuda::IpcEventWait::kOnHost);
-    if (!done.ok()) {
-      if (exports_done) acks_->Requeue(*exports_done);
-      return done.WithContext("waiting for the GPU work of " + std::string(endpoint));
-    }
-  }
-  if (offer_events && response->status >= 200 && response->status < 300) {
-    server_waits_for_events_ = response->Header("tesscpp-ipc-events") == "1";
-  }
   // Only a client that acknowledges may be left holding an export id. One the
   // server keeps while we live is acknowledged when its borrowed outputs go.
   std::shared_ptr<BorrowedOutputs> borrowed;
@@ -369,6 +357,16 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
     } else {
       QueueExports(*response);
     }
+  }
+  // The server's work on our inputs and its outputs is done once its event
+  // is: waited for before anything is read or handed back to the caller. (If
+  // that fails, the exports above are acknowledged unread.)
+  if (auto event = response->Header("tesscpp-exports-event")) {
+    const Status done = internal::WaitForIpcEvents(*event, cuda::IpcEventWait::kOnHost);
+    if (!done.ok()) return done.WithContext("waiting for the GPU work of " + std::string(endpoint));
+  }
+  if (offer_events && response->status >= 200 && response->status < 300) {
+    server_waits_for_events_ = response->Header("tesscpp-ipc-events") == "1";
   }
   if (response->status < 200 || response->status >= 300)
     return client::ErrorFromResponse(*response, endpoint, accept);

@@ -34,9 +34,9 @@ Result<CudaStream> CreateStream() {
   return CudaStream(stream);
 }
 
-Result<CudaEvent> CreateEvent() {
+Result<CudaEvent> CreateEvent(unsigned int extra_flags) {
   cudaEvent_t event = nullptr;
-  TESS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  TESS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming | extra_flags));
   return CudaEvent(event);
 }
 

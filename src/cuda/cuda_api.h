@@ -77,8 +77,9 @@ using PinnedBuffer = CudaResource<void*, cudaFreeHost>;
 
 /// \brief A non-blocking stream (it waits for nothing else the process runs).
 Result<CudaStream> CreateStream();
-/// \brief An event without timing (the cheap kind, for ordering only).
-Result<CudaEvent> CreateEvent();
+/// \brief An event without timing (the cheap kind, for ordering only), with
+/// `extra_flags` (cudaEventInterprocess for one other processes may wait for).
+Result<CudaEvent> CreateEvent(unsigned int extra_flags = 0);
 /// \brief `size` bytes of page-locked host memory.
 Result<PinnedBuffer> AllocatePinned(int64_t size);
 

@@ -267,24 +267,22 @@ class OwnEvents {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = events_.find(ordinal);
     if (it == events_.end()) {
-      cudaEvent_t event = nullptr;
-      TESS_CUDA_RETURN_IF_ERROR(
-          cudaEventCreateWithFlags(&event, cudaEventDisableTiming | cudaEventInterprocess));
+      TESS_ASSIGN_OR_RETURN(internal::CudaEvent event, internal::CreateEvent(cudaEventInterprocess));
       cudaIpcEventHandle_t handle;
-      const Status exported = CudaStatus(cudaIpcGetEventHandle(&handle, event), "cudaIpcGetEventHandle");
-      if (!exported.ok()) {
-        (void)cudaEventDestroy(event);
-        return exported;
-      }
-      it = events_.emplace(ordinal, std::make_pair(event, handle)).first;
+      TESS_CUDA_RETURN_IF_ERROR(cudaIpcGetEventHandle(&handle, event.get()));
+      it = events_.emplace(ordinal, Exported{std::move(event), handle}).first;
     }
-    TESS_CUDA_RETURN_IF_ERROR(cudaEventRecord(it->second.first, cudaStreamLegacy));
-    return it->second.second;
+    TESS_CUDA_RETURN_IF_ERROR(cudaEventRecord(it->second.event.get(), cudaStreamLegacy));
+    return it->second.handle;
   }
 
  private:
+  struct Exported {
+    internal::CudaEvent event;
+    cudaIpcEventHandle_t handle;
+  };
   std::mutex mutex_;
-  std::map<int, std::pair<cudaEvent_t, cudaIpcEventHandle_t>> events_;
+  std::map<int, Exported> events_;
 };
 
 OpenedHandles<internal::CudaEvent>& PeerEvents() {

@@ -189,16 +189,36 @@ struct Runtime::Impl {
                              std::string_view query, const Value& request_body,
                              const std::function<Result<Value>()>& call) const;
   RuntimeResponse Failure(const std::string& endpoint, const EndpointFailure& failure) const;
-  // cuda_ipc inputs are borrowed client memory: the device work the component
-  // queued on them (in `body`) must be over before an answer lets the client
-  // reuse it. Devices in `synchronised` are known to be idle already.
-  Status ReleaseBorrowedInputs(const Value& body, const std::vector<int>& synchronised = {}) const {
-    if (!gpu_transport_enabled()) return Status::OK();
-    for (int device : cuda::DevicesOf(body)) {
-      if (std::find(synchronised.begin(), synchronised.end(), device) != synchronised.end()) continue;
+  // cuda_ipc inputs are borrowed client memory, and exported outputs are read
+  // by the client: for the client, the device work the component queued on
+  // the inputs (in `body`) and on the outputs `written` into the answer (null
+  // when none were) must be over when the answer arrives. With `by_event`,
+  // the returned Tesscpp-Exports-Event value vouches for it (empty: no device
+  // involved); otherwise, or when no event can be recorded, the devices are
+  // synchronised here and nullopt is returned.
+  Result<std::optional<std::string>> SettleDeviceWork(const Value& body, const Value* written,
+                                                      bool by_event) const {
+    if (!gpu_transport_enabled()) return std::optional<std::string>();
+    std::vector<int> devices = cuda::DevicesOf(body);
+    const std::vector<int> output_devices =
+        written != nullptr ? cuda::DevicesOf(*written) : std::vector<int>();
+    auto holds = [](const std::vector<int>& list, int device) {
+      return std::find(list.begin(), list.end(), device) != list.end();
+    };
+    if (by_event) {
+      for (int device : output_devices) {
+        if (!holds(devices, device)) devices.push_back(device);
+      }
+      auto recorded = internal::RecordIpcEvents(devices);
+      if (recorded.ok()) return std::optional<std::string>(*std::move(recorded));
+    }
+    for (int device : devices) {
+      // Without the event, writing an output (an export, or a host copy)
+      // synchronised its device already.
+      if (!by_event && holds(output_devices, device)) continue;
       TESS_RETURN_IF_ERROR(cuda::SynchronizeDevice(device));
     }
-    return Status::OK();
+    return std::optional<std::string>();
   }
   // Creates the run directory, captures stdio into its log and runs `call`;
   // on failure `failure` names what went wrong as the served endpoint reports it.
@@ -421,29 +441,10 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     if (ipc_events) write.arrays.device_export_ordering = cuda::ExportOrdering::kLegacyStream;
     body = WriteJson(*outputs, write);
   }
-  // The event covers the exported outputs and the component's reads of
-  // borrowed inputs; without it (or when the call failed) the devices are
-  // synchronised before the answer leaves.
-  std::optional<std::string> exports_event;
-  if (ipc_events && body.ok()) {
-    std::vector<int> devices = cuda::DevicesOf(*outputs);
-    for (int device : cuda::DevicesOf(request_body)) {
-      if (std::find(devices.begin(), devices.end(), device) == devices.end()) devices.push_back(device);
-    }
-    auto recorded = internal::RecordIpcEvents(devices);
-    if (recorded.ok()) {
-      exports_event = *std::move(recorded);
-    } else {
-      body = recorded.status();
-    }
-  }
-  if (!exports_event) {
-    // Exporting an output synchronised its device, unless ordered by the event.
-    const std::vector<int> synchronised =
-        body.ok() && !pins.empty() && !ipc_events ? cuda::DevicesOf(*outputs) : std::vector<int>();
-    Status borrowed_released = ReleaseBorrowedInputs(request_body, synchronised);
-    if (!borrowed_released.ok()) return Failure(endpoint, {"RuntimeError", borrowed_released.message()});
-  }
+  // A failed call is settled by synchronising its devices.
+  auto exports_event =
+      SettleDeviceWork(request_body, body.ok() ? &*outputs : nullptr, ipc_events && body.ok());
+  if (!exports_event.ok()) return Failure(endpoint, {"RuntimeError", exports_event.status().message()});
   if (!outputs.ok()) return Failure(endpoint, failure);
   if (!body.ok()) return Failure(endpoint, {"SerializationError", body.status().message()});
   RuntimeResponse r;
@@ -461,8 +462,8 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     if (borrower) r.headers.emplace_back("Tesscpp-Exports-Lease", "borrower");
   }
   if (ipc_events) r.headers.emplace_back("Tesscpp-Ipc-Events", "1");
-  if (exports_event && !exports_event->empty())
-    r.headers.emplace_back("Tesscpp-Exports-Event", *exports_event);
+  if (exports_event->has_value() && !(*exports_event)->empty())
+    r.headers.emplace_back("Tesscpp-Exports-Event", **exports_event);
   return r;
 }
 
@@ -589,8 +590,8 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
     auto result = runtime::RunTestSpec(*body, endpoints, [this](const std::string& e, const Value& payload) {
       return RunForTest(e, payload);
     });
-    Status borrowed_released = ReleaseBorrowedInputs(*body);
-    if (!borrowed_released.ok()) return Failure(endpoint, {"RuntimeError", borrowed_released.message()});
+    auto settled = SettleDeviceWork(*body, nullptr, /*by_event=*/false);
+    if (!settled.ok()) return Failure(endpoint, {"RuntimeError", settled.status().message()});
     if (!result.ok()) return Unprocessable(result.status());
     return JsonResponse(200, *result);
   }

@@ -8,6 +8,10 @@ if(TESS_FUZZ)
     message(FATAL_ERROR "TESS_FUZZ needs clang (use the 'fuzz' preset)")
   endif()
   # Libraries get coverage instrumentation; only fuzz targets link libFuzzer's main.
-  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  # UBSan recovers by default (prints and carries on, so the run passes):
+  # -fno-sanitize-recover makes undefined behaviour abort, which libFuzzer
+  # reports as a crash with the input that caused it.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+                      -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 endif()

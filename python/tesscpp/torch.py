@@ -497,6 +497,12 @@ class _FirstOrderOnly(torch.autograd.Function):
 # Public API
 
 
+# torch.compile: the call leaves the process (or runs foreign C++), so there is
+# nothing for dynamo to trace. Without this, dynamo steps into the client and
+# calls its nanobind methods without their object (a TypeError on every
+# compiled call); disabled, the compiled function breaks its graph here and the
+# call runs eagerly, with its autograd node, as outside torch.compile.
+@torch.compiler.disable
 def apply_tesseract(tesseract: Any, inputs: dict[str, Any], *, gpu_transport: str | None = None) -> dict[str, Any]:
     """Call ``tesseract``'s apply as a differentiable PyTorch operation.
 

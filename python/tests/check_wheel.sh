@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `pip install ./python` into a fresh venv, then use the installed package with
 # no build tree on its path: an in-process component, a served one (the CLI
-# inside the wheel), and the torch bridge when torch can be found.
+# inside the wheel), and the torch bridge over both. torch is not a dependency
+# of the package; the test venv's torch is put on the fresh venv's path after
+# its own packages (a .pth file), so the tesscpp that imports is the installed
+# one (asserted) and no second torch is installed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 examples=${TESSCPP_EXAMPLES_DIR:?set TESSCPP_EXAMPLES_DIR to the built examples}
@@ -10,6 +13,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install -q "$root/python" 2> >(grep -v '^WARNING: Location' >&2)
+torch_dir=$("$python" -c 'import pathlib, torch; print(pathlib.Path(torch.__file__).parents[1])')
+site=$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$torch_dir" >"$site/zz_test_venv_torch.pth"
 cd "$work"
 env -u PYTHONPATH -u TESSCPP_CLI "$work/venv/bin/python" - "$examples" <<'PY'
 import sys
@@ -26,5 +32,25 @@ local = tesscpp.Tesseract.from_library(examples / "libvectoradd.so").apply(input
 with tesscpp.Tesseract.from_source(examples / "libvectoradd.so") as served:
     remote = served.apply(inputs)
 np.testing.assert_array_equal(local["result"], remote["result"])
+np.testing.assert_array_equal(remote["result"], np.array([4.0, 6.0]))
 print("installed tesscpp", tesscpp.__version__, "from", package, "->", remote["result"])
+
+# The torch bridge of the installed package: the Rosenbrock function's value and
+# gradient (f = (1-x)^2 + 100 (y-x^2)^2) in process and served.
+import tesscpp.torch
+import torch
+from tesscpp.torch import apply_tesseract
+
+assert Path(tesscpp.torch.__file__).is_relative_to(package), tesscpp.torch.__file__
+univariate = examples / "libunivariate.so"
+with tesscpp.Tesseract.from_source(univariate) as served:
+    for t in (tesscpp.Tesseract.from_library(univariate), served):
+        x = torch.tensor(1.5, requires_grad=True)
+        y = torch.tensor(2.0, requires_grad=True)
+        f = apply_tesseract(t, {"x": x, "y": y})["result"]
+        f.backward()
+        # (1-x)^2 = 0.25, y-x^2 = -0.25: f = 6.5, df/dx = 1 + 150, df/dy = -50
+        assert abs(f.item() - 6.5) < 1e-5, f
+        assert abs(x.grad.item() - 151.0) < 1e-4 and abs(y.grad.item() + 50.0) < 1e-4, (x.grad, y.grad)
+print("torch bridge from", package, "-> f =", f.item(), "grad =", (x.grad.item(), y.grad.item()))
 PY

@@ -2,10 +2,10 @@
 
 Needs a CUDA device and the tesscpp package built with CUDA (skipped
 otherwise); the interoperability cases also need tesseract-core 1.15 (skipped
-without it). Runs on a GPU machine with
-`pytest --noconftest python/tests/test_gpu_transport.py` and
-TESSCPP_EXAMPLES (libnoop.so), TESSCPP_BRIDGE_FIXTURES (libdevid.so) and
-TESSCPP_SOURCE_DIR set.
+without it). Runs under `make test` (ctest's python_bridge) wherever a GPU is, and
+alone with `pytest --noconftest python/tests/test_gpu_transport.py` and
+TESSCPP_EXAMPLES_DIR (libnoop.so), TESSCPP_BRIDGE_FIXTURES (libdevid.so) and
+TESSCPP_SOURCE_DIR set, as scripts/gpu/build_and_test.sh does.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ needs_tesseract_core = pytest.mark.skipif(tesseract_core is None, reason="needs 
 
 
 def example(name: str) -> Path:
-    return Path(os.environ["TESSCPP_EXAMPLES"]) / f"lib{name}.so"
+    return Path(os.environ["TESSCPP_EXAMPLES_DIR"]) / f"lib{name}.so"
 
 
 def fixture(name: str) -> Path:
@@ -108,13 +108,39 @@ def test_tensors_inside_an_allocation(noop):
     assert torch.equal(on_device(noop.apply({"x": strided})["x"]), strided)
 
 
+def _cuda_runtime():
+    """The CUDA runtime library torch uses, for calls torch does not expose.
+
+    Looked up by its soname first (torch has loaded it, so the loader finds it
+    whatever its folder), then where the loader, the CUDA toolkit and NVIDIA's
+    wheels keep it; a test that needs it and finds none skips, naming what it
+    tried.
+    """
+    import ctypes
+    import ctypes.util
+    import glob
+
+    torch.cuda.init()
+    major = (torch.version.cuda or "").split(".")[0]
+    candidates = [f"libcudart.so.{major}", ctypes.util.find_library("cudart")]
+    for root in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if root:
+            candidates += sorted(glob.glob(f"{root}/lib64/libcudart.so.{major}*"))
+    for entry in sys.path:
+        candidates += sorted(glob.glob(f"{entry}/nvidia/*/lib/libcudart.so.{major}*"))
+    for candidate in filter(None, candidates):
+        try:
+            return ctypes.CDLL(candidate)
+        except OSError:
+            continue
+    pytest.skip(f"no CUDA runtime library found (tried {[c for c in candidates if c]})")
+
+
 def test_memory_that_legacy_ipc_cannot_name_is_staged(noop):
     # Stream-ordered pool memory (cudaMallocAsync) refuses IPC handles.
     import ctypes
 
-    cudart = ctypes.CDLL("libcudart.so.13") if Path("/usr/local/cuda/lib64/libcudart.so.13").exists() else None
-    if cudart is None:
-        pytest.skip("libcudart.so.13 not found")
+    cudart = _cuda_runtime()
     ptr = ctypes.c_void_p()
     assert cudart.cudaMallocAsync(ctypes.byref(ptr), ctypes.c_size_t(4096), None) == 0
     assert cudart.cudaStreamSynchronize(None) == 0
@@ -241,30 +267,40 @@ def test_returned_arrays_are_adopted_without_copies(noop):
     name.restype, name.argtypes = ctypes.c_char_p, [ctypes.py_object]
     assert name(out.__dlpack__(max_version=(1, 0))) == b"dltensor_versioned"
     assert name(out.__dlpack__()) == b"dltensor"
-    cupy = pytest.importorskip("cupy")
-    assert cupy.asarray(out).data.ptr == pointer
-    assert cupy.from_dlpack(out).data.ptr == pointer
-    jax = pytest.importorskip("jax")
-    assert jax.dlpack.from_dlpack(out).unsafe_buffer_pointer() == pointer
     assert (out.copy_to_host() == torch.arange(1000, dtype=torch.float32).numpy()).all()
 
 
-def _framework_arrays():
-    """A CUDA float32 array of 0..9 from each framework, with its data pointer."""
-    x = torch.arange(10, dtype=torch.float32, device="cuda")
-    yield "torch", x, x.data_ptr()
-    try:
-        import cupy
-    except ImportError:
-        return
-    c = cupy.arange(10, dtype=cupy.float32)
-    yield "cupy", c, c.data.ptr
-    try:
-        import jax.numpy as jnp
-    except ImportError:
-        return
-    j = jnp.arange(10, dtype=jnp.float32)
-    yield "jax", j, j.unsafe_buffer_pointer()
+FRAMEWORKS = ["torch", "cupy", "jax"]
+
+
+def _framework(name: str):
+    """The framework's module; a missing optional one skips the test, saying which."""
+    return torch if name == "torch" else pytest.importorskip(name, reason=f"{name} is not installed here")
+
+
+def _framework_array(name: str):
+    """A CUDA float32 array of 0..9 made by the framework, and its data pointer."""
+    module = _framework(name)
+    if name == "torch":
+        x = torch.arange(10, dtype=torch.float32, device="cuda")
+        return x, x.data_ptr()
+    if name == "cupy":
+        x = module.arange(10, dtype=module.float32)
+        return x, x.data.ptr
+    x = module.numpy.arange(10, dtype=module.numpy.float32)
+    return x, x.unsafe_buffer_pointer()
+
+
+@pytest.mark.parametrize("framework", ["cupy", "jax"])
+def test_returned_arrays_are_adopted_by_other_frameworks_without_copies(noop, framework):
+    module = _framework(framework)
+    out = noop.apply({"x": torch.arange(1000, dtype=torch.float32, device="cuda")})["x"]
+    pointer = out.__cuda_array_interface__["data"][0]
+    if framework == "cupy":
+        assert module.asarray(out).data.ptr == pointer
+        assert module.from_dlpack(out).data.ptr == pointer
+    else:
+        assert module.dlpack.from_dlpack(out).unsafe_buffer_pointer() == pointer
 
 
 # ~0.1 s of spinning: far longer than an in-process call.
@@ -325,27 +361,22 @@ def test_dlpack_producers_without_a_stream_argument_are_synchronised():
     assert torch.equal(torch.from_dlpack(out), torch.full_like(x, 4.0))
 
 
-def test_in_process_components_share_framework_arrays():
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_in_process_components_share_framework_arrays(framework):
     """In-process with cuda_ipc, torch, CuPy and JAX arrays reach the component
     and come back as the same memory (no copy either way)."""
+    array, pointer = _framework_array(framework)
     t = tesscpp.Tesseract.from_library(example("noop"), gpu_transport="cuda_ipc")
-    seen = []
-    for name, array, pointer in _framework_arrays():
-        out = t.apply({"x": array})["x"]
-        assert out.__cuda_array_interface__["data"][0] == pointer, name
-        assert torch.equal(torch.from_dlpack(out), torch.arange(10, dtype=torch.float32, device="cuda")), name
-        seen.append(name)
-    print("shared without copies:", seen)
+    out = t.apply({"x": array})["x"]
+    assert out.__cuda_array_interface__["data"][0] == pointer
+    assert torch.equal(torch.from_dlpack(out), torch.arange(10, dtype=torch.float32, device="cuda"))
 
 
-def test_served_framework_arrays_round_trip():
-    t = served(example("noop"))
-    try:
-        for name, array, _ in _framework_arrays():
-            out = t.apply({"x": array})["x"]
-            assert torch.equal(torch.from_dlpack(out), torch.arange(10, dtype=torch.float32, device="cuda")), name
-    finally:
-        t.teardown()
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_served_framework_arrays_round_trip(noop, framework):
+    array, _ = _framework_array(framework)
+    out = noop.apply({"x": array})["x"]
+    assert torch.equal(torch.from_dlpack(out), torch.arange(10, dtype=torch.float32, device="cuda"))
 
 
 def test_apply_tesseract_forward_and_backward_on_the_device():

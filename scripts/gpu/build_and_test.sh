@@ -29,7 +29,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$build/bin/tesscpp_runtime_tests" --gtest_filter='GpuTransport*:ExportRegistry*:ProcessIdentity*' 2>&1 | tail -3
 cd "$build"
 export PYTHONPATH="$build/python:$PYTHONPATH" TESSCPP_BRIDGE_FIXTURES="$build/python/fixtures" \
-  TESSCPP_EXAMPLES="$build/examples" TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$build/bin/tesscpp"
+  TESSCPP_EXAMPLES_DIR="$build/examples" TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$build/bin/tesscpp"
 gpu_processes() { nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader; }
 if [[ $bench == 1 ]]; then
   echo "processes on the GPU before the benchmarks: $(gpu_processes | wc -l)"
@@ -37,8 +37,10 @@ if [[ $bench == 1 ]]; then
   python3 "$root/bench/h2d_bench.py" --out "$out/h2d-bench.md" 2>&1 | tail -12
 fi
 status=0
-python3 -m pytest -q -p no:cacheprovider --noconftest -rs -s "$root/python/tests/test_gpu_host_path.py" \
-  "$root/python/tests/test_gpu_transport.py" "$root/python/tests/test_gpu_transfer.py" "$@" 2>&1 | tee "$out/pytest.log" | grep -v "^\.*$" | tail -60 \
+# -v: the log names every test and its outcome (kept in bench/results/ as the
+# evidence of a GPU run); the console shows what did not pass, and the counts.
+python3 -m pytest -v -p no:cacheprovider --noconftest -rs -s "$root/python/tests/test_gpu_host_path.py" \
+  "$root/python/tests/test_gpu_transport.py" "$root/python/tests/test_gpu_transfer.py" "$@" 2>&1 | tee "$out/pytest.log" | grep -v " PASSED" | tail -60 \
   || status=1
 echo "processes left on the GPU after the tests:"
 gpu_processes

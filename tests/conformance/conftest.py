@@ -9,9 +9,12 @@ stops them at the end of the session. Two backends serve the same examples:
   python   tesseract-runtime (tesseract-core 1.15.0, from this Python's venv)
            serving tests/fixtures/python/<example>/tesseract_api.py
 
-The backend under test is TESSCPP_SERVER_BACKEND (default `tesscpp`); a test
-may also parametrize `backend` itself, or ask `servers.get(example,
-backend=...)`. The differential suite always compares the backend under test
+The backend under test is named on the command line for every run of a
+runtime suite, `--server-backend=tesscpp` or `--server-backend=python` (CTest
+passes it; nothing is taken from the environment, so a run cannot test another
+backend than the one it names; write it with `=`, since `python` alone would
+also be read as a path to collect); a test may also parametrize `backend` itself, or ask
+`servers.get(example, backend=...)`. The differential suite always compares the backend under test
 with a separate `python` reference server (`servers.reference`). Each
 server gets its own temporary output and input directories and its stdout and
 stderr go to files, shown in the report of every failing test that used it.
@@ -79,15 +82,20 @@ def run_tool(tool: Path, *args: str) -> bytes:
 # --------------------------------------------------------------------------- servers
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--server-backend", choices=BACKENDS, default=None,
+                     help="the server under test of the runtime suites (required by them)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "tesscpp_only: checks of the tesscpp CLI itself; skipped for the python backend")
     config.addinivalue_line("markers", "large: moves hundreds of MiB; runs by default (CI) and must never be skipped")
 
 
-def selected_backend() -> str:
-    backend = os.environ.get("TESSCPP_SERVER_BACKEND", "tesscpp")
-    if backend not in BACKENDS:
-        pytest.fail(f"TESSCPP_SERVER_BACKEND={backend!r}: expected one of {BACKENDS}")
+def selected_backend(config: pytest.Config) -> str:
+    backend = config.getoption("--server-backend")
+    if backend is None:
+        pytest.fail(f"name the server under test: --server-backend={'|'.join(BACKENDS)} (CTest does)", pytrace=False)
     return backend
 
 
@@ -325,9 +333,9 @@ def server_pool(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
-def backend() -> str:
-    """The backend under test (TESSCPP_SERVER_BACKEND, default tesscpp)."""
-    return selected_backend()
+def backend(pytestconfig: pytest.Config) -> str:
+    """The backend under test (--server-backend)."""
+    return selected_backend(pytestconfig)
 
 
 class Servers:
@@ -372,8 +380,8 @@ def servers(server_pool: ServerPool, backend: str, request: pytest.FixtureReques
 
 @pytest.fixture(autouse=True)
 def _tesscpp_only(request: pytest.FixtureRequest) -> None:
-    if request.node.get_closest_marker("tesscpp_only") and selected_backend() != "tesscpp":
-        pytest.skip("checks the tesscpp CLI itself (TESSCPP_SERVER_BACKEND is not tesscpp)")
+    if request.node.get_closest_marker("tesscpp_only") and selected_backend(request.config) != "tesscpp":
+        pytest.skip("checks the tesscpp CLI itself (--server-backend is not tesscpp)")
 
 
 @pytest.hookimpl(wrapper=True)

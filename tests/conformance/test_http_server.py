@@ -54,6 +54,15 @@ def server(tmp_path):
             proc.wait()
 
 
+# Seconds any socket operation of these tests may wait: a server that stops
+# answering fails the test instead of hanging it.
+SOCKET_TIMEOUT_S = 30
+
+
+def _connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT_S)
+
+
 # Bytes received past the end of one response: with pipelining the next answer
 # can arrive in the same recv, and it belongs to the next _recv_response.
 _unread: weakref.WeakKeyDictionary[socket.socket, bytes] = weakref.WeakKeyDictionary()
@@ -91,7 +100,7 @@ def _post(path: str, body: bytes, extra: str = "") -> bytes:
 
 def test_keep_alive_serves_many_requests_on_one_connection(server):
     port, _ = server()
-    with socket.create_connection(("127.0.0.1", port)) as s:
+    with _connect(port) as s:
         for _ in range(20):
             s.sendall(_post("/apply", APPLY, "Accept: application/json\r\n"))
             status, headers, body = _recv_response(s)
@@ -101,7 +110,7 @@ def test_keep_alive_serves_many_requests_on_one_connection(server):
 
 def test_pipelined_requests_are_answered_in_order(server):
     port, _ = server("vectoradd", "--timeout-keep-alive", "5")
-    with socket.create_connection(("127.0.0.1", port)) as s:
+    with _connect(port) as s:
         s.sendall(_post("/apply", APPLY, "Accept: application/json\r\n"))
         assert _recv_response(s)[0] == 200
         # Pipelined: two requests in one write, two answers in order.
@@ -112,7 +121,7 @@ def test_pipelined_requests_are_answered_in_order(server):
 
 def test_expect_100_continue_is_answered_before_the_body(server):
     port, _ = server()
-    with socket.create_connection(("127.0.0.1", port)) as s:
+    with _connect(port) as s:
         s.sendall(_post("/apply", b"", "Expect: 100-continue\r\n").replace(b"Content-Length: 0",
                                                                             f"Content-Length: {len(APPLY)}".encode()))
         s.settimeout(5)
@@ -125,7 +134,7 @@ def test_expect_100_continue_is_answered_before_the_body(server):
 
 def test_body_over_the_limit_is_413_without_reading_it(server):
     port, _ = server("vectoradd", "--max-body-mib", "1")
-    with socket.create_connection(("127.0.0.1", port)) as s:
+    with _connect(port) as s:
         s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n")
         status, headers, body = _recv_response(s)
         assert status == 413 and b"exceeds the limit" in body
@@ -136,7 +145,7 @@ def test_chunked_bodies_are_read(server):
     port, _ = server()
     chunks = [APPLY[:10], APPLY[10:]]
     payload = b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks) + b"0\r\n\r\n"
-    with socket.create_connection(("127.0.0.1", port)) as s:
+    with _connect(port) as s:
         s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Transfer-Encoding: chunked\r\n\r\n" + payload)
         status, _, body = _recv_response(s)
@@ -145,7 +154,7 @@ def test_chunked_bodies_are_read(server):
 
 def test_malformed_request_is_400_and_closed(server):
     port, proc = server()
-    with socket.create_connection(("127.0.0.1", port)) as s:
+    with _connect(port) as s:
         s.sendall(b"THIS IS NOT HTTP\r\n\r\n")
         status, headers, _ = _recv_response(s)
         assert status == 400 and headers.get("connection") == "close"
@@ -154,7 +163,7 @@ def test_malformed_request_is_400_and_closed(server):
 
 def test_idle_connections_are_closed_after_the_keep_alive_timeout(server):
     port, _ = server("vectoradd", "--timeout-keep-alive", "1")
-    with socket.create_connection(("127.0.0.1", port)) as s:
+    with _connect(port) as s:
         s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         assert _recv_response(s)[0] == 200
         s.settimeout(5)
@@ -166,29 +175,34 @@ def test_idle_connections_are_closed_after_the_keep_alive_timeout(server):
 def test_concurrent_connections(server):
     port, _ = server("vectoradd", "--num-workers", "4")
     errors = []
+    answered = [0] * 16
 
-    def client():
+    def client(i: int) -> None:
         try:
-            with socket.create_connection(("127.0.0.1", port)) as s:
+            with _connect(port) as s:
                 for _ in range(25):
                     s.sendall(_post("/apply", APPLY))
                     status, _, body = _recv_response(s)
                     assert status == 200, body
+                    assert json.loads(body)["result"]["data"]["buffer"] == [5.0, 7.0, 9.0], body
+                    answered[i] += 1
         except Exception as e:  # noqa: BLE001 - collected and reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=client) for _ in range(16)]
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(16)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        t.join(2 * SOCKET_TIMEOUT_S)
+    assert not [t for t in threads if t.is_alive()], "clients still waiting for answers"
     assert not errors, errors[:3]
+    assert answered == [25] * 16
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signals_shut_down_cleanly(server, sig):
     port, proc = server()
-    with socket.create_connection(("127.0.0.1", port)) as s:
+    with _connect(port) as s:
         s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         assert _recv_response(s)[0] == 200
     proc.send_signal(sig)

@@ -1,6 +1,6 @@
 """The same requests to the server under test and to tesseract-runtime 1.15.0, answers compared.
 
-The server under test is TESSCPP_SERVER_BACKEND (default tesscpp); the
+The server under test is the one --server-backend names (conftest.py); the
 reference is always tesseract-runtime serving the equivalent Python fixture
 (tests/fixtures/python/<example>), started with the same TESSERACT_* settings.
 Requests: every one recorded in tests/data/golden/runtime/*.cases.json, the

@@ -5,17 +5,32 @@
 //   tesscpp serve build/examples/libvectoradd.so --port 8000
 //   tesscpp apply build/examples/libvectoradd.so @inputs.json
 //   tesscpp call http://127.0.0.1:8000 apply @payload.json --output-format json+base64
+//   tesscpp check-gradients build/examples/libunivariate.so '{"inputs": {"x": 1.5, "y": 2.0}}'
+//   tesscpp init my_model --dir ~/my_model
+#include <unistd.h>
+
+// GCC 12 flags a null dereference inside CLI11's string splitting once it is
+// inlined into the option parsing here (a false positive of -Wnull-dereference
+// on std::vector's relocation, not CLI11 code that can fail).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
+#pragma GCC diagnostic pop
+#include <charconv>
 #include <cstdio>
+#include <map>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "gradient_report.h"
 #include "http/server.h"
+#include "init_project.h"
 #include "tesscpp/client.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
 #include "tesscpp/cuda.h"
+#include "tesscpp/gradient_check.h"
 #include "tesscpp/json.h"
 #include "tesscpp/runtime.h"
 
@@ -204,16 +219,22 @@ Result<tesscpp::Value> CallEndpoint(const tesscpp::Tesseract& t, const CallOptio
                                  "vector_jacobian_product, test, health, openapi)");
 }
 
+// A payload for the client: arraydicts in it become tensors, which the client
+// encodes as asked.
+Result<tesscpp::Value> ReadClientPayload(const std::string& arg) {
+  TESS_ASSIGN_OR_RETURN(std::string text, ReadPayload(arg));
+  tesscpp::JsonReadOptions read;
+  read.arrays = tesscpp::ArrayDetection::kShaped;
+  auto parsed = tesscpp::ReadJson(text, read);
+  if (!parsed.ok()) return parsed.status().WithContext("payload");
+  return parsed;
+}
+
 int Call(const CallOptions& o) {
   tesscpp::Value payload;
   if (!o.payload.empty()) {
-    auto text = ReadPayload(o.payload);
-    if (!text.ok()) return Fail(text.status());
-    // Arraydicts in the payload become tensors, which the client encodes as asked.
-    tesscpp::JsonReadOptions read;
-    read.arrays = tesscpp::ArrayDetection::kShaped;
-    auto parsed = tesscpp::ReadJson(*text, read);
-    if (!parsed.ok()) return Fail(parsed.status().WithContext("payload"));
+    auto parsed = ReadClientPayload(o.payload);
+    if (!parsed.ok()) return Fail(parsed.status());
     payload = *std::move(parsed);
   }
   auto tesseract = tesscpp::Tesseract::FromUrl(o.url, o.client);
@@ -230,6 +251,74 @@ int Call(const CallOptions& o) {
   std::cout.write(reinterpret_cast<const char*>(text->data()), static_cast<std::streamsize>(text->size()));
   std::cout << std::endl;
   return 0;
+}
+
+struct CheckGradientsOptions {
+  std::string target;
+  std::string payload;
+  tesscpp::GradientCheckOptions check;
+  std::vector<std::string> eps_for;
+  std::optional<int64_t> seed;
+  int64_t max_failures = 10;
+  bool show_progress = true;
+};
+
+// The Tesseract a command names: a URL, a tesseract_api.py (served by
+// tesseract-runtime) or a component library (loaded in-process).
+Result<tesscpp::Tesseract> Target(const std::string& target) {
+  if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0) {
+    return tesscpp::Tesseract::FromUrl(target);
+  }
+  if (target.size() > 3 && target.compare(target.size() - 3, 3, ".py") == 0) {
+    return tesscpp::Tesseract::FromSource(target);
+  }
+  return tesscpp::Tesseract::FromLibrary(target);
+}
+
+Result<std::map<std::string, double>> ParseEpsFor(const std::vector<std::string>& items) {
+  std::map<std::string, double> steps;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::InvalidArgument("--eps-for '", item, "': expected PATH=VALUE");
+    }
+    double step = 0;
+    const char* end = item.data() + item.size();
+    auto [ptr, ec] = std::from_chars(item.data() + eq + 1, end, step);
+    if (ec != std::errc() || ptr != end) {
+      return Status::InvalidArgument("--eps-for '", item, "': '", item.substr(eq + 1), "' is not a number");
+    }
+    steps[item.substr(0, eq)] = step;
+  }
+  return steps;
+}
+
+// Exit status: 0 every check passed, 1 some failed, 2 the check could not run.
+int CheckGradients(CheckGradientsOptions o) {
+  const auto fail = [](const Status& status) {
+    Fail(status);
+    return 2;
+  };
+  auto steps = ParseEpsFor(o.eps_for);
+  if (!steps.ok()) return fail(steps.status());
+  o.check.eps_for = *std::move(steps);
+  if (o.seed) o.check.seed = static_cast<uint64_t>(*o.seed);
+  auto payload = ReadClientPayload(o.payload);
+  if (!payload.ok()) return fail(payload.status());
+  auto tesseract = Target(o.target);
+  if (!tesseract.ok()) return fail(tesseract.status());
+  // Progress only where someone watches: a terminal on stderr.
+  const bool live = o.show_progress && ::isatty(STDERR_FILENO) == 1;
+  tesscpp::GradientCheckProgress progress;
+  if (live) {
+    progress = [](const std::string& endpoint, int64_t done, int64_t total) {
+      std::cerr << "\rChecking gradients for " << endpoint << "... " << done << "/" << total
+                << (done == total ? "\r\033[K" : "") << std::flush;
+    };
+  }
+  auto results = tesscpp::CheckGradients(*tesseract, *payload, o.check, progress);
+  if (!results.ok()) return fail(results.status());
+  return tesscpp::cli::PrintGradientReport(*results, o.max_failures, std::cout) ? 0 : 1;
 }
 
 }  // namespace
@@ -329,6 +418,53 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"json", "base64"}))
       ->capture_default_str();
   call->callback([&] { std::exit(Call(call_options)); });
+
+  std::string init_name;
+  std::string init_dir;
+  bool init_force = false;
+  CLI::App* init = app.add_subcommand("init", "Write a new component project (CMake, source, TestSpec, README)");
+  init->add_option("name", init_name, "The component's name (letters, digits, '_', '-')")->required();
+  init->add_option("--dir", init_dir, "Where to write it (default: ./<name>)");
+  init->add_flag("--force", init_force, "Write into an existing directory");
+  init->callback([&] {
+    const std::string dir = init_dir.empty() ? init_name : init_dir;
+    if (Status written = tesscpp::cli::InitProject(init_name, dir, init_force); !written.ok()) std::exit(Fail(written));
+    std::cout << "tesscpp: wrote the component project " << init_name << " to " << dir << " (see its README.md)\n";
+    std::exit(0);
+  });
+
+  // tesseract-runtime check-gradients' options, and its environment variables.
+  CheckGradientsOptions gradients;
+  CLI::App* check = app.add_subcommand(
+      "check-gradients", "Compare jacobian, JVP and VJP with central finite differences of apply");
+  const auto env = [](const char* name) { return std::string("TESSERACT_RUNTIME_CHECK_GRADIENTS_") + name; };
+  check->add_option("tesseract", gradients.target, "Component library, tesseract_api.py or URL")->required();
+  check->add_option("payload", gradients.payload, "The apply request, {\"inputs\": ...}: JSON text or @file")
+      ->required();
+  check->add_option("--input-paths", gradients.check.input_paths, "Differentiable inputs to check (default: all)")
+      ->envname(env("INPUT_PATHS"));
+  check->add_option("--output-paths", gradients.check.output_paths, "Differentiable outputs to check (default: all)")
+      ->envname(env("OUTPUT_PATHS"));
+  check->add_option("--endpoints", gradients.check.endpoints, "Endpoints to check (default: all there are)")
+      ->envname(env("ENDPOINTS"));
+  check->add_option("--eps", gradients.check.eps, "Absolute finite-difference step")
+      ->envname(env("EPS"))->capture_default_str();
+  check->add_option("--eps-for", gradients.eps_for, "PATH=VALUE: the step for one input path")
+      ->envname(env("EPS_FOR"));
+  check->add_option("--rtol", gradients.check.rtol, "Relative tolerance (to the endpoint's value)")
+      ->envname(env("RTOL"))->capture_default_str();
+  check->add_option("--max-evals", gradients.check.max_evals, "Sampled input elements per endpoint")
+      ->envname(env("MAX_EVALS"))->capture_default_str();
+  check->add_option("--max-output-samples", gradients.check.max_output_samples,
+                    "Output elements swept per VJP check (default: all)")
+      ->envname(env("MAX_OUTPUT_SAMPLES"));
+  check->add_option("--max-failures", gradients.max_failures, "Failures shown per endpoint")
+      ->envname(env("MAX_FAILURES"))->capture_default_str();
+  check->add_option("--seed", gradients.seed, "Seed of the sampling (default: random)")->envname(env("SEED"));
+  check->add_flag("--show-progress,!--no-show-progress", gradients.show_progress,
+                  "Progress on a terminal (default: shown)")
+      ->envname(env("SHOW_PROGRESS"));
+  check->callback([&] { std::exit(CheckGradients(gradients)); });
 
   CLI11_PARSE(app, argc, argv);
   return 0;

@@ -5,12 +5,15 @@ from_source, endpoints, with_encoding, ...) and adds ``from_library`` for C++
 components loaded into this process. ``tesscpp.torch.apply_tesseract`` makes
 any Tesseract a differentiable PyTorch operation. CUDA arrays a Tesseract
 returns over the cuda_ipc transport are ``tesscpp.DeviceArray`` objects, which
-frameworks adopt through DLPack or the CUDA array interface.
+frameworks adopt through DLPack or the CUDA array interface. The C++ SDK
+installed with the package is found with ``tesscpp.cmake_dir()`` (or
+``python -m tesscpp --cmake-dir``).
 """
 
 from ._tesscpp import DeviceArray
+from ._sdk import cmake_dir
 from ._tesseract import RequestedEncoding, ServerCapabilities, Tesseract
 
 __version__ = "0.1.0"
 
-__all__ = ["DeviceArray", "RequestedEncoding", "ServerCapabilities", "Tesseract", "__version__"]
+__all__ = ["DeviceArray", "RequestedEncoding", "ServerCapabilities", "Tesseract", "__version__", "cmake_dir"]

@@ -1,0 +1,87 @@
+"""`tesscpp check-gradients` next to tesseract-runtime's check-gradients.
+
+The same payloads and the same Tesseracts: a C++ component in-process, a URL
+served by tesseract-runtime, and a tesseract_api.py with a deliberately wrong
+VJP (tests/fixtures/python/wrong_vjp), which both tools must fail on the same
+endpoint and path.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import PY_FIXTURES, _tool
+
+ROSENBROCK = '{"inputs": {"x": 1.5, "y": 2.0}}'
+WRONG_VJP = PY_FIXTURES / "wrong_vjp" / "tesseract_api.py"
+
+
+def tesscpp(*args: str) -> subprocess.CompletedProcess:
+    # tesseract_api.py targets are served by the tesseract-runtime of this Python.
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+    return subprocess.run([str(_tool("TESSCPP_CLI")), "check-gradients", *args], capture_output=True, text=True,
+                          env=env, timeout=300, check=False)  # fmt: skip
+
+
+def runtime(api: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERACT_")}
+    env["TESSERACT_API_PATH"] = str(api)
+    return subprocess.run([sys.executable, "-c", "from tesseract_core.runtime.cli import main; main()",
+                           "check-gradients", "--no-show-progress", *args], capture_output=True, text=True,
+                          env=env, timeout=300, check=False)  # fmt: skip
+
+
+def example(name: str) -> str:
+    return str(_tool("TESSCPP_EXAMPLES_DIR") / f"lib{name}.so")
+
+
+def passed_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("✅")]
+
+
+def test_right_derivatives_pass_as_tesseract_runtime_says(servers):
+    ours = tesscpp(example("univariate"), ROSENBROCK)
+    assert ours.returncode == 0, ours.stderr
+    reference = runtime(PY_FIXTURES / "univariate" / "tesseract_api.py", ROSENBROCK)
+    assert reference.returncode == 0, reference.stderr
+    assert passed_lines(ours.stdout) == passed_lines(reference.stderr) == [
+        f"✅ Gradient check for {e} passed ✅ (0 failures / 2 checks)"
+        for e in ("jacobian", "jacobian_vector_product", "vector_jacobian_product")
+    ]
+    # The same check over HTTP, against tesseract-runtime serving the twin.
+    served = tesscpp(servers.get("univariate", backend="python").url, ROSENBROCK, "--seed", "1")
+    assert served.returncode == 0, served.stderr
+    assert passed_lines(served.stdout) == passed_lines(ours.stdout)
+
+
+def test_a_wrong_vjp_fails_on_the_same_endpoint_and_path():
+    ours = tesscpp(str(WRONG_VJP), ROSENBROCK)
+    reference = runtime(WRONG_VJP, ROSENBROCK)
+    assert ours.returncode == reference.returncode == 1, (ours.stdout, ours.stderr, reference.stderr)
+    assert passed_lines(ours.stdout) == passed_lines(reference.stderr) == [
+        "✅ Gradient check for jacobian passed ✅ (0 failures / 2 checks)"
+    ]
+    assert "⚠️ Gradient check for vector_jacobian_product failed ⚠️ (1 failures / 2 checks)" in ours.stdout
+    assert "Input path: 'y', Output path: 'result'" in reference.stderr
+    rows = [line.split() for line in ours.stdout.splitlines() if line.startswith("  ")]
+    assert rows[0][:2] == ["input", "path"] and rows[1][:4] == ["y", "result", "()", "0"], ours.stdout
+    assert float(rows[1][5]) == -100.0 and abs(float(rows[1][4]) + 50) < 0.1, rows[1]
+    assert ours.stdout.rstrip().endswith("❌ Some gradient checks failed ❌")
+
+
+def test_mistakes_are_refused_with_status_2_naming_them():
+    cases = [
+        ((example("univariate"), ROSENBROCK, "--input-paths", "z"), "input path z is not among"),
+        ((example("univariate"), '{"x": 1.5}'), 'expected {"inputs"'),
+        ((example("univariate"), ROSENBROCK, "--endpoints", "apply"), "not a derivative endpoint"),
+        ((example("univariate"), ROSENBROCK, "--eps-for", "x"), "expected PATH=VALUE"),
+        ((example("univariate"), ROSENBROCK, "--eps-for", "x=big"), "'big' is not a number"),
+        ((example("noop"), '{"inputs": {"x": [1.0]}}'), "no derivative endpoint"),
+        ((example("univariate"), "@/nonexistent.json"), "cannot read payload file"),
+    ]
+    for args, message in cases:
+        result = tesscpp(*args)
+        assert result.returncode == 2 and message in result.stderr, (args, result.returncode, result.stderr)

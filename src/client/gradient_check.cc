@@ -432,11 +432,12 @@ Result<std::vector<EndpointCheck>> CheckGradients(const Tesseract& tesseract, co
   TESS_ASSIGN_OR_RETURN(std::vector<Pattern> out_patterns, PatternsOf(openapi, "ApplyOutputSchema"));
   TESS_ASSIGN_OR_RETURN(std::vector<Leaf> ins, Leaves(*given, in_patterns, true));
   TESS_ASSIGN_OR_RETURN(ins, Select(std::move(ins), options.input_paths, "input"));
-  for (const auto& [path, step] : options.eps_for) {
+  for (const auto& step : options.eps_for) {
+    const std::string& path = step.first;  // not a structured binding: lambdas cannot capture those in clang 14
     if (std::none_of(ins.begin(), ins.end(), [&](const Leaf& l) { return l.path == path; })) {
       return Status::InvalidArgument("eps_for names input path ", path, ", which is not being checked");
     }
-    if (step <= 0) return Status::InvalidArgument("eps_for ", path, " must be positive");
+    if (step.second <= 0) return Status::InvalidArgument("eps_for ", path, " must be positive");
   }
   // The inputs as sent from now on: each checked leaf as the array it was read as.
   Value inputs = *given;

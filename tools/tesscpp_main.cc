@@ -18,13 +18,16 @@
 #pragma GCC diagnostic pop
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <utility>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "gradient_report.h"
 #include "http/server.h"
+#include "image_build.h"
 #include "init_project.h"
 #include "tesscpp/client.h"
 #include "tesscpp/component.h"
@@ -50,7 +53,7 @@ struct CommonOptions {
 };
 
 void AddCommonOptions(CLI::App* command, CommonOptions& o) {
-  command->add_option("component", o.library, "Component library (lib<name>.so)")->required();
+  command->add_option("component", o.library, "Component library (lib<name>.so); default $TESSCPP_COMPONENT");
   command->add_option("--output-format", o.output_format, "json, json+base64 or json+binref");
   command->add_option("--output-path", o.output_path, "Directory for run directories and binref outputs");
   command->add_option("--input-path", o.input_path, "Directory relative binref inputs are read from");
@@ -76,7 +79,18 @@ Result<std::unique_ptr<tesscpp::Runtime>> MakeRuntime(
   if (o.output_file) config.output_file = *o.output_file;
   if (o.debug) config.debug = true;
   if (o.gpu_transport) config.gpu_transport = *o.gpu_transport;
-  TESS_ASSIGN_OR_RETURN(*library, tesscpp::ComponentLibrary::Open(o.library));
+  // An image names its component once, in its environment, so that
+  // `<image> serve --port 8000 ...` (as tesseract-core starts containers) and
+  // `<image> apply @in.json` need no path.
+  std::string path = o.library;
+  if (path.empty()) {
+    const char* from_env = std::getenv("TESSCPP_COMPONENT");
+    if (from_env == nullptr || *from_env == '\0') {
+      return Status::InvalidArgument("no component: name its library (lib<name>.so) or set TESSCPP_COMPONENT");
+    }
+    path = from_env;
+  }
+  TESS_ASSIGN_OR_RETURN(*library, tesscpp::ComponentLibrary::Open(path));
   // The component lives as long as its library: share the library's lifetime.
   std::shared_ptr<const tesscpp::Component> component(*library, &(*library)->component());
   return tesscpp::Runtime::Make(std::move(component), std::move(config));
@@ -355,7 +369,8 @@ int main(int argc, char** argv) {
 
   CommonOptions openapi_options;
   CLI::App* openapi = app.add_subcommand("openapi", "Print the component's OpenAPI document");
-  openapi->add_option("component", openapi_options.library, "Component library (lib<name>.so)")->required();
+  openapi->add_option("component", openapi_options.library,
+                       "Component library (lib<name>.so); default $TESSCPP_COMPONENT");
   openapi->add_flag("--debug", openapi_options.debug, "The document of a server in debug mode");
   openapi->callback([&] { std::exit(RunOnce(openapi_options, "openapi.json", "")); });
 
@@ -381,9 +396,19 @@ int main(int argc, char** argv) {
     command->add_option("--output-file", shot.options.output_file,
                         "Write the result to <output-path>/<file>");
     if (std::string_view(shot.endpoint) != "health") {
-      command->add_option("payload", shot.payload, "Request body: JSON text or @file")->required();
+      command->add_option("payload", shot.payload, "Request body: JSON text or @file");
     }
     command->callback([&shot] {
+      // With the component from TESSCPP_COMPONENT, the one positional given is the payload.
+      if (shot.payload.empty() && std::string_view(shot.endpoint) != "health") {
+        if (shot.options.library.empty() || std::getenv("TESSCPP_COMPONENT") == nullptr) {
+          std::cerr << "tesscpp: " << shot.command
+                    << " takes a component library and a payload (JSON text or @file); with "
+                       "TESSCPP_COMPONENT set, the payload alone\n";
+          std::exit(2);
+        }
+        shot.payload = std::exchange(shot.options.library, "");
+      }
       if (std::string_view(shot.endpoint) == "test") shot.options.debug = true;
       std::exit(RunOnce(shot.options, shot.endpoint, shot.payload));
     });
@@ -419,6 +444,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   call->callback([&] { std::exit(Call(call_options)); });
 
+  tesscpp::cli::ImageBuildOptions image;
+  CLI::App* build = app.add_subcommand("build", "Build a container image of a component (docs/containers.md)");
+  build->add_option("component", image.component, "Component library (lib<name>.so)")->required();
+  build->add_option("--tag", image.tag, "Image tag (default <name>:<version>)");
+  build->add_option("--name", image.name, "TESSERACT_NAME (default the component's name)");
+  build->add_option("--version", image.version, "TESSERACT_VERSION (default the component's version)");
+  build->callback([&] {
+    std::error_code ec;
+    image.cli = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    auto tag = tesscpp::cli::BuildImage(image);
+    if (!tag.ok()) std::exit(Fail(tag.status()));
+    std::cout << "tesscpp: built image " << *tag << "\n";
+    std::exit(0);
+  });
+
   std::string init_name;
   std::string init_dir;
   bool init_force = false;
@@ -438,9 +478,10 @@ int main(int argc, char** argv) {
   CLI::App* check = app.add_subcommand(
       "check-gradients", "Compare jacobian, JVP and VJP with central finite differences of apply");
   const auto env = [](const char* name) { return std::string("TESSERACT_RUNTIME_CHECK_GRADIENTS_") + name; };
-  check->add_option("tesseract", gradients.target, "Component library, tesseract_api.py or URL")->required();
-  check->add_option("payload", gradients.payload, "The apply request, {\"inputs\": ...}: JSON text or @file")
+  check->add_option("tesseract", gradients.target,
+                    "Component library, tesseract_api.py or URL (default: $TESSCPP_COMPONENT)")
       ->required();
+  check->add_option("payload", gradients.payload, "The apply request, {\"inputs\": ...}: JSON text or @file");
   check->add_option("--input-paths", gradients.check.input_paths, "Differentiable inputs to check (default: all)")
       ->envname(env("INPUT_PATHS"));
   check->add_option("--output-paths", gradients.check.output_paths, "Differentiable outputs to check (default: all)")
@@ -464,7 +505,20 @@ int main(int argc, char** argv) {
   check->add_flag("--show-progress,!--no-show-progress", gradients.show_progress,
                   "Progress on a terminal (default: shown)")
       ->envname(env("SHOW_PROGRESS"));
-  check->callback([&] { std::exit(CheckGradients(gradients)); });
+  check->callback([&] {
+    // In an image, the component comes from TESSCPP_COMPONENT and the one
+    // positional given is the payload.
+    if (gradients.payload.empty()) {
+      const char* component = std::getenv("TESSCPP_COMPONENT");
+      if (component == nullptr || *component == '\0') {
+        std::cerr << "tesscpp: check-gradients takes a Tesseract and a payload (or, with TESSCPP_COMPONENT set, "
+                     "the payload alone)\n";
+        std::exit(2);
+      }
+      gradients.payload = std::exchange(gradients.target, component);
+    }
+    std::exit(CheckGradients(gradients));
+  });
 
   CLI11_PARSE(app, argc, argv);
   return 0;

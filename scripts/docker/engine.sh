@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # A Docker engine for the container tests, never the machine-wide one:
 #   engine.sh start DIR   prints DOCKER_HOST=...: the engine DOCKER_HOST names if
-#                         one answers there, else a private dockerd whose data and
-#                         exec roots, socket and log live in DIR (overlay2; no
+#                         one answers there, else a private dockerd whose data
+#                         root and log live in DIR, its exec root and socket in
+#                         a short /tmp folder named after DIR (overlay2; no
 #                         --privileged anywhere)
 #   engine.sh stop DIR    stops the private dockerd of DIR, if one runs
 # Idempotent: a private engine already answering in DIR is reused.
 set -euo pipefail
 cmd=${1:?start|stop}
 dir=$(mkdir -p "${2:?state directory}" && cd "$2" && pwd)
-sock="unix://$dir/docker.sock"
-pidfile="$dir/dockerd.pid"
+# Sockets live under a short folder of their own: a unix socket's path may
+# not pass 108 bytes, and containerd's sit deep inside the exec root.
+run_dir=/tmp/tesscpp-dockerd-$(printf '%s' "$dir" | sha1sum | cut -c1-12)
+sock="unix://$run_dir/docker.sock"
+pidfile="$run_dir/dockerd.pid"
 
 answers() { DOCKER_HOST=$1 timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
@@ -22,8 +26,8 @@ start)
   fi
   if ! answers "$sock"; then
     command -v dockerd >/dev/null || { echo "engine.sh: dockerd is not installed (docker.io)" >&2; exit 1; }
-    mkdir -p "$dir/data" "$dir/exec"
-    setsid dockerd --data-root="$dir/data" --exec-root="$dir/exec" --pidfile="$pidfile" -H "$sock" \
+    mkdir -p "$dir/data" "$run_dir/exec"
+    setsid dockerd --data-root="$dir/data" --exec-root="$run_dir/exec" --pidfile="$pidfile" -H "$sock" \
       --storage-driver=overlay2 >"$dir/dockerd.log" 2>&1 < /dev/null &
     for _ in $(seq 300); do
       answers "$sock" && break

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 #include "platform/file.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
+#include "tesscpp/json.h"
 
 extern "C" char** environ;  // NOLINT: the process environment, passed to children
 
@@ -78,7 +80,12 @@ Result<Ran> Run(const std::vector<std::string>& argv) {
   pollfd fds[2] = {{out_read.get(), POLLIN, 0}, {err_read.get(), POLLIN, 0}};
   std::string* into[2] = {&ran.out, &ran.err};
   for (int open = 2; open > 0;) {
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      // Never wait for a child that may block writing to pipes no one reads.
+      ::kill(pid, SIGKILL);
+      break;
+    }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       char buf[65536];
@@ -91,9 +98,13 @@ Result<Ran> Run(const std::vector<std::string>& argv) {
       }
     }
   }
+  out_read = internal::Fd();
+  err_read = internal::Fd();
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited = -1;
+  while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
+  if (waited < 0) return Status::IoError("cannot wait for ", argv[0], ": ", std::strerror(errno));
   ran.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return ran;
 }
@@ -141,20 +152,26 @@ Status Closure(const std::string& file, std::map<std::string, std::string>& libs
 // Copies `from` to `to` without debug information when it is an ELF file
 // strip understands (the CLI and libtesscpp of a RelWithDebInfo build are
 // mostly DWARF), else as it is.
+Status MakeDirs(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return ec ? Status::IoError("cannot create ", dir.string(), ": ", ec.message()) : Status::OK();
+}
+
 Status Install(const std::string& from, const fs::path& to, mode_t mode) {
-  fs::create_directories(to.parent_path());
+  TESS_RETURN_IF_ERROR(MakeDirs(to.parent_path()));
   auto stripped = Run({"strip", "--strip-debug", "-o", to.string(), from});
   if (!stripped.ok() || stripped->exit_code != 0) {
     std::error_code ec;
     fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
     if (ec) return Status::IoError("cannot copy ", from, ": ", ec.message());
   }
-  ::chmod(to.c_str(), mode);
+  if (::chmod(to.c_str(), mode) != 0) return Status::IoError("chmod ", to.string(), ": ", std::strerror(errno));
   return Status::OK();
 }
 
 Status WriteFile(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
+  TESS_RETURN_IF_ERROR(MakeDirs(path.parent_path()));
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   return out ? Status::OK() : Status::IoError("cannot write ", path.string());
@@ -168,7 +185,8 @@ std::string Quoted(const std::string& value) {
     if (ch == '\n') {
       out += "\\\\n";
     } else {
-      if (ch == '"' || ch == '\\') out += '\\';
+      // Dockerfile values expand $VARIABLES even inside double quotes.
+      if (ch == '"' || ch == '\\' || ch == '$') out += '\\';
       out += ch;
     }
   }
@@ -230,21 +248,24 @@ Result<std::string> BuildImage(const ImageBuildOptions& o) {
   // results and scratch files.
   for (std::string_view dir : {std::string_view("/tmp"), kInputDir, kOutputDir}) {
     const fs::path path = root / fs::path(dir).relative_path();
-    fs::create_directories(path);
-    ::chmod(path.c_str(), 01777);
+    TESS_RETURN_IF_ERROR(MakeDirs(path));
+    if (::chmod(path.c_str(), 01777) != 0) return Status::IoError("chmod ", path.string(), ": ", std::strerror(errno));
   }
 
   const fs::path archive = scratch.path() / "rootfs.tar";
   TESS_RETURN_IF_ERROR(RunOk({"tar", "--numeric-owner", "--owner=0", "--group=0", "-C", root.string(), "-cf",
                               archive.string(), "."})
                            .status());
-  const std::string metadata = R"({"name":")" + name + R"(","version":")" + version + R"(","built_by":"tesscpp"})";
+  TESS_ASSIGN_OR_RETURN(Buffer metadata_json,
+                        WriteJson(Value::Dict{{"name", Value(name)}, {"version", Value(version)},
+                                              {"built_by", Value("tesscpp")}}));
+  const std::string metadata(metadata_json.string_view());
   std::vector<std::string> argv = Engine();
   const std::vector<std::string> changes = {
       "ENV TESSERACT_NAME=" + Quoted(name),
       "ENV TESSERACT_VERSION=" + Quoted(version),
       "ENV TESSERACT_DESCRIPTION=" + Quoted(component.description()),
-      "ENV TESSCPP_COMPONENT=" + std::string(kComponentDir) + "/" + file_name,
+      "ENV TESSCPP_COMPONENT=" + Quoted(std::string(kComponentDir) + "/" + file_name),
       "ENV LD_LIBRARY_PATH=" + std::string(kLibDir),
       "ENV TESSERACT_INPUT_PATH=" + std::string(kInputDir),
       "ENV TESSERACT_OUTPUT_PATH=" + std::string(kOutputDir),

@@ -15,6 +15,20 @@ dir=$(mkdir -p "${2:?state directory}" && cd "$2" && pwd)
 run_dir=/tmp/tesscpp-dockerd-$(printf '%s' "$dir" | sha1sum | cut -c1-12)
 sock="unix://$run_dir/docker.sock"
 pidfile="$run_dir/dockerd.pid"
+# Ours alone: a folder someone else made (or a link) in /tmp could hand them
+# the engine's socket, or our kill a pid of their choosing.
+mkdir -p -m 700 "$run_dir"
+if [ -L "$run_dir" ] || [ ! -O "$run_dir" ]; then
+  echo "engine.sh: $run_dir is not a folder of this user's own" >&2
+  exit 1
+fi
+
+# The pid in the pidfile, if it is a dockerd that still runs.
+our_dockerd() {
+  local pid
+  pid=$(cat "$pidfile" 2>/dev/null) || return 1
+  [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ] && echo "$pid"
+}
 
 answers() { DOCKER_HOST=$1 timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
@@ -29,19 +43,26 @@ start)
     mkdir -p "$dir/data" "$run_dir/exec"
     setsid dockerd --data-root="$dir/data" --exec-root="$run_dir/exec" --pidfile="$pidfile" -H "$sock" \
       --storage-driver=overlay2 >"$dir/dockerd.log" 2>&1 < /dev/null &
+    started=$!
     for _ in $(seq 300); do
       answers "$sock" && break
+      kill -0 "$started" 2>/dev/null || break  # it died: no use waiting
       sleep 0.1
     done
-    answers "$sock" || { echo "engine.sh: dockerd did not answer within 30 s; its log:" >&2; tail -20 "$dir/dockerd.log" >&2; exit 1; }
+    if ! answers "$sock"; then
+      kill "$started" 2>/dev/null || true
+      echo "engine.sh: dockerd did not answer within 30 s; its log:" >&2
+      tail -20 "$dir/dockerd.log" >&2
+      exit 1
+    fi
   fi
   echo "DOCKER_HOST=$sock"
   ;;
 stop)
-  if [ -f "$pidfile" ]; then
-    pid=$(cat "$pidfile")
+  if pid=$(our_dockerd); then
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if pid=$(our_dockerd); then kill -9 "$pid" 2>/dev/null || true; fi  # still there after 10 s
   fi
   ;;
 *) echo "usage: engine.sh start|stop DIR" >&2; exit 2 ;;

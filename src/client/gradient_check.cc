@@ -127,7 +127,7 @@ Result<Tensor> AsTensor(const Value& value, std::string_view context) {
 // The array leaves `patterns` find in `tree`: numbers and nested lists become
 // arrays of the declared dtype (float64 where none is declared), as the
 // server would validate them; null, strings and other non-arrays are skipped.
-Result<std::vector<Leaf>> Leaves(const Value& tree, const std::vector<Pattern>& patterns, bool inputs) {
+Result<std::vector<Leaf>> Leaves(const Value& tree, const std::vector<Pattern>& patterns) {
   std::vector<Leaf> leaves;
   for (const Pattern& pattern : patterns) {
     std::vector<std::pair<Path, const Value*>> found;
@@ -136,17 +136,27 @@ Result<std::vector<Leaf>> Leaves(const Value& tree, const std::vector<Pattern>& 
       if (!value->is_tensor() && !value->is_number() && !value->is_list()) continue;
       const std::string name = path.ToString();
       const Dtype dtype = pattern.dtype.value_or(value->is_tensor() ? value->as_tensor().dtype() : Dtype::kFloat64);
-      if (dtype != Dtype::kFloat32 && dtype != Dtype::kFloat64) {
-        if (!inputs) continue;  // only what is perturbed must be a float array
-        return Status::InvalidArgument(name, ": finite differences need a float32 or float64 array, not ",
-                                       DtypeName(dtype));
-      }
       auto coerced = internal::CoerceArray(SchemaType::Array(ShapeSpec::AnyRank(), dtype), *value, nullptr);
       if (!coerced.ok()) return coerced.status().WithContext(name);
       leaves.push_back({name, path, coerced->as_tensor()});
     }
   }
   return leaves;
+}
+
+bool Floating(const Leaf& leaf) {
+  return leaf.tensor.dtype() == Dtype::kFloat32 || leaf.tensor.dtype() == Dtype::kFloat64;
+}
+
+// Only float arrays can be stepped and compared.
+Status RequireFloating(const std::vector<Leaf>& leaves) {
+  for (const Leaf& leaf : leaves) {
+    if (!Floating(leaf)) {
+      return Status::InvalidArgument(leaf.path, ": finite differences need a float32 or float64 array, not ",
+                                     DtypeName(leaf.tensor.dtype()));
+    }
+  }
+  return Status::OK();
 }
 
 // Keeps the leaves `wanted` names (all when empty); an unknown name is an error
@@ -235,7 +245,7 @@ class Checker {
     EndpointCheck result{std::string(endpoint), 0, {}};
     // Sampled input elements: a share of max_evals by size, at least one each.
     int64_t total = 0;
-    for (const Leaf& in : ins_) total += std::max<int64_t>(in.size(), 1);
+    for (const Leaf& in : ins_) total += in.tensor.rank() == 0 ? 1 : in.size();  // an empty array has none
     std::vector<std::tuple<const Leaf*, const Leaf*, int64_t>> checks;
     for (const Leaf& in : ins_) {
       std::vector<int64_t> indices;
@@ -285,7 +295,9 @@ class Checker {
     for (double delta : {h, -h}) {
       TESS_ASSIGN_OR_RETURN(Tensor moved, WithElement(in.tensor, index, delta));
       Value perturbed = inputs_;
-      *Walk(perturbed, in.parsed) = Value(std::move(moved));
+      Value* slot = Walk(perturbed, in.parsed);
+      if (slot == nullptr) return Status::Internal("input ", in.path, " is gone from the inputs");
+      *slot = Value(std::move(moved));
       TESS_ASSIGN_OR_RETURN(Value answer, t_.Apply(perturbed));
       const Value* value = Walk(std::as_const(answer), out.parsed);
       if (value == nullptr) return Status::Internal("apply's answer has no ", out.path);
@@ -430,8 +442,9 @@ Result<std::vector<EndpointCheck>> CheckGradients(const Tesseract& tesseract, co
   TESS_ASSIGN_OR_RETURN(Value openapi, tesseract.OpenApiSchema());
   TESS_ASSIGN_OR_RETURN(std::vector<Pattern> in_patterns, PatternsOf(openapi, "ApplyInputSchema"));
   TESS_ASSIGN_OR_RETURN(std::vector<Pattern> out_patterns, PatternsOf(openapi, "ApplyOutputSchema"));
-  TESS_ASSIGN_OR_RETURN(std::vector<Leaf> ins, Leaves(*given, in_patterns, true));
+  TESS_ASSIGN_OR_RETURN(std::vector<Leaf> ins, Leaves(*given, in_patterns));
   TESS_ASSIGN_OR_RETURN(ins, Select(std::move(ins), options.input_paths, "input"));
+  TESS_RETURN_IF_ERROR(RequireFloating(ins));
   for (const auto& step : options.eps_for) {
     const std::string& path = step.first;  // not a structured binding: lambdas cannot capture those in clang 14
     if (std::none_of(ins.begin(), ins.end(), [&](const Leaf& l) { return l.path == path; })) {
@@ -441,11 +454,22 @@ Result<std::vector<EndpointCheck>> CheckGradients(const Tesseract& tesseract, co
   }
   // The inputs as sent from now on: each checked leaf as the array it was read as.
   Value inputs = *given;
-  for (const Leaf& in : ins) *Walk(inputs, in.parsed) = Value(in.tensor);
+  for (const Leaf& in : ins) {
+    Value* slot = Walk(inputs, in.parsed);
+    // A pattern that is an ancestor of another (`xs` and `xs.[]`) would have
+    // replaced this leaf's container already.
+    if (slot == nullptr) return Status::InvalidArgument("differentiable input ", in.path, " lies inside another one");
+    *slot = Value(in.tensor);
+  }
   auto outputs = tesseract.Apply(inputs);
   if (!outputs.ok()) return outputs.status().WithContext("apply at the payload");
-  TESS_ASSIGN_OR_RETURN(std::vector<Leaf> outs, Leaves(*outputs, out_patterns, false));
-  TESS_ASSIGN_OR_RETURN(outs, Select(std::move(outs), options.output_paths, "output"));
+  TESS_ASSIGN_OR_RETURN(std::vector<Leaf> outs, Leaves(*outputs, out_patterns));
+  if (options.output_paths.empty()) {
+    std::erase_if(outs, [](const Leaf& l) { return !Floating(l); });  // nothing to compare in them
+  } else {
+    TESS_ASSIGN_OR_RETURN(outs, Select(std::move(outs), options.output_paths, "output"));
+    TESS_RETURN_IF_ERROR(RequireFloating(outs));
+  }
 
   Checker checker(tesseract, std::move(inputs), std::move(ins), std::move(outs), options);
   std::vector<EndpointCheck> results;

@@ -72,6 +72,25 @@ TEST(CheckGradients, AWrongVjpFailsNamingItsPath) {
   EXPECT_NEAR(f.finite_difference[0], -50.0, 0.1);
 }
 
+TEST(CheckGradients, ANonSymmetricJacobianIsReadTheRightWayRound) {
+  // y = A x with a 2x3 A: transposing the jacobian or the VJP's reading, or
+  // swapping input and output indices, would fail these right derivatives.
+  SourceOptions options;
+  options.python_executable = TESS_VENV_PYTHON;
+  auto t = Tesseract::FromSource(kFixtures + "/matvec/tesseract_api.py", options);
+  ASSERT_TRUE(t.ok()) << t.status();
+  GradientCheckOptions check;
+  check.seed = 7;
+  check.max_evals = 9;
+  auto results = CheckGradients(*t, Payload(R"({"inputs": {"x": [0.5, -1.0, 2.0]}})"), check);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 3U);
+  for (const EndpointCheck& r : *results) {
+    EXPECT_EQ(r.checks, 9) << r.endpoint;
+    EXPECT_TRUE(r.passed()) << r.endpoint << ": " << r.failures.size() << " failures";
+  }
+}
+
 TEST(CheckGradients, BadRequestsAreErrorsNamingWhatIsWrong) {
   auto t = Tesseract::FromLibrary(kExamples + "/libunivariate.so");
   ASSERT_TRUE(t.ok()) << t.status();

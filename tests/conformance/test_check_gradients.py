@@ -57,6 +57,19 @@ def test_right_derivatives_pass_as_tesseract_runtime_says(servers):
     assert passed_lines(served.stdout) == passed_lines(ours.stdout)
 
 
+def test_a_non_symmetric_jacobian_passes_in_both():
+    # y = A x, A 2x3: any transposition in a checker shows here.
+    api = PY_FIXTURES / "matvec" / "tesseract_api.py"
+    payload = '{"inputs": {"x": [0.5, -1.0, 2.0]}}'
+    ours = tesscpp(str(api), payload, "--max-evals", "30")
+    reference = runtime(api, payload, "--max-evals", "30")
+    assert ours.returncode == reference.returncode == 0, (ours.stdout, ours.stderr, reference.stderr)
+    assert passed_lines(ours.stdout) == passed_lines(reference.stderr) == [
+        f"✅ Gradient check for {e} passed ✅ (0 failures / 30 checks)"
+        for e in ("jacobian", "jacobian_vector_product", "vector_jacobian_product")
+    ]
+
+
 def test_a_wrong_vjp_fails_on_the_same_endpoint_and_path():
     ours = tesscpp(str(WRONG_VJP), ROSENBROCK)
     reference = runtime(WRONG_VJP, ROSENBROCK)

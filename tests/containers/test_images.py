@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import tarfile
+import time
 import uuid
 from pathlib import Path
 
@@ -138,12 +139,13 @@ def test_it_runs_unprivileged_and_stops_cleanly_on_sigterm(vectoradd):
                        "--host", "0.0.0.0").stdout.strip()  # fmt: skip
     try:
         port = docker("port", container, "8000/tcp").stdout.split(":")[-1].strip()
-        for _ in range(100):
+        for _ in range(300):
             try:
                 if requests.get(f"http://127.0.0.1:{port}/health", timeout=2).ok:
                     break
-            except requests.ConnectionError:
+            except requests.RequestException:
                 pass
+            time.sleep(0.1)
         else:
             pytest.fail(docker("logs", container).stdout)
         assert docker("exec", container, "/usr/local/bin/tesscpp", "health").stdout.strip() == '{"status":"ok"}'

@@ -127,13 +127,20 @@ def test_pkg_config_builds_a_component(prefix, tmp_path):
     check_scaler(prefix / "bin" / "tesscpp", library)
 
 
-def test_the_prefix_is_relocatable(prefix, tmp_path):
+def test_the_prefix_is_relocatable(tmp_path):
+    # An install of its own, moved away: the first place no longer exists, so
+    # any absolute path into it (targets file, RPATH, include dirs) would fail.
+    first = tmp_path / "first"
+    run("cmake", "--install", os.environ["TESSCPP_BUILD_DIR"], "--prefix", first)
     moved = tmp_path / "moved"
-    shutil.copytree(prefix, moved, symlinks=True)
+    first.rename(moved)
     source = project(tmp_path / "scaler")
     cmake_build(source, moved)
-    cache = (source / "build" / "CMakeCache.txt").read_text()
-    assert f"tesscpp_DIR:PATH={moved}" in cache
+    assert f"tesscpp_DIR:PATH={moved}" in (source / "build" / "CMakeCache.txt").read_text()
+    ninja = (source / "build" / "build.ninja").read_text()
+    assert f"{moved}/include" in ninja and str(first) not in ninja
+    resolved = run("ldd", moved / "bin" / "tesscpp").stdout
+    assert f"{moved}/bin/../lib/libtesscpp.so.0.1" in resolved, resolved
     check_scaler(moved / "bin" / "tesscpp", source / "build" / "libscaler.so")
 
 

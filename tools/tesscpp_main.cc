@@ -19,11 +19,11 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <utility>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
+#include <utility>
 
 #include "gradient_report.h"
 #include "http/server.h"
@@ -79,21 +79,27 @@ Result<std::unique_ptr<tesscpp::Runtime>> MakeRuntime(
   if (o.output_file) config.output_file = *o.output_file;
   if (o.debug) config.debug = true;
   if (o.gpu_transport) config.gpu_transport = *o.gpu_transport;
-  // An image names its component once, in its environment, so that
-  // `<image> serve --port 8000 ...` (as tesseract-core starts containers) and
-  // `<image> apply @in.json` need no path.
-  std::string path = o.library;
-  if (path.empty()) {
-    const char* from_env = std::getenv("TESSCPP_COMPONENT");
-    if (from_env == nullptr || *from_env == '\0') {
-      return Status::InvalidArgument("no component: name its library (lib<name>.so) or set TESSCPP_COMPONENT");
-    }
-    path = from_env;
-  }
-  TESS_ASSIGN_OR_RETURN(*library, tesscpp::ComponentLibrary::Open(path));
+  TESS_ASSIGN_OR_RETURN(*library, tesscpp::ComponentLibrary::Open(o.library));
   // The component lives as long as its library: share the library's lifetime.
   std::shared_ptr<const tesscpp::Component> component(*library, &(*library)->component());
   return tesscpp::Runtime::Make(std::move(component), std::move(config));
+}
+
+// An image names its component once, in its environment (TESSCPP_COMPONENT),
+// so that `<image> serve --port 8000 ...` (as tesseract-core starts
+// containers) and `<image> apply @in.json` need no path: with it set, a
+// command given one positional where it takes a component and a payload
+// reads that one as the payload. `payload` is null for commands without one.
+Status ResolveComponent(std::string& component, std::string* payload) {
+  const char* from_env = std::getenv("TESSCPP_COMPONENT");
+  const bool have_env = from_env != nullptr && *from_env != '\0';
+  if (payload != nullptr && payload->empty() && have_env) *payload = std::exchange(component, "");
+  if (component.empty() && have_env) component = from_env;
+  if (component.empty()) return Status::InvalidArgument("no component: name it, or set TESSCPP_COMPONENT");
+  if (payload != nullptr && payload->empty()) {
+    return Status::InvalidArgument("no payload: give the request body as JSON text or @file");
+  }
+  return Status::OK();
 }
 
 // A payload given as JSON text or as @path.
@@ -362,6 +368,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   serve->callback([&] {
+    if (Status named = ResolveComponent(serve_options.library, nullptr); !named.ok()) std::exit(Fail(named));
     server.max_body_bytes = max_body_mib << 20;
     server.keep_alive_timeout = std::chrono::seconds(keep_alive_s);
     std::exit(Serve(serve_options, server));
@@ -370,9 +377,13 @@ int main(int argc, char** argv) {
   CommonOptions openapi_options;
   CLI::App* openapi = app.add_subcommand("openapi", "Print the component's OpenAPI document");
   openapi->add_option("component", openapi_options.library,
-                       "Component library (lib<name>.so); default $TESSCPP_COMPONENT");
+                      "Component library (lib<name>.so); default $TESSCPP_COMPONENT");
   openapi->add_flag("--debug", openapi_options.debug, "The document of a server in debug mode");
-  openapi->callback([&] { std::exit(RunOnce(openapi_options, "openapi.json", "")); });
+  openapi->callback([&] {
+    if (Status named = ResolveComponent(openapi_options.library, nullptr); !named.ok())
+      std::exit(Fail(named));
+    std::exit(RunOnce(openapi_options, "openapi.json", ""));
+  });
 
   // One subcommand per endpoint, dashes for underscores, as tesseract-runtime.
   struct OneShot {
@@ -399,15 +410,10 @@ int main(int argc, char** argv) {
       command->add_option("payload", shot.payload, "Request body: JSON text or @file");
     }
     command->callback([&shot] {
-      // With the component from TESSCPP_COMPONENT, the one positional given is the payload.
-      if (shot.payload.empty() && std::string_view(shot.endpoint) != "health") {
-        if (shot.options.library.empty() || std::getenv("TESSCPP_COMPONENT") == nullptr) {
-          std::cerr << "tesscpp: " << shot.command
-                    << " takes a component library and a payload (JSON text or @file); with "
-                       "TESSCPP_COMPONENT set, the payload alone\n";
-          std::exit(2);
-        }
-        shot.payload = std::exchange(shot.options.library, "");
+      const bool takes_payload = std::string_view(shot.endpoint) != "health";
+      if (Status named = ResolveComponent(shot.options.library, takes_payload ? &shot.payload : nullptr);
+          !named.ok()) {
+        std::exit(Fail(named) + 1);  // a usage error, as a missing argument is
       }
       if (std::string_view(shot.endpoint) == "test") shot.options.debug = true;
       std::exit(RunOnce(shot.options, shot.endpoint, shot.payload));
@@ -445,7 +451,8 @@ int main(int argc, char** argv) {
   call->callback([&] { std::exit(Call(call_options)); });
 
   tesscpp::cli::ImageBuildOptions image;
-  CLI::App* build = app.add_subcommand("build", "Build a container image of a component (docs/containers.md)");
+  CLI::App* build =
+      app.add_subcommand("build", "Build a container image of a component (docs/containers.md)");
   build->add_option("component", image.component, "Component library (lib<name>.so)")->required();
   build->add_option("--tag", image.tag, "Image tag (default <name>:<version>)");
   build->add_option("--name", image.name, "TESSERACT_NAME (default the component's name)");
@@ -462,14 +469,17 @@ int main(int argc, char** argv) {
   std::string init_name;
   std::string init_dir;
   bool init_force = false;
-  CLI::App* init = app.add_subcommand("init", "Write a new component project (CMake, source, TestSpec, README)");
+  CLI::App* init =
+      app.add_subcommand("init", "Write a new component project (CMake, source, TestSpec, README)");
   init->add_option("name", init_name, "The component's name (letters, digits, '_', '-')")->required();
   init->add_option("--dir", init_dir, "Where to write it (default: ./<name>)");
   init->add_flag("--force", init_force, "Write into an existing directory");
   init->callback([&] {
     const std::string dir = init_dir.empty() ? init_name : init_dir;
-    if (Status written = tesscpp::cli::InitProject(init_name, dir, init_force); !written.ok()) std::exit(Fail(written));
-    std::cout << "tesscpp: wrote the component project " << init_name << " to " << dir << " (see its README.md)\n";
+    if (Status written = tesscpp::cli::InitProject(init_name, dir, init_force); !written.ok())
+      std::exit(Fail(written));
+    std::cout << "tesscpp: wrote the component project " << init_name << " to " << dir
+              << " (see its README.md)\n";
     std::exit(0);
   });
 
@@ -479,43 +489,44 @@ int main(int argc, char** argv) {
       "check-gradients", "Compare jacobian, JVP and VJP with central finite differences of apply");
   const auto env = [](const char* name) { return std::string("TESSERACT_RUNTIME_CHECK_GRADIENTS_") + name; };
   check->add_option("tesseract", gradients.target,
-                    "Component library, tesseract_api.py or URL (default: $TESSCPP_COMPONENT)")
-      ->required();
+                    "Component library, tesseract_api.py or URL (default: $TESSCPP_COMPONENT)");
   check->add_option("payload", gradients.payload, "The apply request, {\"inputs\": ...}: JSON text or @file");
-  check->add_option("--input-paths", gradients.check.input_paths, "Differentiable inputs to check (default: all)")
+  check
+      ->add_option("--input-paths", gradients.check.input_paths,
+                   "Differentiable inputs to check (default: all)")
       ->envname(env("INPUT_PATHS"));
-  check->add_option("--output-paths", gradients.check.output_paths, "Differentiable outputs to check (default: all)")
+  check
+      ->add_option("--output-paths", gradients.check.output_paths,
+                   "Differentiable outputs to check (default: all)")
       ->envname(env("OUTPUT_PATHS"));
   check->add_option("--endpoints", gradients.check.endpoints, "Endpoints to check (default: all there are)")
       ->envname(env("ENDPOINTS"));
   check->add_option("--eps", gradients.check.eps, "Absolute finite-difference step")
-      ->envname(env("EPS"))->capture_default_str();
+      ->envname(env("EPS"))
+      ->capture_default_str();
   check->add_option("--eps-for", gradients.eps_for, "PATH=VALUE: the step for one input path")
       ->envname(env("EPS_FOR"));
   check->add_option("--rtol", gradients.check.rtol, "Relative tolerance (to the endpoint's value)")
-      ->envname(env("RTOL"))->capture_default_str();
+      ->envname(env("RTOL"))
+      ->capture_default_str();
   check->add_option("--max-evals", gradients.check.max_evals, "Sampled input elements per endpoint")
-      ->envname(env("MAX_EVALS"))->capture_default_str();
-  check->add_option("--max-output-samples", gradients.check.max_output_samples,
-                    "Output elements swept per VJP check (default: all)")
+      ->envname(env("MAX_EVALS"))
+      ->capture_default_str();
+  check
+      ->add_option("--max-output-samples", gradients.check.max_output_samples,
+                   "Output elements swept per VJP check (default: all)")
       ->envname(env("MAX_OUTPUT_SAMPLES"));
   check->add_option("--max-failures", gradients.max_failures, "Failures shown per endpoint")
-      ->envname(env("MAX_FAILURES"))->capture_default_str();
+      ->envname(env("MAX_FAILURES"))
+      ->capture_default_str();
   check->add_option("--seed", gradients.seed, "Seed of the sampling (default: random)")->envname(env("SEED"));
-  check->add_flag("--show-progress,!--no-show-progress", gradients.show_progress,
-                  "Progress on a terminal (default: shown)")
+  check
+      ->add_flag("--show-progress,!--no-show-progress", gradients.show_progress,
+                 "Progress on a terminal (default: shown)")
       ->envname(env("SHOW_PROGRESS"));
   check->callback([&] {
-    // In an image, the component comes from TESSCPP_COMPONENT and the one
-    // positional given is the payload.
-    if (gradients.payload.empty()) {
-      const char* component = std::getenv("TESSCPP_COMPONENT");
-      if (component == nullptr || *component == '\0') {
-        std::cerr << "tesscpp: check-gradients takes a Tesseract and a payload (or, with TESSCPP_COMPONENT set, "
-                     "the payload alone)\n";
-        std::exit(2);
-      }
-      gradients.payload = std::exchange(gradients.target, component);
+    if (Status named = ResolveComponent(gradients.target, &gradients.payload); !named.ok()) {
+      std::exit(Fail(named) + 1);  // exit status 2: the check could not run
     }
     std::exit(CheckGradients(gradients));
   });

@@ -65,8 +65,9 @@ std::vector<std::string> Row(const GradientCheckFailure& f) {
     }
   }
   const int64_t element = f.compared.empty() ? static_cast<int64_t>(worst) : f.compared[worst];
-  row.insert(row.end(), {std::to_string(element), Number(f.finite_difference[worst]), Number(f.endpoint[worst]),
-                         RelativeError(f.finite_difference[worst], f.endpoint[worst])});
+  row.insert(row.end(),
+             {std::to_string(element), Number(f.finite_difference[worst]), Number(f.endpoint[worst]),
+              RelativeError(f.finite_difference[worst], f.endpoint[worst])});
   return row;
 }
 
@@ -81,12 +82,12 @@ bool PrintGradientReport(const std::vector<EndpointCheck>& results, int64_t max_
     }
     all = false;
     const size_t shown = std::min(r.failures.size(), static_cast<size_t>(std::max<int64_t>(max_failures, 0)));
-    out << "\n⚠️ Gradient check for " << r.endpoint << " failed ⚠️ (" << r.failures.size() << " failures / "
-        << r.checks << " checks)\n";
+    out << "\n⚠️ Gradient check for " << r.endpoint << " failed ⚠️ (" << r.failures.size()
+        << " failures / " << r.checks << " checks)\n";
     if (shown == 0) continue;
     out << "First " << shown << " failures:\n";
-    std::vector<std::vector<std::string>> rows{
-        {"input path", "output path", "index", "output element", "finite difference", r.endpoint, "rel. error"}};
+    std::vector<std::vector<std::string>> rows{{"input path", "output path", "index", "output element",
+                                                "finite difference", r.endpoint, "rel. error"}};
     for (size_t i = 0; i < shown; ++i) rows.push_back(Row(r.failures[i]));
     PrintTable(rows, out);
     out << "\n";

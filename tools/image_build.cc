@@ -140,11 +140,12 @@ Status Closure(const std::string& file, std::map<std::string, std::string>& libs
     std::string path;
     words >> name >> arrow >> path;
     if (arrow == "=>") {
-      if (path == "not" || path.empty()) return Status::NotFound(file, " needs ", name, ", which is not found");
+      if (path == "not" || path.empty())
+        return Status::NotFound(file, " needs ", name, ", which is not found");
       libs.emplace(name, path);
     } else if (!name.empty() && name[0] == '/') {
       loader = name;  // the interpreter, by absolute path
-    }  // else: the vDSO, which the kernel provides
+    }                 // else: the vDSO, which the kernel provides
   }
   return Status::OK();
 }
@@ -166,7 +167,8 @@ Status Install(const std::string& from, const fs::path& to, mode_t mode) {
     fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
     if (ec) return Status::IoError("cannot copy ", from, ": ", ec.message());
   }
-  if (::chmod(to.c_str(), mode) != 0) return Status::IoError("chmod ", to.string(), ": ", std::strerror(errno));
+  if (::chmod(to.c_str(), mode) != 0)
+    return Status::IoError("chmod ", to.string(), ": ", std::strerror(errno));
   return Status::OK();
 }
 
@@ -234,31 +236,35 @@ Result<std::string> BuildImage(const ImageBuildOptions& o) {
   if (loader.empty()) return Status::Internal("ldd named no dynamic loader for ", o.cli);
 
   TESS_RETURN_IF_ERROR(Install(o.cli, root / fs::path(kBin).relative_path(), 0755));
-  TESS_RETURN_IF_ERROR(Install(o.component, root / fs::path(kComponentDir).relative_path() / file_name, 0755));
+  TESS_RETURN_IF_ERROR(
+      Install(o.component, root / fs::path(kComponentDir).relative_path() / file_name, 0755));
   TESS_RETURN_IF_ERROR(Install(loader, root / fs::path(loader).relative_path(), 0755));
   for (const auto& [soname, path] : libs) {
     TESS_RETURN_IF_ERROR(Install(path, root / fs::path(kLibDir).relative_path() / soname, 0755));
   }
   TESS_RETURN_IF_ERROR(WriteFile(root / "etc/passwd",
                                  "root:x:0:0:root:/root:/sbin/nologin\n"
-                                 "tesseract:x:" + std::to_string(kUid) + ":" + std::to_string(kUid) +
+                                 "tesseract:x:" +
+                                     std::to_string(kUid) + ":" + std::to_string(kUid) +
                                      ":tesseract:/tesseract:/sbin/nologin\n"));
-  TESS_RETURN_IF_ERROR(WriteFile(root / "etc/group", "root:x:0:\ntesseract:x:" + std::to_string(kUid) + ":\n"));
+  TESS_RETURN_IF_ERROR(
+      WriteFile(root / "etc/group", "root:x:0:\ntesseract:x:" + std::to_string(kUid) + ":\n"));
   // Any user tesseract-core runs the container as (-u <host uid>) may write
   // results and scratch files.
   for (std::string_view dir : {std::string_view("/tmp"), kInputDir, kOutputDir}) {
     const fs::path path = root / fs::path(dir).relative_path();
     TESS_RETURN_IF_ERROR(MakeDirs(path));
-    if (::chmod(path.c_str(), 01777) != 0) return Status::IoError("chmod ", path.string(), ": ", std::strerror(errno));
+    if (::chmod(path.c_str(), 01777) != 0)
+      return Status::IoError("chmod ", path.string(), ": ", std::strerror(errno));
   }
 
   const fs::path archive = scratch.path() / "rootfs.tar";
   TESS_RETURN_IF_ERROR(RunOk({"tar", "--numeric-owner", "--owner=0", "--group=0", "-C", root.string(), "-cf",
                               archive.string(), "."})
                            .status());
-  TESS_ASSIGN_OR_RETURN(Buffer metadata_json,
-                        WriteJson(Value::Dict{{"name", Value(name)}, {"version", Value(version)},
-                                              {"built_by", Value("tesscpp")}}));
+  TESS_ASSIGN_OR_RETURN(Buffer metadata_json, WriteJson(Value::Dict{{"name", Value(name)},
+                                                                    {"version", Value(version)},
+                                                                    {"built_by", Value("tesscpp")}}));
   const std::string metadata(metadata_json.string_view());
   std::vector<std::string> argv = Engine();
   const std::vector<std::string> changes = {

@@ -9,11 +9,11 @@
 namespace tesscpp::cli {
 
 struct ImageBuildOptions {
-  std::string component;             ///< lib<name>.so
-  std::optional<std::string> tag;    ///< default <name>:<version>
-  std::optional<std::string> name;   ///< TESSERACT_NAME; default the component's
+  std::string component;            ///< lib<name>.so
+  std::optional<std::string> tag;   ///< default <name>:<version>
+  std::optional<std::string> name;  ///< TESSERACT_NAME; default the component's
   std::optional<std::string> version;
-  std::string cli;                   ///< the tesscpp executable to put in the image
+  std::string cli;  ///< the tesscpp executable to put in the image
 };
 
 /// \brief Builds and loads an image holding the CLI, libtesscpp.so, the

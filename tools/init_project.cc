@@ -23,7 +23,8 @@ find_package(tesscpp @VERSION@ CONFIG REQUIRED)
 tesscpp_add_component(@NAME@ SOURCES @NAME@.cc)
 )tpl";
 
-constexpr std::string_view kSource = R"tpl(// @NAME@: y = scale * x^2, element by element, with its vector-Jacobian product.
+constexpr std::string_view kSource =
+    R"tpl(// @NAME@: y = scale * x^2, element by element, with its vector-Jacobian product.
 // Replace apply with your model and keep the derivative in step with it;
 // `tesscpp check-gradients` compares the two (README.md).
 #include "tesscpp/component.h"
@@ -109,7 +110,8 @@ std::string Fill(std::string_view text, const std::string& name, const std::stri
 }
 
 bool ValidName(std::string_view name) {
-  if (name.empty() || name.size() > 64 || !(std::isalpha(static_cast<unsigned char>(name[0])) != 0)) return false;
+  if (name.empty() || name.size() > 64 || !(std::isalpha(static_cast<unsigned char>(name[0])) != 0))
+    return false;
   for (char ch : name) {
     if (std::isalnum(static_cast<unsigned char>(ch)) == 0 && ch != '_' && ch != '-') return false;
   }
@@ -120,8 +122,8 @@ bool ValidName(std::string_view name) {
 
 Status InitProject(const std::string& name, const std::string& dir, bool force) {
   if (!ValidName(name)) {
-    return Status::InvalidArgument("name '", name,
-                                   "': use a letter, then letters, digits, '_' or '-' (at most 64 characters)");
+    return Status::InvalidArgument(
+        "name '", name, "': use a letter, then letters, digits, '_' or '-' (at most 64 characters)");
   }
   std::error_code ec;
   if (fs::exists(dir, ec) && !force) {

@@ -44,8 +44,8 @@ struct GradientCheckOptions {
 struct GradientCheckFailure {
   std::string input_path;
   std::string output_path;
-  std::vector<int64_t> index;     ///< into the input (empty for a scalar)
-  std::vector<double> endpoint;   ///< over the output's elements (C order)
+  std::vector<int64_t> index;    ///< into the input (empty for a scalar)
+  std::vector<double> endpoint;  ///< over the output's elements (C order)
   std::vector<double> finite_difference;
   std::vector<int64_t> compared;  ///< output elements compared (VJP sampling), empty: all
   std::string error;              ///< set when a call failed instead

@@ -85,14 +85,17 @@ void Expand(const Value& node, const std::vector<PathSegment>& pattern, size_t a
       }
       return;
     case PathSegment::Kind::kIndex:
-      if (node.is_list() && segment.index >= 0 && segment.index < static_cast<int64_t>(node.as_list().size())) {
-        Expand(node.as_list()[static_cast<size_t>(segment.index)], pattern, at + 1, here.Child(segment), found);
+      if (node.is_list() && segment.index >= 0 &&
+          segment.index < static_cast<int64_t>(node.as_list().size())) {
+        Expand(node.as_list()[static_cast<size_t>(segment.index)], pattern, at + 1, here.Child(segment),
+               found);
       }
       return;
     case PathSegment::Kind::kAnyIndex:
       if (!node.is_list()) return;
       for (size_t i = 0; i < node.as_list().size(); ++i) {
-        Expand(node.as_list()[i], pattern, at + 1, here.Child(PathSegment::Index(static_cast<int64_t>(i))), found);
+        Expand(node.as_list()[i], pattern, at + 1, here.Child(PathSegment::Index(static_cast<int64_t>(i))),
+               found);
       }
       return;
   }
@@ -119,7 +122,8 @@ V* Walk(V& root, const Path& path) {
 // tesseract-core's in-process results may be, become float64 arrays).
 Result<Tensor> AsTensor(const Value& value, std::string_view context) {
   if (value.is_tensor()) return value.as_tensor();
-  auto coerced = internal::CoerceArray(SchemaType::Array(ShapeSpec::AnyRank(), Dtype::kFloat64), value, nullptr);
+  auto coerced =
+      internal::CoerceArray(SchemaType::Array(ShapeSpec::AnyRank(), Dtype::kFloat64), value, nullptr);
   if (!coerced.ok()) return coerced.status().WithContext(context);
   return coerced->as_tensor();
 }
@@ -135,7 +139,8 @@ Result<std::vector<Leaf>> Leaves(const Value& tree, const std::vector<Pattern>& 
     for (const auto& [path, value] : found) {
       if (!value->is_tensor() && !value->is_number() && !value->is_list()) continue;
       const std::string name = path.ToString();
-      const Dtype dtype = pattern.dtype.value_or(value->is_tensor() ? value->as_tensor().dtype() : Dtype::kFloat64);
+      const Dtype dtype =
+          pattern.dtype.value_or(value->is_tensor() ? value->as_tensor().dtype() : Dtype::kFloat64);
       auto coerced = internal::CoerceArray(SchemaType::Array(ShapeSpec::AnyRank(), dtype), *value, nullptr);
       if (!coerced.ok()) return coerced.status().WithContext(name);
       leaves.push_back({name, path, coerced->as_tensor()});
@@ -264,9 +269,14 @@ class Checker {
     for (size_t k = 0; k < checks.size(); ++k) {
       if (progress) progress(result.endpoint, static_cast<int64_t>(k), result.checks);
       const auto& [in, out, index] = checks[k];
-      GradientCheckFailure record{in->path, out->path, in->tensor.rank() == 0 ? std::vector<int64_t>{}
-                                                                              : Unravel(index, in->tensor.shape()),
-                                  {}, {}, {}, {}};
+      GradientCheckFailure record{
+          in->path,
+          out->path,
+          in->tensor.rank() == 0 ? std::vector<int64_t>{} : Unravel(index, in->tensor.shape()),
+          {},
+          {},
+          {},
+          {}};
       Status checked = Check(endpoint, *in, *out, index, record);
       if (!checked.ok()) {
         record.error = checked.message();
@@ -312,8 +322,8 @@ class Checker {
     std::vector<double> fd(static_cast<size_t>(out.size()));
     for (int64_t i = 0; i < out.size(); ++i) {
       const double diff = ElementOf(sides[0], i) - ElementOf(sides[1], i);
-      fd[static_cast<size_t>(i)] = single ? static_cast<double>(static_cast<float>(diff) / static_cast<float>(2 * h))
-                                          : diff / (2 * h);
+      fd[static_cast<size_t>(i)] =
+          single ? static_cast<double>(static_cast<float>(diff) / static_cast<float>(2 * h)) : diff / (2 * h);
     }
     fd_.emplace(key, fd);
     return fd;
@@ -340,9 +350,11 @@ class Checker {
       TESS_ASSIGN_OR_RETURN(Tensor tangent, OneHot(in.tensor, index));
       Value::Dict tangents;
       tangents.set(in.path, Value(std::move(tangent)));
-      TESS_ASSIGN_OR_RETURN(Value answer, t_.JacobianVectorProduct(inputs_, in_paths, out_paths, Value(tangents)));
+      TESS_ASSIGN_OR_RETURN(Value answer,
+                            t_.JacobianVectorProduct(inputs_, in_paths, out_paths, Value(tangents)));
       TESS_ASSIGN_OR_RETURN(Tensor jvp, TensorIn(answer, out.path, endpoint));
-      if (jvp.num_elements() != out.size()) return Status::Internal("jvp's ", out.path, " has the wrong size");
+      if (jvp.num_elements() != out.size())
+        return Status::Internal("jvp's ", out.path, " has the wrong size");
       for (int64_t o = 0; o < out.size(); ++o) record.endpoint.push_back(ElementOf(jvp, o));
       return Status::OK();
     }
@@ -386,7 +398,8 @@ class Checker {
       TESS_ASSIGN_OR_RETURN(Tensor cotangent, OneHot(out.tensor, c));
       Value::Dict cotangents;
       cotangents.set(out.path, Value(std::move(cotangent)));
-      TESS_ASSIGN_OR_RETURN(Value answer, t_.VectorJacobianProduct(inputs_, {in.path}, {out.path}, Value(cotangents)));
+      TESS_ASSIGN_OR_RETURN(Value answer,
+                            t_.VectorJacobianProduct(inputs_, {in.path}, {out.path}, Value(cotangents)));
       TESS_ASSIGN_OR_RETURN(Tensor g, TensorIn(answer, in.path, kVjp));
       if (g.num_elements() != in.size()) return Status::Internal("vjp's ", in.path, " has the wrong size");
       it = vjp_.emplace(key, std::move(g)).first;
@@ -424,14 +437,15 @@ Result<std::vector<EndpointCheck>> CheckGradients(const Tesseract& tesseract, co
   std::vector<std::string> endpoints;
   for (std::string_view e : {kJacobian, kJvp, kVjp}) {
     const bool has = std::find(available.begin(), available.end(), e) != available.end();
-    const bool asked = options.endpoints.empty() ||
-                       std::find(options.endpoints.begin(), options.endpoints.end(), e) != options.endpoints.end();
+    const bool asked =
+        options.endpoints.empty() ||
+        std::find(options.endpoints.begin(), options.endpoints.end(), e) != options.endpoints.end();
     if (has && asked) endpoints.emplace_back(e);
   }
   for (const std::string& e : options.endpoints) {
     if (e != kJacobian && e != kJvp && e != kVjp) {
-      return Status::InvalidArgument("endpoint ", e, " is not a derivative endpoint (", kJacobian, ", ", kJvp, ", ",
-                                     kVjp, ")");
+      return Status::InvalidArgument("endpoint ", e, " is not a derivative endpoint (", kJacobian, ", ", kJvp,
+                                     ", ", kVjp, ")");
     }
     if (std::find(available.begin(), available.end(), e) == available.end()) {
       return Status::InvalidArgument("endpoint ", e, " is not offered by this Tesseract");
@@ -446,7 +460,8 @@ Result<std::vector<EndpointCheck>> CheckGradients(const Tesseract& tesseract, co
   TESS_ASSIGN_OR_RETURN(ins, Select(std::move(ins), options.input_paths, "input"));
   TESS_RETURN_IF_ERROR(RequireFloating(ins));
   for (const auto& step : options.eps_for) {
-    const std::string& path = step.first;  // not a structured binding: lambdas cannot capture those in clang 14
+    const std::string& path =
+        step.first;  // not a structured binding: lambdas cannot capture those in clang 14
     if (std::none_of(ins.begin(), ins.end(), [&](const Leaf& l) { return l.path == path; })) {
       return Status::InvalidArgument("eps_for names input path ", path, ", which is not being checked");
     }
@@ -458,7 +473,8 @@ Result<std::vector<EndpointCheck>> CheckGradients(const Tesseract& tesseract, co
     Value* slot = Walk(inputs, in.parsed);
     // A pattern that is an ancestor of another (`xs` and `xs.[]`) would have
     // replaced this leaf's container already.
-    if (slot == nullptr) return Status::InvalidArgument("differentiable input ", in.path, " lies inside another one");
+    if (slot == nullptr)
+      return Status::InvalidArgument("differentiable input ", in.path, " lies inside another one");
     *slot = Value(in.tensor);
   }
   auto outputs = tesseract.Apply(inputs);

@@ -42,7 +42,7 @@ TEST(CheckGradients, SamplesArraysBySizeAndHonoursTheSelection) {
   const Value payload = Payload(R"({"inputs": {"a": [1, 2, 3], "b": [4, 5, 6], "s": 2.0}})");
   auto results = CheckGradients(*t, payload, options);
   ASSERT_TRUE(results.ok()) << results.status();
-  ASSERT_EQ(results->size(), 1U);  // vectoradd has a jacobian only
+  ASSERT_EQ(results->size(), 1U);              // vectoradd has a jacobian only
   EXPECT_EQ((*results)[0].checks, 3 + 3 + 1);  // 7 * 3/7 for a and b, one for the scalar s
   EXPECT_TRUE((*results)[0].passed());
   options.input_paths = {"b"};

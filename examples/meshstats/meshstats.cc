@@ -1,5 +1,6 @@
-// meshstats: statistics of a volumetric mesh (protocol.md §12.3) — a nested
-// input model with dict fields, a nested output model, dotted gradient paths.
+// meshstats: statistics of a volumetric mesh (test vectors M1-M5 in
+// tests/conformance/test_runtime_sdk.py) — a nested input model with dict
+// fields, a nested output model, dotted gradient paths.
 #include <numeric>
 
 #include "tesscpp/component.h"

@@ -1,5 +1,5 @@
 // univariate: the Rosenbrock function (a − x)² + b·(y − x²)² with analytic
-// derivatives (protocol.md §12.2).
+// derivatives (test vectors U1-U7 in tests/conformance/test_runtime_sdk.py).
 #include "tesscpp/component.h"
 
 using namespace tesscpp;  // NOLINT(google-build-using-namespace): an example reads better without prefixes

@@ -29,3 +29,6 @@ python="$results/codec-$stamp.python.json"
 # The torch bridge: apply_tesseract forward + backward against tesseract-torch over tesseract-core,
 # and against the C++ client alone.
 "$root/.venv/bin/python" "$root/bench/bridge_bench.py" --build "$build" | tee "$results/bridge-$stamp.md"
+
+# Containers: from_image cold start and steady-state latency, tesscpp vs tesseract-core, same image.
+"$root/.venv/bin/python" "$root/bench/containers_bench.py" --build "$build" | tee "$results/containers-$stamp.md"

@@ -4,13 +4,7 @@
 // and the engine are run as programs.
 #include "image_build.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -21,12 +15,12 @@
 #include <sstream>
 #include <utility>
 
+#include "client/container_engine.h"
 #include "platform/file.h"
+#include "platform/subprocess.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
 #include "tesscpp/json.h"
-
-extern "C" char** environ;  // NOLINT: the process environment, passed to children
 
 namespace tesscpp::cli {
 namespace {
@@ -41,97 +35,9 @@ constexpr std::string_view kInputDir = "/tesseract/input_data";
 constexpr std::string_view kOutputDir = "/tesseract/output_data";
 constexpr int kUid = 1000;  // the image's default user (tesseract-core's --user overrides it)
 
-struct Ran {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
-// Runs argv (argv[0] looked up on PATH) to completion, both streams captured.
-// Hand-written over posix_spawnp: Boost.Process v1 needs Boost.Filesystem,
-// which is not among our dependencies, and Boost 1.81's v2 does not build
-// with std::filesystem.
-Result<Ran> Run(const std::vector<std::string>& argv) {
-  int out_pipe[2];
-  int err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::IoError("pipe: ", std::strerror(errno));
-  internal::Fd out_read(out_pipe[0]);
-  internal::Fd out_write(out_pipe[1]);
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Status::IoError("pipe: ", std::strerror(errno));
-  internal::Fd err_read(err_pipe[0]);
-  internal::Fd err_write(err_pipe[1]);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_write.get(), 1);
-  posix_spawn_file_actions_adddup2(&actions, err_write.get(), 2);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));  // NOLINT: spawn's C API
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int spawned = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return Status::NotFound("cannot run '", argv[0], "': ", std::strerror(spawned));
-  out_write = internal::Fd();
-  err_write = internal::Fd();
-  Ran ran{-1, {}, {}};
-  // Both streams at once: a child filling one pipe while we wait on the
-  // other would never finish.
-  pollfd fds[2] = {{out_read.get(), POLLIN, 0}, {err_read.get(), POLLIN, 0}};
-  std::string* into[2] = {&ran.out, &ran.err};
-  for (int open = 2; open > 0;) {
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      // Never wait for a child that may block writing to pipes no one reads.
-      ::kill(pid, SIGKILL);
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[65536];
-      const ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
-      if (n > 0) {
-        into[i]->append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        fds[i].fd = -1;
-        --open;
-      }
-    }
-  }
-  out_read = internal::Fd();
-  err_read = internal::Fd();
-  int status = 0;
-  pid_t waited = -1;
-  while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
-  }
-  if (waited < 0) return Status::IoError("cannot wait for ", argv[0], ": ", std::strerror(errno));
-  ran.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return ran;
-}
-
-Result<std::string> RunOk(const std::vector<std::string>& argv) {
-  TESS_ASSIGN_OR_RETURN(Ran ran, Run(argv));
-  if (ran.exit_code != 0) {
-    std::string line;
-    for (const std::string& a : argv) line += (line.empty() ? "" : " ") + a;
-    return Status::Internal("`", line, "` exited with status ", ran.exit_code, ": ", ran.err);
-  }
-  return std::move(ran.out);
-}
-
-// The engine command: $TESSERACT_DOCKER_EXECUTABLE split into words (as
-// tesseract-core reads it: "podman", "sudo docker"), default docker.
-std::vector<std::string> Engine() {
-  const char* configured = std::getenv("TESSERACT_DOCKER_EXECUTABLE");
-  std::istringstream words(configured != nullptr && *configured != '\0' ? configured : "docker");
-  std::vector<std::string> argv;
-  for (std::string w; words >> w;) argv.push_back(w);
-  return argv;
-}
-
 // name -> host path of every shared library `file` loads, and the loader.
 Status Closure(const std::string& file, std::map<std::string, std::string>& libs, std::string& loader) {
-  TESS_ASSIGN_OR_RETURN(std::string listing, RunOk({"ldd", file}));
+  TESS_ASSIGN_OR_RETURN(std::string listing, internal::RunChecked({"ldd", file}));
   std::istringstream lines(listing);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream words(line);
@@ -161,7 +67,7 @@ Status MakeDirs(const fs::path& dir) {
 
 Status Install(const std::string& from, const fs::path& to, mode_t mode) {
   TESS_RETURN_IF_ERROR(MakeDirs(to.parent_path()));
-  auto stripped = Run({"strip", "--strip-debug", "-o", to.string(), from});
+  auto stripped = internal::RunCaptured({"strip", "--strip-debug", "-o", to.string(), from});
   if (!stripped.ok() || stripped->exit_code != 0) {
     std::error_code ec;
     fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
@@ -217,9 +123,61 @@ class ScratchDir {
   fs::path path_;
 };
 
+// The SDK's CMake package for building a project: $tesscpp_DIR, else the one
+// installed beside this CLI (<prefix>/bin/tesscpp, <prefix>/lib/cmake/tesscpp;
+// the Python wheel has the same layout).
+Result<fs::path> SdkCmakeDir(const std::string& cli) {
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("tesscpp_DIR"); env != nullptr && *env != '\0')
+    candidates.emplace_back(env);
+  const fs::path prefix = fs::path(cli).parent_path().parent_path();
+  candidates.push_back(prefix / "lib" / "cmake" / "tesscpp");
+  candidates.push_back(prefix / "lib64" / "cmake" / "tesscpp");
+  for (const fs::path& dir : candidates) {
+    if (fs::exists(dir / "tesscppConfig.cmake")) return dir;
+  }
+  return Status::NotFound("build: no tesscpp CMake package beside ", cli,
+                          " (an installed SDK or the Python package has one); set tesscpp_DIR to its folder");
+}
+
+// A component project (tesscpp init's, or any CMake project that uses
+// tesscpp_add_component): configured as Release in <dir>/build-image and
+// built; its one component library is returned.
+Result<std::string> BuildProject(const fs::path& dir, const std::string& cli) {
+  if (!fs::exists(dir / "CMakeLists.txt"))
+    return Status::NotFound("build: ", dir.string(), " is a folder without a CMakeLists.txt");
+  TESS_ASSIGN_OR_RETURN(fs::path sdk, SdkCmakeDir(cli));
+  const fs::path build = dir / "build-image";
+  auto configured = internal::RunChecked({"cmake", "-S", dir.string(), "-B", build.string(),
+                                          "-DCMAKE_BUILD_TYPE=Release", "-Dtesscpp_DIR=" + sdk.string()});
+  if (!configured.ok()) return configured.status().WithContext("build: configuring " + dir.string());
+  auto built = internal::RunChecked({"cmake", "--build", build.string(), "--parallel"});
+  if (!built.ok()) return built.status().WithContext("build: compiling " + dir.string());
+  std::vector<std::string> found;
+  for (auto it = fs::recursive_directory_iterator(build); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string name = it->path().filename().string();
+    if (it->is_directory() && name == "CMakeFiles") {
+      it.disable_recursion_pending();
+    } else if (it->is_regular_file() && name.rfind("lib", 0) == 0 && it->path().extension() == ".so") {
+      found.push_back(it->path().string());
+    }
+  }
+  if (found.size() != 1) {
+    std::string list;
+    for (const std::string& f : found) list += " " + f;
+    return Status::InvalidArgument("build: ", dir.string(), " built ", found.size(),
+                                   " libraries where one component was expected:", list);
+  }
+  return found.front();
+}
+
 }  // namespace
 
-Result<std::string> BuildImage(const ImageBuildOptions& o) {
+Result<std::string> BuildImage(const ImageBuildOptions& options) {
+  ImageBuildOptions o = options;
+  if (fs::is_directory(o.component)) {
+    TESS_ASSIGN_OR_RETURN(o.component, BuildProject(fs::absolute(o.component), o.cli));
+  }
   TESS_ASSIGN_OR_RETURN(auto library, ComponentLibrary::Open(o.component));
   const Component& component = library->component();
   const std::string name = o.name.value_or(component.name());
@@ -259,14 +217,13 @@ Result<std::string> BuildImage(const ImageBuildOptions& o) {
   }
 
   const fs::path archive = scratch.path() / "rootfs.tar";
-  TESS_RETURN_IF_ERROR(RunOk({"tar", "--numeric-owner", "--owner=0", "--group=0", "-C", root.string(), "-cf",
-                              archive.string(), "."})
+  TESS_RETURN_IF_ERROR(internal::RunChecked({"tar", "--numeric-owner", "--owner=0", "--group=0", "-C",
+                                             root.string(), "-cf", archive.string(), "."})
                            .status());
   TESS_ASSIGN_OR_RETURN(Buffer metadata_json, WriteJson(Value::Dict{{"name", Value(name)},
                                                                     {"version", Value(version)},
                                                                     {"built_by", Value("tesscpp")}}));
   const std::string metadata(metadata_json.string_view());
-  std::vector<std::string> argv = Engine();
   const std::vector<std::string> changes = {
       "ENV TESSERACT_NAME=" + Quoted(name),
       "ENV TESSERACT_VERSION=" + Quoted(version),
@@ -283,10 +240,10 @@ Result<std::string> BuildImage(const ImageBuildOptions& o) {
       R"(ENTRYPOINT [")" + std::string(kBin) + R"("])",
       R"(CMD ["--help"])",
   };
-  argv.emplace_back("import");
-  for (const std::string& change : changes) argv.insert(argv.end(), {"--change", change});
-  argv.insert(argv.end(), {archive.string(), tag});
-  auto imported = RunOk(argv);
+  std::vector<std::string> args = {"import"};
+  for (const std::string& change : changes) args.insert(args.end(), {"--change", change});
+  args.insert(args.end(), {archive.string(), tag});
+  auto imported = client::ContainerEngine::FromEnvironment().RunOk(args);
   if (!imported.ok()) return imported.status().WithContext("importing the image");
   return tag;
 }

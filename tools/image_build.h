@@ -9,7 +9,7 @@
 namespace tesscpp::cli {
 
 struct ImageBuildOptions {
-  std::string component;            ///< lib<name>.so
+  std::string component;            ///< lib<name>.so, or a project folder to build first
   std::optional<std::string> tag;   ///< default <name>:<version>
   std::optional<std::string> name;  ///< TESSERACT_NAME; default the component's
   std::optional<std::string> version;
@@ -21,7 +21,9 @@ struct ImageBuildOptions {
 /// with tesseract-core's image contract (docs/containers.md): a root
 /// filesystem imported with `docker import` (no registry, no builder, no
 /// base image). The engine is $TESSERACT_DOCKER_EXECUTABLE (default docker),
-/// reaching $DOCKER_HOST. Returns the tag.
+/// reaching $DOCKER_HOST. A project folder is first built (Release, in
+/// <dir>/build-image) against the SDK beside the CLI or in $tesscpp_DIR.
+/// Returns the tag.
 Result<std::string> BuildImage(const ImageBuildOptions& options);
 
 }  // namespace tesscpp::cli

@@ -28,6 +28,7 @@
 #include "gradient_report.h"
 #include "http/server.h"
 #include "image_build.h"
+#include "image_run.h"
 #include "init_project.h"
 #include "tesscpp/client.h"
 #include "tesscpp/component.h"
@@ -453,7 +454,10 @@ int main(int argc, char** argv) {
   tesscpp::cli::ImageBuildOptions image;
   CLI::App* build =
       app.add_subcommand("build", "Build a container image of a component (docs/containers.md)");
-  build->add_option("component", image.component, "Component library (lib<name>.so)")->required();
+  build
+      ->add_option("component", image.component,
+                   "Component library (lib<name>.so), or a component project folder to build first")
+      ->required();
   build->add_option("--tag", image.tag, "Image tag (default <name>:<version>)");
   build->add_option("--name", image.name, "TESSERACT_NAME (default the component's name)");
   build->add_option("--version", image.version, "TESSERACT_VERSION (default the component's version)");
@@ -464,6 +468,33 @@ int main(int argc, char** argv) {
     if (!tag.ok()) std::exit(Fail(tag.status()));
     std::cout << "tesscpp: built image " << *tag << "\n";
     std::exit(0);
+  });
+
+  tesscpp::cli::ImageRunOptions run_options;
+  CLI::App* run = app.add_subcommand(
+      "run", "Run one command of a Tesseract image in a container removed afterwards (tesseract run)");
+  run->add_option("--volume,-v", run_options.volumes, "source:target[:ro|rw] (read-only unless rw)");
+  run->add_option("--input-path", run_options.input_path, "Mounted read-only at /tesseract/input_data");
+  run->add_option("--output-path", run_options.output_path, "Mounted at /tesseract/output_data");
+  run->add_option("--env,-e", run_options.env, "KEY=value in the container's environment");
+  run->add_option("--gpus", run_options.gpus, "GPUs for the container: all, or device ids");
+  run->add_option("--user", run_options.user, "uid[:gid] (default: yours)");
+  run->add_option("--network", run_options.network, "Network to join");
+  // IMAGE COMMAND [ARGS...]: everything from the image on goes to the
+  // container, options of the command included.
+  run->prefix_command();
+  run->footer("Usage: tesscpp run [OPTIONS] IMAGE COMMAND [ARGS...]; @file arguments are mounted.");
+  run->callback([&] {
+    std::vector<std::string> rest = run->remaining();
+    if (rest.size() < 2) {
+      std::cerr << "tesscpp run: give an image and a command, e.g. tesscpp run IMAGE apply @in.json\n";
+      std::exit(2);
+    }
+    run_options.image = rest.front();
+    run_options.command.assign(rest.begin() + 1, rest.end());
+    auto code = tesscpp::cli::RunImage(run_options);
+    if (!code.ok()) std::exit(Fail(code.status()));
+    std::exit(*code);
   });
 
   std::string init_name;

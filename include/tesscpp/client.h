@@ -118,29 +118,84 @@ struct ClientOptions {
   LogSink stream_logs;
 };
 
-/// \brief How Tesseract::FromSource serves a component.
-struct SourceOptions {
-  /// The server's input and output directories. Empty: a temporary output
-  /// directory (and, for json+binref, input directory) removed on teardown.
+/// \brief What every Tesseract a client serves itself (FromSource, FromImage)
+/// is configured with.
+struct ServeOptions {
+  /// The server's input and output directories on this machine. Empty: a
+  /// temporary output directory (and, for json+binref, input directory)
+  /// removed on teardown.
   std::string input_path;
   std::string output_path;
   /// Served with this TESSERACT_OUTPUT_FORMAT, and what calls request.
   std::string output_format = "json+base64";
+  /// Served with this TESSERACT_GPU_TRANSPORT, and what calls request. Unset:
+  /// runtime_config's gpu_transport, else "none".
   std::optional<std::string> gpu_transport;
   /// More TESSERACT_<KEY> settings, e.g. {"profiling", "1"}. The server runs
-  /// in debug mode (as the SDK's from_source) unless this says otherwise.
+  /// in debug mode (as the SDK's from_source and from_image) unless this says
+  /// otherwise.
   std::vector<std::pair<std::string, std::string>> runtime_config;
+  /// Seconds to wait for the server to answer /health.
+  double startup_timeout_s = 60;
+  /// Timeouts, stream_logs and binref_pool of the client (paths and encoding
+  /// come from the fields above).
+  ClientOptions client;
+};
+
+/// \brief How Tesseract::FromSource serves a component.
+struct SourceOptions : ServeOptions {
   /// For a tesseract_api.py: the Python with tesseract-core[runtime] that runs
   /// tesseract-runtime (default: python3 on PATH).
   std::string python_executable;
   /// For a component library: the tesscpp CLI (default: $TESSCPP_CLI, then
   /// ../bin/tesscpp beside libtesscpp.so, then tesscpp on PATH).
   std::string tesscpp_executable;
-  /// Seconds to wait for the server to answer /health.
-  double startup_timeout_s = 60;
-  /// Timeouts, stream_logs and binref_pool of the client (paths and encoding
-  /// come from the fields above).
-  ClientOptions client;
+};
+
+/// \brief How Tesseract::FromImage runs an image: tesseract-core 1.15's
+/// from_image arguments (docs/containers.md). The engine is the command in
+/// $TESSERACT_DOCKER_EXECUTABLE (default docker; podman works), reaching the
+/// engine $DOCKER_HOST names.
+struct ImageOptions : ServeOptions {
+  /// Host address the port is published on.
+  std::string host_ip = "127.0.0.1";
+  /// Host port: "" a free one, "8080" exactly that one, "9000-9100" a free one
+  /// in the range (retried on a race, as the SDK).
+  std::string port;
+  /// A network to join, created when missing; "host" shares the host's
+  /// network (no port mapping: the server binds the host port itself).
+  std::string network;
+  /// The container's name on `network` (needs network).
+  std::string network_alias;
+  /// More mounts, "source:target[:ro|rw]" (read-only unless rw); a local
+  /// source must exist.
+  std::vector<std::string> volumes;
+  /// Environment variables of the container.
+  std::vector<std::pair<std::string, std::string>> environment;
+  /// GPUs the container gets: {"all"} or device ids.
+  std::vector<std::string> gpus;
+  int num_workers = 1;
+  /// "uid" or "uid:gid"; empty: this process's uid:gid, so files in the
+  /// output directory are the caller's.
+  std::string user;
+  /// Memory limit, e.g. "512m" (the engine's minimum is 6m).
+  std::string memory;
+  /// Appended to the engine's `run` options.
+  std::vector<std::string> docker_args;
+  /// Connect at once, without waiting for /health.
+  bool skip_health_check = false;
+};
+
+/// \brief The container serving a Tesseract made by FromImage.
+struct ContainerInfo {
+  std::string id;
+  std::string name;
+  std::string image;
+  std::string status;   ///< the engine's word: "running", "exited", ...
+  std::string host_ip;  ///< where its port is published
+  int host_port = 0;
+  std::string url;  ///< what calls go to
+  Value attrs;      ///< the engine's `inspect` document
 };
 
 /// \brief How Tesseract::FromLibrary runs a component in this process.
@@ -202,6 +257,16 @@ class Tesseract {
   /// kUnavailable when it exits first.
   static Result<Tesseract> FromSource(const std::string& path, const SourceOptions& options = {});
 
+  /// \brief Runs a Tesseract image in a container (tesseract-core's from_image)
+  /// and waits until it is healthy. The container is removed by Teardown, with
+  /// the last handle, and when this process dies (a watcher outside it
+  /// removes it). kUnavailable when no engine answers, kNotFound for a
+  /// missing image, kInvalidArgument for an image that is not a Tesseract or
+  /// bad options, kUnavailable for a port that is taken or a container that
+  /// exits before it is healthy (with its log), kDeadlineExceeded (with its
+  /// log) when it is not healthy in time.
+  static Result<Tesseract> FromImage(const std::string& image, const ImageOptions& options = {});
+
   /// \brief Loads a component library into this process and calls it with no
   /// HTTP and no serialisation (tesseract-core's from_tesseract_api): the same
   /// validation, run directories and results as served.
@@ -257,11 +322,16 @@ class Tesseract {
   /// passes, else "none" with the reason set. In-process: the configured one.
   Result<GpuTransportChoice> ResolveGpuTransport() const;
 
-  /// \brief For FromSource: stops the server and removes its temporary
-  /// directories now. kInvalidArgument when there is no server of its own to stop.
+  /// \brief For FromSource and FromImage: stops the server (removes the
+  /// container) and its temporary directories now. kInvalidArgument when
+  /// there is no server of its own to stop.
   Status Teardown();
-  /// \brief For FromSource: what the server printed (kept after teardown).
+  /// \brief For FromSource and FromImage: what the server printed (kept
+  /// after teardown).
   Result<std::string> ServerLogs() const;
+  /// \brief For FromImage: the container, as the engine describes it now.
+  /// kInvalidArgument for other Tesseracts and after teardown.
+  Result<ContainerInfo> GetContainerInfo() const;
   /// \brief The URL called ("" for in-process Tesseracts).
   std::string url() const;
 

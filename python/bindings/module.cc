@@ -489,8 +489,12 @@ LogSink ToLogSink(const nb::object& callback) {
 
 std::vector<std::pair<std::string, std::string>> ToSettings(const nb::dict& settings) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (auto [key, item] : settings)
-    out.emplace_back(nb::cast<std::string>(nb::str(key)), nb::cast<std::string>(nb::str(item)));
+  for (auto [key, item] : settings) {
+    // As tesseract-core's runtime_config_to_env: booleans are 1 and 0.
+    const std::string value = nb::isinstance<nb::bool_>(item) ? (nb::cast<bool>(item) ? "1" : "0")
+                                                              : nb::cast<std::string>(nb::str(item));
+    out.emplace_back(nb::cast<std::string>(nb::str(key)), value);
+  }
   return out;
 }
 
@@ -500,6 +504,25 @@ nb::object OptionalList(const std::optional<std::vector<std::string>>& list) {
 }
 
 using Name = std::optional<std::string>;
+
+// What from_source and from_image share (ServeOptions), as the Python layer
+// passes it.
+void SetServeOptions(ServeOptions& options, const std::string& input_path, const std::string& output_path,
+                     const std::string& output_format, Name gpu_transport, const nb::dict& runtime_config,
+                     double startup_timeout, double connect_timeout, double read_timeout, bool binref_pool,
+                     const nb::object& stream_logs) {
+  options.input_path = input_path;
+  options.output_path = output_path;
+  options.output_format = output_format;
+  options.gpu_transport = std::move(gpu_transport);
+  options.runtime_config = ToSettings(runtime_config);
+  options.startup_timeout_s = startup_timeout;
+  options.client.connect_timeout_s = connect_timeout;
+  options.client.read_timeout_s = read_timeout;
+  options.client.binref_pool = binref_pool;
+  options.client.cuda_ipc_events = true;  // as from_url
+  options.client.stream_logs = ToLogSink(stream_logs);
+}
 
 }  // namespace
 }  // namespace tesscpp::internal
@@ -623,25 +646,54 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
              double startup_timeout, double connect_timeout, double read_timeout, bool binref_pool,
              const nb::object& stream_logs) {
             SourceOptions options;
-            options.input_path = input_path;
-            options.output_path = output_path;
-            options.output_format = output_format;
-            options.gpu_transport = std::move(gpu_transport);
-            options.runtime_config = ToSettings(runtime_config);
+            SetServeOptions(options, input_path, output_path, output_format, std::move(gpu_transport),
+                            runtime_config, startup_timeout, connect_timeout, read_timeout, binref_pool,
+                            stream_logs);
             options.python_executable = python_executable;
             options.tesscpp_executable = tesscpp_executable;
-            options.startup_timeout_s = startup_timeout;
-            options.client.connect_timeout_s = connect_timeout;
-            options.client.read_timeout_s = read_timeout;
-            options.client.binref_pool = binref_pool;
-            options.client.cuda_ipc_events = true;  // as from_url
-            options.client.stream_logs = ToLogSink(stream_logs);
             return Released([&] { return Tesseract::FromSource(path, options); });
           },
           nb::arg("path"), nb::arg("input_path"), nb::arg("output_path"), nb::arg("output_format"),
           nb::arg("gpu_transport").none(), nb::arg("runtime_config"), nb::arg("python_executable"),
           nb::arg("tesscpp_executable"), nb::arg("startup_timeout"), nb::arg("connect_timeout"),
           nb::arg("read_timeout"), nb::arg("binref_pool"), nb::arg("stream_logs").none())
+      .def_static(
+          "from_image",
+          [](const std::string& image, const std::string& host_ip, const std::string& port,
+             const std::string& network, const std::string& network_alias, std::vector<std::string> volumes,
+             const nb::dict& environment, std::vector<std::string> gpus, int num_workers,
+             const std::string& user, const std::string& memory, const std::string& input_path,
+             const std::string& output_path, const std::string& output_format, Name gpu_transport,
+             std::vector<std::string> docker_args, const nb::dict& runtime_config, bool skip_health_check,
+             double startup_timeout, double connect_timeout, double read_timeout, bool binref_pool,
+             const nb::object& stream_logs) {
+            ImageOptions options;
+            options.host_ip = host_ip;
+            options.port = port;
+            options.network = network;
+            options.network_alias = network_alias;
+            options.volumes = std::move(volumes);
+            for (auto [key, item] : environment)
+              options.environment.emplace_back(nb::cast<std::string>(nb::str(key)),
+                                               nb::cast<std::string>(nb::str(item)));
+            options.gpus = std::move(gpus);
+            options.num_workers = num_workers;
+            options.user = user;
+            options.memory = memory;
+            SetServeOptions(options, input_path, output_path, output_format, std::move(gpu_transport),
+                            runtime_config, startup_timeout, connect_timeout, read_timeout, binref_pool,
+                            stream_logs);
+            options.docker_args = std::move(docker_args);
+            options.skip_health_check = skip_health_check;
+            return Released([&] { return Tesseract::FromImage(image, options); });
+          },
+          nb::arg("image"), nb::arg("host_ip"), nb::arg("port"), nb::arg("network"), nb::arg("network_alias"),
+          nb::arg("volumes"), nb::arg("environment"), nb::arg("gpus"), nb::arg("num_workers"),
+          nb::arg("user"), nb::arg("memory"), nb::arg("input_path"), nb::arg("output_path"),
+          nb::arg("output_format"), nb::arg("gpu_transport").none(), nb::arg("docker_args"),
+          nb::arg("runtime_config"), nb::arg("skip_health_check"), nb::arg("startup_timeout"),
+          nb::arg("connect_timeout"), nb::arg("read_timeout"), nb::arg("binref_pool"),
+          nb::arg("stream_logs").none())
       .def_static(
           "from_library",
           [](const std::string& path, const std::string& output_path, Name gpu_transport,
@@ -738,5 +790,19 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
            })
       .def("teardown", [](Tesseract& t) { Released([&] { return t.Teardown(); }); })
       .def("server_logs", [](const Tesseract& t) { return Unwrap(t.ServerLogs()); })
+      .def("container_info",
+           [](const Tesseract& t) {
+             ContainerInfo info = Released([&] { return t.GetContainerInfo(); });
+             nb::dict out;
+             out["id"] = info.id;
+             out["name"] = info.name;
+             out["image"] = info.image;
+             out["status"] = info.status;
+             out["host_ip"] = info.host_ip;
+             out["host_port"] = info.host_port;
+             out["url"] = info.url;
+             out["attrs"] = ToPython(info.attrs);
+             return out;
+           })
       .def_prop_ro("url", &Tesseract::url);
 }

@@ -1,7 +1,7 @@
 """tesscpp: call Tesseracts from Python through a C++ client.
 
 ``tesscpp.Tesseract`` mirrors ``tesseract_core.Tesseract`` (from_url,
-from_source, endpoints, with_encoding, ...) and adds ``from_library`` for C++
+from_image, from_source, endpoints, with_encoding, ...) and adds ``from_library`` for C++
 components loaded into this process. ``tesscpp.torch.apply_tesseract`` makes
 any Tesseract a differentiable PyTorch operation. CUDA arrays a Tesseract
 returns over the cuda_ipc transport are ``tesscpp.DeviceArray`` objects, which
@@ -12,8 +12,10 @@ installed with the package is found with ``tesscpp.cmake_dir()`` (or
 
 from ._tesscpp import DeviceArray
 from ._sdk import cmake_dir
-from ._tesseract import RequestedEncoding, ServerCapabilities, Tesseract
+from ._tesseract import ContainerInfo, RequestedEncoding, ServerCapabilities, Tesseract
 
 __version__ = "0.1.0"
 
-__all__ = ["DeviceArray", "RequestedEncoding", "ServerCapabilities", "Tesseract", "__version__", "cmake_dir"]
+__all__ = [
+    "ContainerInfo",
+    "DeviceArray", "RequestedEncoding", "ServerCapabilities", "Tesseract", "__version__", "cmake_dir"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,20 @@ class ServerCapabilities:
     output_formats: tuple[str, ...] | None
     gpu_transports: tuple[str, ...] | None
     compressions: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class ContainerInfo:
+    """The container serving a Tesseract made by ``from_image``."""
+
+    id: str
+    name: str
+    image: str
+    status: str
+    host_ip: str
+    host_port: int
+    url: str
+    attrs: dict
 
 
 @dataclass(frozen=True)
@@ -104,14 +119,16 @@ class Tesseract:
     """A Tesseract reached over HTTP, served by a process this object owns, or
     loaded into this process (C++ component libraries).
 
-    Create one with :meth:`from_url`, :meth:`from_source` or
-    :meth:`from_library`; served ones are used inside ``with`` (or after
+    Create one with :meth:`from_url`, :meth:`from_image`, :meth:`from_source`
+    or :meth:`from_library`; served ones are used inside ``with`` (or after
     :meth:`serve`).
     """
 
     _core: _tesscpp._Tesseract | None = None
     _shared: _Shared
     _spawn: dict | None = None
+    _spawn_backend: str = ""
+    _finalizer: weakref.finalize | None = None
     _lastlog: str | None = None
     _in_process: bool = False
     _url: str = ""
@@ -119,7 +136,7 @@ class Tesseract:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
             "Tesseract cannot be instantiated directly. Use Tesseract.from_url(), "
-            "Tesseract.from_source() or Tesseract.from_library() instead."
+            "Tesseract.from_image(), Tesseract.from_source() or Tesseract.from_library() instead."
         )
 
     # -- constructors --------------------------------------------------------
@@ -226,6 +243,85 @@ class Tesseract:
             "binref_pool": experimental_binref_pool,
             "stream_logs": _log_sink(stream_logs),
         }
+        obj._spawn_backend = "source"
+        return obj
+
+    @classmethod
+    def from_image(
+        cls,
+        image_name: str,
+        *,
+        host_ip: str = "127.0.0.1",
+        port: str | None = None,
+        network: str | None = None,
+        network_alias: str | None = None,
+        volumes: list[str] | None = None,
+        environment: dict[str, str] | None = None,
+        gpus: list[str] | None = None,
+        num_workers: int = 1,
+        user: str | None = None,
+        memory: str | None = None,
+        input_path: str | Path | None = None,
+        output_path: str | Path | None = None,
+        output_format: str = "json+base64",
+        gpu_transport: str | None = None,
+        docker_args: list[str] | None = None,
+        runtime_config: dict[str, Any] | None = None,
+        stream_logs: bool | Callable[[str], Any] = False,
+        skip_health_check: bool = False,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        timeout: float | tuple[float, float] | None = None,
+        experimental_binref_pool: bool = False,
+    ) -> Tesseract:
+        """A Tesseract image served in a container, started by :meth:`serve` or ``with``.
+
+        The arguments are tesseract-core 1.15's ``from_image`` arguments, and
+        the container is started as it starts one (``<image> serve --port 8000
+        --host 0.0.0.0``, the input and output directories mounted at
+        ``/tesseract/input_data`` and ``/tesseract/output_data``, run as this
+        process's user unless ``user`` says otherwise, debug mode on). The
+        engine is ``$TESSERACT_DOCKER_EXECUTABLE`` (default ``docker``) reaching
+        ``$DOCKER_HOST``. The container is removed by :meth:`teardown`, when
+        this object is collected, at interpreter exit, and, by a watcher
+        process, when this process dies without any of those. Its log stays
+        readable through :meth:`server_logs`.
+
+        ``port`` is a port (``"8080"``) or a range (``"9000-9100"``); None
+        picks a free one. ``gpus`` is ``["all"]`` or device ids.
+        """
+        if not isinstance(image_name, str) or not image_name:
+            raise ValueError("Tesseract image name must be provided")
+        if isinstance(gpus, (str, int)):
+            gpus = [gpus]
+        obj = cls.__new__(cls)
+        obj._shared = _Shared()
+        connect, read = _timeouts(timeout)
+        obj._spawn = {
+            "image": image_name,
+            "host_ip": host_ip,
+            "port": str(port or ""),
+            "network": network or "",
+            "network_alias": network_alias or "",
+            "volumes": [str(v) for v in (volumes or [])],
+            "environment": dict(environment or {}),
+            "gpus": [str(g) for g in (gpus or [])],
+            "num_workers": int(num_workers),
+            "user": str(user or ""),
+            "memory": str(memory or ""),
+            "input_path": str(input_path or ""),
+            "output_path": str(output_path or ""),
+            "output_format": output_format,
+            "gpu_transport": gpu_transport,
+            "docker_args": [str(a) for a in (docker_args or [])],
+            "runtime_config": dict(runtime_config or {}),
+            "skip_health_check": bool(skip_health_check),
+            "startup_timeout": float(startup_timeout),
+            "connect_timeout": connect,
+            "read_timeout": read,
+            "binref_pool": experimental_binref_pool,
+            "stream_logs": _log_sink(stream_logs),
+        }
+        obj._spawn_backend = "image"
         return obj
 
     @classmethod
@@ -263,31 +359,54 @@ class Tesseract:
             self.teardown()
 
     def serve(self) -> None:
-        """Start the server of a Tesseract made by :meth:`from_source`."""
+        """Start the server of a Tesseract made by :meth:`from_image` or :meth:`from_source`."""
         if self._spawn is None:
-            raise RuntimeError("Can only serve a Tesseract created via `from_source`.")
+            raise RuntimeError("Can only serve a Tesseract created via `from_image` or `from_source`.")
         if self._core is not None:
             raise RuntimeError("Tesseract is already being served.")
-        self._core = _tesscpp._Tesseract.from_source(**self._spawn)
-        self._url = self._core.url
+        if self._spawn_backend == "image":
+            core = _tesscpp._Tesseract.from_image(**self._spawn)
+        else:
+            core = _tesscpp._Tesseract.from_source(**self._spawn)
+        self._core = core
+        self._url = core.url
         self._shared = _Shared()
         self._lastlog = None
+        # Stopped when this object is collected or the interpreter exits, if
+        # teardown() was never called (the finalizer must not hold self).
+        self._finalizer = weakref.finalize(self, core.teardown)
 
     def teardown(self) -> None:
-        """Stop the server and remove its temporary directories."""
+        """Stop the server (remove the container) and its temporary directories."""
         if self._spawn is None or self._core is None:
             raise RuntimeError("Tesseract is not being served.")
         self._core.teardown()
         self._lastlog = self._core.server_logs()
         self._core = None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
 
     def server_logs(self) -> str:
         """What the server printed (kept after teardown)."""
         if self._spawn is None:
-            raise RuntimeError("Can only retrieve logs for a Tesseract created via `from_source`.")
+            raise RuntimeError(
+                "Can only retrieve logs for a Tesseract created via `from_image` or `from_source`."
+            )
         if self._core is None:
             return self._lastlog or ""
         return self._core.server_logs()
+
+    def container_info(self) -> ContainerInfo:
+        """The container serving a Tesseract made by :meth:`from_image`, as the
+        engine describes it now (``attrs`` is its ``inspect`` document)."""
+        if self._spawn_backend != "image":
+            raise RuntimeError("`container_info` is only available when using `Tesseract.from_image(...)`.")
+        if self._core is None:
+            raise RuntimeError(
+                "`container_info` is only available for served Tesseracts. Use `tess.serve()` or `with tess:` first."
+            )
+        return ContainerInfo(**self._core.container_info())
 
     # -- what the Tesseract offers --------------------------------------------
 

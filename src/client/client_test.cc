@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "client/http_connection.h"
+#include "support/test_tensors.h"
 #include "tesscpp/client.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validation.h"
@@ -37,17 +38,8 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-Tensor Vector(std::vector<double> values) {
-  auto t = Tensor::Allocate(Dtype::kFloat64, *Shape::Make({static_cast<int64_t>(values.size())}));
-  std::copy(values.begin(), values.end(), t->data_as<double>());
-  return *t;
-}
-
-std::vector<double> Values(const Value& v) {
-  const Tensor& t = v.as_tensor();
-  EXPECT_EQ(t.dtype(), Dtype::kFloat64);
-  return {t.data_as<double>(), t.data_as<double>() + t.num_elements()};
-}
+using testing::Values;
+using testing::Vector;
 
 Value VectorAddInputs() { return Value::Dict{{"a", Vector({1, 2, 3})}, {"b", Vector({4, 5, 6})}}; }
 
@@ -55,6 +47,63 @@ Value CollectionsInputs() {
   return Value::Dict{{"arrays", Value::List{Vector({1, 2}), Vector({3, 4}), Value::List{5.0, 6.0}}},
                      {"weights", Value::Dict{{"w1", Vector({0.5, 2})}}},
                      {"scale", 3.0}};
+}
+
+// ------------------------------------------------ from_image option errors
+// Refused before any engine is asked (the engine-backed tests are in
+// container_test.cc, run by tests/containers).
+
+TEST(FromImageOptions, BadOptionsAreNamed) {
+  auto expect = [](const ImageOptions& options, StatusCode code, const std::string& words) {
+    auto t = Tesseract::FromImage("any:tag", options);
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().code(), code) << t.status().ToString();
+    EXPECT_NE(t.status().message().find(words), std::string::npos) << t.status().message();
+  };
+  ImageOptions o;
+  o.volumes = {"/tmp"};
+  expect(o, StatusCode::kInvalidArgument, "'/tmp' is not a volume");
+  o.volumes = {"/tmp:/a:rx"};
+  expect(o, StatusCode::kInvalidArgument, "is not a volume");
+  o.volumes = {"/no/such/dir:/a"};
+  expect(o, StatusCode::kNotFound, "'/no/such/dir'");
+  o.volumes = {"/tmp:relative"};
+  expect(o, StatusCode::kInvalidArgument, "not an absolute path");
+  o.volumes = {"/tmp:/a", "/tmp:/b"};
+  expect(o, StatusCode::kInvalidArgument, "mounted twice");
+  o = {};
+  o.port = "99999";
+  expect(o, StatusCode::kInvalidArgument, "port '99999'");
+  o.port = "9000-8000";
+  expect(o, StatusCode::kInvalidArgument, "is empty");
+  o = {};
+  o.network_alias = "a";
+  expect(o, StatusCode::kInvalidArgument, "network_alias needs a network");
+  o = {};
+  o.num_workers = 0;
+  expect(o, StatusCode::kInvalidArgument, "num_workers");
+  o = {};
+  o.gpu_transport = "cuda_ipc";
+  expect(o, StatusCode::kInvalidArgument, "needs GPU access");
+  o.gpus = {"0"};
+  o.num_workers = 2;
+  expect(o, StatusCode::kInvalidArgument, "more than one worker");
+  o = {};
+  o.runtime_config = {{"gpu_transport", "nvlink"}};
+  expect(o, StatusCode::kInvalidArgument, "'nvlink'");
+  o = {};
+  o.output_format = "xml";
+  expect(o, StatusCode::kInvalidArgument, "output_format 'xml'");
+  EXPECT_EQ(Tesseract::FromImage("", {}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(FromImageOptions, AMissingEngineCommandIsUnavailable) {
+  ::setenv("TESSERACT_DOCKER_EXECUTABLE", "/no/such/engine", 1);
+  auto t = Tesseract::FromImage("any:tag");
+  ::unsetenv("TESSERACT_DOCKER_EXECUTABLE");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kUnavailable) << t.status().ToString();
+  EXPECT_NE(t.status().message().find("TESSERACT_DOCKER_EXECUTABLE"), std::string::npos);
 }
 
 // ------------------------------------------------------------ encoding rules

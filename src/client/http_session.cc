@@ -160,6 +160,10 @@ class HttpSession final : public TesseractSession {
     if (server == nullptr) return TesseractSession::ServerLogs();
     return server->Logs();
   }
+  Result<ContainerInfo> GetContainerInfo() override {
+    if (server_ == nullptr || server_->process == nullptr) return TesseractSession::GetContainerInfo();
+    return server_->process->Describe();
+  }
   std::string url() const override { return url_; }
   Result<GpuTransportCheck> CheckGpuTransport(const std::string& transport) override;
 

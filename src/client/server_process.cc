@@ -90,11 +90,11 @@ std::string ServerProcess::Logs() const {
   return out.str();
 }
 
-void ServerProcess::Stop(double grace_s) {
+void ServerProcess::Stop() {
   if (pid_ <= 0) return;
   if (Alive()) {
     ::kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (Alive() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "client/served_server.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::client {
@@ -15,13 +16,13 @@ namespace tesscpp::client {
 /// \brief A child process in a process group of its own, stdout and stderr
 /// into `log_path`. Destruction stops it (SIGTERM, SIGKILL after a grace
 /// period) with everything it started in its group.
-class ServerProcess {
+class ServerProcess final : public OwnedServer {
  public:
   /// \brief Starts `argv` with environment `env` ("NAME=value" each) in `workdir`.
   static Result<std::unique_ptr<ServerProcess>> Start(const std::vector<std::string>& argv,
                                                       const std::vector<std::string>& env,
                                                       const std::string& workdir, std::string log_path);
-  ~ServerProcess();
+  ~ServerProcess() override;
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
@@ -30,9 +31,9 @@ class ServerProcess {
   /// \brief "exited with status N" / "killed by signal N" / "running".
   std::string State() const;
   /// \brief What it printed so far.
-  std::string Logs() const;
-  /// \brief SIGTERM, then SIGKILL after `grace_s`; the whole group is killed.
-  void Stop(double grace_s = 10);
+  std::string Logs() const override;
+  /// \brief SIGTERM, then SIGKILL after 10 s; the whole group is killed.
+  void Stop() override;
 
  private:
   ServerProcess() = default;

@@ -30,10 +30,13 @@ class TesseractSession {
   virtual Status CheckRequestedEncoding(const RequestedEncoding& requested) = 0;
   virtual Status Teardown() {
     return Status::InvalidArgument(
-        "only a Tesseract made by FromSource serves (and tears down) its own server");
+        "only a Tesseract made by FromSource or FromImage serves (and tears down) its own server");
   }
   virtual Result<std::string> ServerLogs() {
-    return Status::InvalidArgument("only a Tesseract made by FromSource has server logs");
+    return Status::InvalidArgument("only a Tesseract made by FromSource or FromImage has server logs");
+  }
+  virtual Result<ContainerInfo> GetContainerInfo() {
+    return Status::InvalidArgument("container_info is only available for a Tesseract made by from_image");
   }
   virtual std::string url() const { return ""; }
   /// \brief The check exchange for `transport` (already known to be offered).
@@ -51,6 +54,10 @@ Result<std::shared_ptr<TesseractSession>> MakeHttpSession(const std::string& url
 /// \brief Starts the server for `path` (FromSource) and connects to it.
 Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& path,
                                                             const SourceOptions& options);
+
+/// \brief Runs `image` in a container (FromImage) and connects to it.
+Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& image,
+                                                           const ImageOptions& options);
 
 Result<std::shared_ptr<TesseractSession>> MakeLibrarySession(const std::string& path,
                                                              const LibraryOptions& options);

@@ -2,6 +2,7 @@
 // "not implemented by this Tesseract" checks, views with other encodings.
 #include <algorithm>
 
+#include "client/served_server.h"
 #include "client/session.h"
 
 namespace tesscpp {
@@ -27,8 +28,14 @@ Result<Tesseract> Tesseract::FromUrl(std::string_view url, ClientOptions options
 
 Result<Tesseract> Tesseract::FromSource(const std::string& path, const SourceOptions& options) {
   TESS_ASSIGN_OR_RETURN(auto session, MakeServedSession(path, options));
-  return Tesseract(std::move(session),
-                   RequestedEncoding{options.output_format, options.gpu_transport, std::nullopt});
+  return Tesseract(std::move(session), RequestedEncoding{options.output_format,
+                                                         client::RequestedTransport(options), std::nullopt});
+}
+
+Result<Tesseract> Tesseract::FromImage(const std::string& image, const ImageOptions& options) {
+  TESS_ASSIGN_OR_RETURN(auto session, MakeImageSession(image, options));
+  return Tesseract(std::move(session), RequestedEncoding{options.output_format,
+                                                         client::RequestedTransport(options), std::nullopt});
 }
 
 Result<Tesseract> Tesseract::FromLibrary(const std::string& path, const LibraryOptions& options) {
@@ -175,6 +182,7 @@ Result<GpuTransportChoice> Tesseract::ResolveGpuTransport() const {
 
 Status Tesseract::Teardown() { return session_->Teardown(); }
 Result<std::string> Tesseract::ServerLogs() const { return session_->ServerLogs(); }
+Result<ContainerInfo> Tesseract::GetContainerInfo() const { return session_->GetContainerInfo(); }
 std::string Tesseract::url() const { return session_->url(); }
 
 }  // namespace tesscpp

@@ -32,3 +32,7 @@ python="$results/codec-$stamp.python.json"
 
 # Containers: from_image cold start and steady-state latency, tesscpp vs tesseract-core, same image.
 "$root/.venv/bin/python" "$root/bench/containers_bench.py" --build "$build" | tee "$results/containers-$stamp.md"
+
+# Serving: one client object from N threads, and the server under a slow-body attack.
+"$root/.venv/bin/python" "$root/bench/concurrency_bench.py" --build "$build" | tee "$results/concurrency-$stamp.md"
+"$root/.venv/bin/python" "$root/bench/overload_bench.py" --build "$build" | tee "$results/overload-$stamp.md"

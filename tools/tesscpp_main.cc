@@ -356,8 +356,28 @@ int main(int argc, char** argv) {
   serve->add_option("--host", server.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", server.port, "Port (0: any free port, printed at start)")
       ->capture_default_str();
-  serve->add_option("--num-workers", server.num_workers, "Threads that run requests")
+  serve
+      ->add_option("--num-workers", server.num_workers,
+                   "Worker processes: requests handled at once (as tesseract-runtime's)")
+      ->envname("TESSERACT_NUM_WORKERS")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  serve
+      ->add_option("--max-in-flight", server.max_in_flight,
+                   "Requests in flight per worker before 503 + Retry-After (0: no cap)")
+      ->envname("TESSERACT_MAX_IN_FLIGHT")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  int64_t body_budget_mib = -1;
+  serve
+      ->add_option("--body-budget-mib", body_budget_mib,
+                   "Declared body MiB in flight per worker before 503 + Retry-After (0: none; "
+                   "default a quarter of memory)")
+      ->envname("TESSERACT_BODY_BUDGET_MIB");
+  int64_t drain_s = server.drain_timeout.count();
+  serve->add_option("--drain-timeout", drain_s, "Seconds in-flight requests get to finish after SIGTERM")
+      ->envname("TESSERACT_DRAIN_TIMEOUT")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   serve->add_option("--max-body-mib", max_body_mib, "Largest request body accepted (413 beyond)")
       ->check(CLI::PositiveNumber)
@@ -372,6 +392,8 @@ int main(int argc, char** argv) {
     if (Status named = ResolveComponent(serve_options.library, nullptr); !named.ok()) std::exit(Fail(named));
     server.max_body_bytes = max_body_mib << 20;
     server.keep_alive_timeout = std::chrono::seconds(keep_alive_s);
+    server.body_budget_bytes = body_budget_mib < 0 ? -1 : body_budget_mib << 20;
+    server.drain_timeout = std::chrono::seconds(drain_s);
     std::exit(Serve(serve_options, server));
   });
 

@@ -41,9 +41,25 @@ class BufferPool {
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
+  /// \brief How the memory of a fresh block is committed.
+  enum class Commit : uint8_t {
+    /// Huge pages where the options allow them: fewest page faults when the
+    /// whole buffer is written at once.
+    kEager,
+    /// Small pages only: memory is committed page by page as bytes are
+    /// written, so a buffer sized for data that may never arrive (a declared
+    /// Content-Length) costs next to nothing. See AdviseHugePages.
+    kAsWritten,
+  };
+
   /// \brief A buffer of `size` bytes with unspecified contents.
   /// kResourceExhausted when the OS refuses memory; kOutOfRange for a negative size.
-  Result<Buffer> Allocate(int64_t size);
+  Result<Buffer> Allocate(int64_t size, Commit commit = Commit::kEager);
+
+  /// \brief Lets the bytes of `buffer` from `offset` on use huge pages (a
+  /// kAsWritten buffer whose data is now known to be coming). No effect on
+  /// small buffers or when the options disable huge pages.
+  void AdviseHugePages(const Buffer& buffer, int64_t offset) const;
 
   BufferPoolStats stats() const;
 

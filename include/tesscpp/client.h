@@ -92,6 +92,10 @@ struct ClientOptions {
   /// Longest silence, in seconds, while waiting for or reading a response; 0
   /// waits as long as the endpoint runs (the SDK's timeout=None).
   double read_timeout_s = 0;
+  /// Idle kept-alive connections kept for reuse. Calls from several threads
+  /// run at once, each on a connection of its own; beyond this many, the
+  /// extra connections close after their call (requests' pool_maxsize).
+  int connection_pool_size = 10;
   /// The server's output directory as this process sees it: json+binref
   /// outputs are read from it (a buffer path leaving it is refused), and
   /// stream_logs tails the run logs in it.
@@ -234,9 +238,10 @@ struct TestOutcome {
 class TesseractSession;
 
 /// \brief A handle on one Tesseract. Copies and WithEncoding views share the
-/// connection (and the served process, stopped with the last handle or by
-/// Teardown). Calls through one connection are serialised; use one Tesseract
-/// per thread for parallel calls.
+/// connections (and the served process, stopped with the last handle or by
+/// Teardown). Thread-safe: calls from several threads run concurrently over a
+/// pool of kept-alive connections (ClientOptions::connection_pool_size);
+/// Teardown must not race with calls.
 ///
 /// Errors: a 422 is kValidationError with a ValidationDetail (type, loc, msg per
 /// issue) and a message printed as pydantic prints a ValidationError; a 406 is

@@ -163,6 +163,7 @@ class Tesseract:
         compression: str | None = None,
         stream_logs: bool | Callable[[str], Any] = False,
         experimental_binref_pool: bool = False,
+        connection_pool_size: int = 10,
     ) -> Tesseract:
         """A Tesseract served at ``url``. Nothing is sent until the first call.
 
@@ -181,6 +182,9 @@ class Tesseract:
                 receives them instead (needs ``server_output_path``).
             experimental_binref_pool: reuse pre-faulted buffers for json+binref
                 on a tmpfs directory.
+            connection_pool_size: idle kept-alive connections kept for reuse.
+                Calls from several threads run at once, each on a connection
+                of its own (the GIL is released), as on a requests Session.
         """
         connect, read = _timeouts(timeout)
         core = _tesscpp._Tesseract.from_url(
@@ -194,6 +198,7 @@ class Tesseract:
             gpu_transport,
             compression,
             _log_sink(stream_logs),
+            int(connection_pool_size),
         )
         return cls._wrap(core)
 

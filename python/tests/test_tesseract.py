@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -300,23 +301,10 @@ def test_the_sdk_overlaps_calls_from_threads(runtime_nap):
     assert overlap_ratio(tesseract_core.Tesseract.from_url(runtime_nap)) < 0.5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="one tesscpp.Tesseract serialises its calls on one connection; "
-    "a pool of connections is issue 17 (Production serving), which removes this mark",
-)
 def test_calls_from_threads_run_in_parallel(runtime_nap):
     assert overlap_ratio(Tesseract.from_url(runtime_nap)) < 0.5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="tesscpp serve runs wrapped endpoints one at a time whatever --num-workers says: each "
-    "call's stdout/stderr capture into its run log redirects the process's descriptors under one "
-    "lock (runtime/run_dir.cc); concurrent serving is issue 17 (Production serving)",
-)
 def test_the_server_overlaps_calls_on_its_workers(served_nap):
     # tesseract-core's SDK as the client, which overlaps its calls (above).
     assert overlap_ratio(tesseract_core.Tesseract.from_url(served_nap.url)) < 0.5
@@ -346,3 +334,49 @@ def test_unsendable_inputs_are_type_errors_naming_the_field(served_vectoradd, in
 def test_direct_construction_is_refused():
     with pytest.raises(TypeError, match="from_url"):
         Tesseract()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_drains_the_server(workers, tmp_path):
+    """SIGTERM: new connections are refused, idle ones closed, the call in
+    flight is answered, readiness turns false, and the server exits 0."""
+    server = subprocess.Popen(
+        [required_dir("TESSCPP_CLI"), "serve", str(fixture_library("nap")), "--port", "0",
+         "--num-workers", str(workers), "--output-path", str(tmp_path), "--drain-timeout", "20"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = server.stdout.readline()
+        port = int(line.rsplit(":", 1)[1])
+        url = f"http://127.0.0.1:{port}"
+        idle = socket.create_connection(("127.0.0.1", port), timeout=30)
+        idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert idle.recv(4096).startswith(b"HTTP/1.1 200")
+        # A request whose header is still arriving when the drain begins.
+        asking = socket.create_connection(("127.0.0.1", port), timeout=30)
+        asking.sendall(b"GET /health?ready HTTP/1.1\r\n")
+        answers: list[requests.Response] = []
+        call = threading.Thread(target=lambda: answers.append(requests.post(
+            f"{url}/apply", json={"inputs": {"x": [1.0, 2.0], "seconds": 1.5}},
+            headers={"Accept": "application/json"}, timeout=30)))  # fmt: skip
+        call.start()
+        time.sleep(0.5)
+        server.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        assert idle.recv(4096) == b"", "an idle keep-alive connection is closed at once"
+        if workers == 1:  # the worker that reads it is draining (with two, either may have it)
+            asking.sendall(b"Host: x\r\n\r\n")
+            ready = asking.recv(4096)
+            assert ready.startswith(b"HTTP/1.1 503") and b'{"status":"draining"}' in ready, ready
+        asking.close()  # else its half a request holds a worker until the drain timeout
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"{url}/health", timeout=5)
+        call.join(30)
+        assert answers and answers[0].status_code == 200, answers
+        assert answers[0].json()["y"]["data"]["buffer"] == [1.0, 2.0]
+        assert answers[0].headers.get("connection") == "close"
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

@@ -123,51 +123,82 @@ struct HttpConnection::Transfer {
   }
 };
 
-Result<std::unique_ptr<HttpConnection>> HttpConnection::Open(std::string base_url, HttpTimeouts timeouts) {
+Result<std::unique_ptr<HttpConnection>> HttpConnection::Open(std::string base_url, HttpTimeouts timeouts,
+                                                             int pool_size) {
   InitCurlOnce();
   std::unique_ptr<HttpConnection> c(new HttpConnection());
   c->base_url_ = std::move(base_url);
   c->timeouts_ = timeouts;
-  c->curl_ = curl_easy_init();
-  if (c->curl_ == nullptr) return Status::ResourceExhausted("curl_easy_init failed");
-  CURL* curl = static_cast<CURL*>(c->curl_);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM: safe in threads
-  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);
-  curl_easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024 * 1024);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::ceil(timeouts.connect_s * 1000)));
-  if (timeouts.read_s > 0) {
-    // "Less than 1 byte per second for read_s seconds": the longest silence.
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
-                     std::max(1L, static_cast<long>(std::ceil(timeouts.read_s))));
-  }
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
+  c->pool_size_ = static_cast<size_t>(std::max(1, pool_size));
+  // One handle now: a broken libcurl shows at once, and the first call has
+  // one waiting.
+  TESS_ASSIGN_OR_RETURN(void* first, c->Acquire());
+  c->Release(first);
   return c;
 }
 
 HttpConnection::~HttpConnection() {
-  if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
+  for (void* curl : idle_) curl_easy_cleanup(static_cast<CURL*>(curl));
+}
+
+Result<void*> HttpConnection::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!idle_.empty()) {
+      void* curl = idle_.back();
+      idle_.pop_back();
+      return curl;
+    }
+  }
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return Status::ResourceExhausted("curl_easy_init failed");
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM: safe in threads
+  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);
+  curl_easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024 * 1024);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::ceil(timeouts_.connect_s * 1000)));
+  if (timeouts_.read_s > 0) {
+    // "Less than 1 byte per second for read_s seconds": the longest silence.
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                     std::max(1L, static_cast<long>(std::ceil(timeouts_.read_s))));
+  }
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
+  return static_cast<void*>(curl);
+}
+
+void HttpConnection::Release(void* curl) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (idle_.size() < pool_size_) {
+      idle_.push_back(curl);
+      return;
+    }
+  }
+  // More threads than the pool keeps: this connection closes, as requests
+  // discards a connection its full pool cannot take back.
+  curl_easy_cleanup(static_cast<CURL*>(curl));
 }
 
 Result<HttpResponse> HttpConnection::Send(std::string_view method, std::string_view target,
                                           const std::vector<std::string>& headers, const Buffer* body) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  TESS_ASSIGN_OR_RETURN(void* curl, Acquire());
   const std::string url = base_url_ + std::string(target);
   bool connection_failed = false;
-  auto response = SendOnce(method, url, headers, body, &connection_failed);
+  auto response = SendOnce(curl, method, url, headers, body, &connection_failed);
   // The server may close a kept-alive connection just as a request goes out
   // (its idle timeout); the request never reached it, so it is sent again.
   if (!response.ok() && connection_failed)
-    response = SendOnce(method, url, headers, body, &connection_failed);
+    response = SendOnce(curl, method, url, headers, body, &connection_failed);
+  Release(curl);
   return response;
 }
 
-Result<HttpResponse> HttpConnection::SendOnce(std::string_view method, const std::string& url,
+Result<HttpResponse> HttpConnection::SendOnce(void* handle, std::string_view method, const std::string& url,
                                               const std::vector<std::string>& headers, const Buffer* body,
                                               bool* connection_failed) {
-  CURL* curl = static_cast<CURL*>(curl_);
+  CURL* curl = static_cast<CURL*>(handle);
   Transfer transfer;
   HeaderList list;
   for (const std::string& h : headers) list.Add(h);

@@ -30,12 +30,15 @@ struct HttpTimeouts {
   double read_s = 0;  ///< longest silence; 0: none
 };
 
-/// \brief Requests to one server over a kept-alive connection. Send() is
-/// serialised by a mutex: one request on the wire at a time.
+/// \brief Requests to one server over kept-alive connections. Send() may be
+/// called from many threads at once: each request takes an idle connection
+/// (a libcurl easy handle with its socket) or opens one, and gives it back
+/// afterwards; at most `pool_size` idle ones are kept, as requests' pool.
 class HttpConnection {
  public:
   /// \brief `base_url` as "scheme://host:port[/prefix]", no trailing slash.
-  static Result<std::unique_ptr<HttpConnection>> Open(std::string base_url, HttpTimeouts timeouts);
+  static Result<std::unique_ptr<HttpConnection>> Open(std::string base_url, HttpTimeouts timeouts,
+                                                      int pool_size = 10);
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
@@ -53,14 +56,18 @@ class HttpConnection {
  private:
   HttpConnection() = default;
   struct Transfer;
-  Result<HttpResponse> SendOnce(std::string_view method, const std::string& url,
+  // An idle handle, or a new one; kResourceExhausted when libcurl has none.
+  Result<void*> Acquire();
+  void Release(void* curl);
+  Result<HttpResponse> SendOnce(void* curl, std::string_view method, const std::string& url,
                                 const std::vector<std::string>& headers, const Buffer* body,
                                 bool* connection_failed);
 
   std::string base_url_;
   HttpTimeouts timeouts_;
+  size_t pool_size_ = 10;
   std::mutex mutex_;
-  void* curl_ = nullptr;  // CURL*, kept out of this header
+  std::vector<void*> idle_;  // CURL*, kept out of this header
 };
 
 /// \brief `url` with "http://" added when it names no scheme, query and

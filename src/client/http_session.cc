@@ -496,7 +496,8 @@ Result<std::shared_ptr<TesseractSession>> MakeHttpSession(const std::string& url
                                                           std::unique_ptr<ServedServer> server) {
   TESS_ASSIGN_OR_RETURN(
       auto connection,
-      HttpConnection::Open(client::SanitizeUrl(url), {options.connect_timeout_s, options.read_timeout_s}));
+      HttpConnection::Open(client::SanitizeUrl(url), {options.connect_timeout_s, options.read_timeout_s},
+                           options.connection_pool_size));
   return std::shared_ptr<TesseractSession>(
       std::make_shared<HttpSession>(std::move(connection), std::move(options), std::move(server)));
 }

@@ -2,6 +2,7 @@
 #include "tesscpp/buffer_pool.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -90,7 +91,7 @@ BufferPool::BufferPool(BufferPoolOptions options) : state_(std::make_shared<Stat
 
 BufferPool::~BufferPool() = default;
 
-Result<Buffer> BufferPool::Allocate(int64_t size) {
+Result<Buffer> BufferPool::Allocate(int64_t size, Commit commit) {
   if (size < 0) return Status::OutOfRange("buffer size ", size, " is negative");
   if (size > (int64_t{1} << 62)) return Status::OutOfRange("buffer size ", size, " is too large");
   const int64_t needed = size + Buffer::kPadding;
@@ -125,7 +126,8 @@ Result<Buffer> BufferPool::Allocate(int64_t size) {
     if (block == MAP_FAILED) {
       return Status::ResourceExhausted("mmap of ", capacity, " bytes failed: ", std::strerror(errno));
     }
-    if (state_->options.huge_pages) madvise(block, static_cast<size_t>(capacity), MADV_HUGEPAGE);
+    if (state_->options.huge_pages && commit == Commit::kEager)
+      madvise(block, static_cast<size_t>(capacity), MADV_HUGEPAGE);
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->stats.fresh_blocks++;
   }
@@ -136,6 +138,17 @@ Result<Buffer> BufferPool::Allocate(int64_t size) {
   std::memset(static_cast<uint8_t*>(block) + size, 0, static_cast<size_t>(Buffer::kPadding));
   std::shared_ptr<void> owner(block, BlockReturner{state_, capacity});
   return Buffer::Wrap(block, size, std::move(owner), capacity - size);
+}
+
+void BufferPool::AdviseHugePages(const Buffer& buffer, int64_t offset) const {
+  if (!state_->options.huge_pages || buffer.size() + Buffer::kPadding < state_->options.pooled_threshold)
+    return;
+  // madvise wants a page-aligned start; pooled blocks start on a page.
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin =
+      (reinterpret_cast<uintptr_t>(buffer.data()) + static_cast<uintptr_t>(offset) + page - 1) & ~(page - 1);
+  const auto end = reinterpret_cast<uintptr_t>(buffer.data()) + static_cast<uintptr_t>(buffer.size());
+  if (begin < end) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
 BufferPoolStats BufferPool::stats() const {

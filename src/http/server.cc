@@ -2,12 +2,18 @@
 // pooled buffers, the Runtime answers on a worker thread.
 #include "http/server.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -30,6 +36,18 @@ constexpr uint32_t kHeaderLimit = 64 * 1024;
 // move up to 16 MiB, so large bodies travel in few, large reads and writes.
 constexpr size_t kMaxTransfer = size_t{16} << 20;
 
+// A body's first bytes go into small pages; once this much of it arrived, the
+// rest may use huge pages (a client that declares a large body and sends
+// little commits little of our memory).
+constexpr size_t kSmallPagePrefix = size_t{2} << 20;
+
+// What the sessions of one server share.
+struct ServerState {
+  std::atomic<bool> draining{false};
+  std::atomic<int> in_flight{0};
+  std::atomic<int64_t> body_bytes{0};
+};
+
 struct LargeTransfers {
   size_t total;
   size_t operator()(const boost::system::error_code& ec, size_t done) const {
@@ -39,8 +57,8 @@ struct LargeTransfers {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const Runtime& runtime, const HttpServerOptions& options)
-      : socket_(std::move(socket)), runtime_(runtime), options_(options) {
+  Session(tcp::socket socket, const Runtime& runtime, const HttpServerOptions& options, ServerState& state)
+      : socket_(std::move(socket)), runtime_(runtime), options_(options), state_(state) {
     buffer_.max_size(kHeaderLimit + (size_t{1} << 20));
   }
 
@@ -48,6 +66,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void ReadHeader() {
+    idle_ = true;
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(boost::none);  // the body is read separately, checked against max_body_bytes
@@ -58,6 +77,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnHeader(beast::error_code ec) {
+    idle_ = false;
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
         ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
       return Close();
@@ -84,6 +104,23 @@ class Session : public std::enable_shared_from_this<Session> {
     keep_alive_ = header.keep_alive();
     head_ = header.method() == http::verb::head;
 
+    // Readiness: false while draining; /health itself keeps meaning "alive".
+    const bool is_health = header.method() == http::verb::get && header.target().substr(0, 7) == "/health";
+    if (is_health && header.target().find("ready") != beast::string_view::npos &&
+        state_.draining.load(std::memory_order_relaxed)) {
+      return Reject(503, R"({"status":"draining"})", "application/json");
+    }
+    if (!is_health) {
+      const int before = state_.in_flight.fetch_add(1, std::memory_order_relaxed);
+      counted_ = true;
+      if (options_.max_in_flight > 0 && before >= options_.max_in_flight) {
+        return Reject(503,
+                      "Too many requests in flight (" + std::to_string(options_.max_in_flight) +
+                          "); retry after a second",
+                      "text/plain; charset=utf-8", true);
+      }
+    }
+
     if (parser_->chunked()) return ReadChunkedBody();
     const uint64_t length = parser_->content_length().value_or(0);
     if (length > static_cast<uint64_t>(options_.max_body_bytes)) {
@@ -91,25 +128,63 @@ class Session : public std::enable_shared_from_this<Session> {
                              std::to_string(options_.max_body_bytes) + " bytes");
     }
     if (length == 0) return Dispatch();
-    auto body = BufferPool::Default()->Allocate(static_cast<int64_t>(length));
+    if (!Reserve(static_cast<int64_t>(length))) {
+      return Reject(503,
+                    "The server holds too many request bodies to take one of " + std::to_string(length) +
+                        " bytes now; retry after a second",
+                    "text/plain; charset=utf-8", true);
+    }
+    // Committed as the bytes arrive: nothing is touched for bytes that never come.
+    auto body = BufferPool::Default()->Allocate(static_cast<int64_t>(length), BufferPool::Commit::kAsWritten);
     if (!body.ok()) return Reject(413, "Cannot hold a request body of " + std::to_string(length) + " bytes");
     request_.body = *std::move(body);
     // Bytes read past the header already belong to the body.
     const size_t have = std::min<size_t>(buffer_.size(), length);
     asio::buffer_copy(asio::buffer(request_.body.data(), have), buffer_.data());
     buffer_.consume(have);
-    const size_t rest = length - have;
-    if (rest == 0) return Dispatch();
-    auto read_rest = [self = shared_from_this(), have, rest] {
-      self->SetDeadline(self->options_.body_timeout);
-      asio::async_read(self->socket_, asio::buffer(self->request_.body.data() + have, rest),
-                       LargeTransfers{rest}, [self](beast::error_code read_ec, size_t) {
-                         if (read_ec) return self->Close();
-                         self->Dispatch();
-                       });
-    };
+    if (have == length) return Dispatch();
+    auto read_rest = [self = shared_from_this(), have] { self->ReadBody(have); };
     if (ExpectsContinue(header)) return WriteContinue(read_rest);
     read_rest();
+  }
+
+  // Reads the body from byte `have` on: the first kSmallPagePrefix bytes in
+  // small pages, then (once a client has shown it sends) the rest in one
+  // read that may use huge pages.
+  void ReadBody(size_t have) {
+    const size_t length = static_cast<size_t>(request_.body.size());
+    const size_t stop = have < kSmallPagePrefix ? std::min(length, kSmallPagePrefix) : length;
+    SetDeadline(options_.body_timeout);
+    asio::async_read(
+        socket_, asio::buffer(request_.body.data() + have, stop - have), LargeTransfers{stop - have},
+        [self = shared_from_this(), stop, length](beast::error_code read_ec, size_t) {
+          if (read_ec) return self->Close();
+          if (stop == length) return self->Dispatch();
+          BufferPool::Default()->AdviseHugePages(self->request_.body, static_cast<int64_t>(stop));
+          self->ReadBody(stop);
+        });
+  }
+
+  // Takes `bytes` from the server's body budget; false when it would pass it.
+  bool Reserve(int64_t bytes) {
+    if (options_.body_budget_bytes > 0) {
+      if (state_.body_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes >
+          options_.body_budget_bytes) {
+        state_.body_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+        return false;
+      }
+      reserved_ = bytes;
+    }
+    return true;
+  }
+
+  // Gives back what this request holds of the server's caps.
+  void Release() {
+    if (reserved_ != 0) state_.body_bytes.fetch_sub(std::exchange(reserved_, 0), std::memory_order_relaxed);
+    if (counted_) {
+      state_.in_flight.fetch_sub(1, std::memory_order_relaxed);
+      counted_ = false;
+    }
   }
 
   static bool ExpectsContinue(const http::request<http::empty_body>& header) {
@@ -139,6 +214,10 @@ class Session : public std::enable_shared_from_this<Session> {
         if (ec == http::error::body_limit) return self->Reject(413, "Request body exceeds the limit");
         if (ec) return self->Close();
         const std::vector<char>& text = self->chunked_->get().body();
+        if (!self->Reserve(static_cast<int64_t>(text.size()))) {
+          return self->Reject(503, "The server holds too many request bodies; retry after a second",
+                              "text/plain; charset=utf-8", true);
+        }
         auto body = BufferPool::Default()->Allocate(static_cast<int64_t>(text.size()));
         if (!body.ok()) return self->Reject(413, "Cannot hold the request body");
         std::copy(text.begin(), text.end(), body->data());
@@ -160,18 +239,23 @@ class Session : public std::enable_shared_from_this<Session> {
     Write(runtime_.Handle(request_));
   }
 
-  void Reject(int status, const std::string& message) {
+  // An answer without reading the body: the connection closes after it.
+  void Reject(int status, const std::string& message, const char* content_type = "text/plain; charset=utf-8",
+              bool retry_later = false) {
     keep_alive_ = false;
     RuntimeResponse r;
     r.status = status;
-    r.content_type = "text/plain; charset=utf-8";
+    r.content_type = content_type;
     r.body = Buffer::FromString(message);
+    if (retry_later) r.headers.emplace_back("retry-after", "1");
     Write(std::move(r));
   }
 
   void Write(RuntimeResponse response) {
     response_ = std::move(response);
     request_.body = Buffer();  // the request's memory goes back to the pool before the write
+    Release();
+    if (state_.draining.load(std::memory_order_relaxed)) keep_alive_ = false;
     header_text_ = "HTTP/1.1 ";
     header_text_ += std::to_string(response_.status);
     header_text_ += ' ';
@@ -202,6 +286,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Close() {
+    Release();
+    request_.body = Buffer();
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
     socket_.close(ignored);
@@ -215,6 +301,15 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  public:
+  /// Called when the server drains: closes the connection (on its strand) if
+  /// it waits for a request with none begun.
+  void CloseIfIdle() {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      // The parser may already have taken the first lines of a header.
+      if (self->idle_ && self->buffer_.size() == 0 && !self->parser_->got_some()) self->Close();
+    });
+  }
+
   /// Called by the sweeper: closes the connection (on its strand) if its
   /// current wait has outlived its deadline. Returns false once it is closed.
   bool CloseIfExpired(int64_t now_ns) {
@@ -232,6 +327,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<int64_t> deadline_ns_{0};
   const Runtime& runtime_;
   const HttpServerOptions& options_;
+  ServerState& state_;
+  bool idle_ = false;     // waiting for a request's header
+  bool counted_ = false;  // counted in state_.in_flight
+  int64_t reserved_ = 0;  // bytes taken from the body budget
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> parser_;
   std::optional<http::request_parser<http::vector_body<char>>> chunked_;
@@ -245,19 +344,28 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 struct HttpServer::Impl {
-  Impl(const Runtime& r, const HttpServerOptions& o) : runtime(r), options(o), io(Threads()) {}
-  // One thread more than workers: with every worker inside a long endpoint,
-  // one is still free to answer /health and read other requests.
-  int Threads() const { return std::max(1, options.num_workers) + 1; }
+  Impl(const Runtime& r, const HttpServerOptions& o) : runtime(r), options(o), io(kThreads) {
+    if (options.body_budget_bytes < 0) {
+      const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+      options.body_budget_bytes = memory > 0 ? memory / 4 : 0;
+    }
+  }
+  // Two threads per process: with one inside a long endpoint, the other is
+  // still free to answer /health and read other requests. More requests at
+  // once take more processes (see server.h).
+  static constexpr int kThreads = 2;
 
   const Runtime& runtime;
   HttpServerOptions options;
+  ServerState state;
   asio::io_context io;
   tcp::acceptor acceptor{io};
   asio::signal_set signals{io, SIGINT, SIGTERM};
   asio::steady_timer sweep_timer{io};
+  asio::steady_timer drain_timer{io};
   std::mutex sessions_mutex;
   std::vector<std::weak_ptr<Session>> sessions;
+  std::atomic<bool> supervising{false};
 
   // Once a second: close connections whose wait outlived its deadline, forget
   // closed ones.
@@ -281,10 +389,10 @@ struct HttpServer::Impl {
     // Each connection gets a strand: its handlers never run concurrently,
     // whichever thread picks them up.
     acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
-      if (ec == asio::error::operation_aborted) return;
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
       if (!ec) {
         socket.set_option(tcp::no_delay(true));
-        auto session = std::make_shared<Session>(std::move(socket), runtime, options);
+        auto session = std::make_shared<Session>(std::move(socket), runtime, options, state);
         {
           std::lock_guard<std::mutex> lock(sessions_mutex);
           sessions.push_back(session);
@@ -294,7 +402,140 @@ struct HttpServer::Impl {
       Accept();
     });
   }
+
+  // Stops accepting, closes idle connections, lets the others answer what
+  // they are handling (then close), and stops the loop when none is left or
+  // the drain timeout passed.
+  void Drain() {
+    if (state.draining.exchange(true)) return;
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    signals.cancel(ignored);
+    {
+      std::lock_guard<std::mutex> lock(sessions_mutex);
+      for (const auto& weak : sessions) {
+        if (auto session = weak.lock()) session->CloseIfIdle();
+      }
+    }
+    WaitForSessions(std::chrono::steady_clock::now() + options.drain_timeout);
+  }
+
+  void WaitForSessions(std::chrono::steady_clock::time_point deadline) {
+    bool any = false;
+    {
+      std::lock_guard<std::mutex> lock(sessions_mutex);
+      std::erase_if(sessions, [](const std::weak_ptr<Session>& weak) { return weak.expired(); });
+      any = !sessions.empty();
+    }
+    if (!any || std::chrono::steady_clock::now() >= deadline) {
+      sweep_timer.cancel();
+      io.stop();
+      return;
+    }
+    drain_timer.expires_after(std::chrono::milliseconds(20));
+    drain_timer.async_wait([this, deadline](beast::error_code ec) {
+      if (!ec) WaitForSessions(deadline);
+    });
+  }
+
+  // Serves in this process until drained.
+  void Serve() {
+    signals.async_wait([this](beast::error_code ec, int) {
+      if (!ec) Drain();
+    });
+    Accept();
+    Sweep();
+    std::vector<std::thread> threads;
+    for (int i = 1; i < kThreads; ++i) threads.emplace_back([this] { io.run(); });
+    io.run();
+    for (std::thread& t : threads) t.join();
+  }
+
+  void Supervise(int processes);
+  pid_t StartWorker(const sigset_t& worker_mask);
 };
+
+// Starts a worker process: it serves until drained, then exits.
+pid_t HttpServer::Impl::StartWorker(const sigset_t& worker_mask) {
+  io.notify_fork(asio::execution_context::fork_prepare);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    io.notify_fork(asio::execution_context::fork_child);
+    // A worker does not outlive its supervisor.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) std::_Exit(0);
+    ::pthread_sigmask(SIG_SETMASK, &worker_mask, nullptr);
+    Serve();
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  io.notify_fork(asio::execution_context::fork_parent);
+  return pid;
+}
+
+// The supervisor: starts the workers, restarts one that dies (unless workers
+// keep dying at once, which a restart would not fix), and on SIGTERM/SIGINT
+// (or Stop()) passes the signal on and waits for every worker to drain.
+void HttpServer::Impl::Supervise(int processes) {
+  sigset_t handled;
+  sigemptyset(&handled);
+  sigaddset(&handled, SIGINT);
+  sigaddset(&handled, SIGTERM);
+  sigaddset(&handled, SIGCHLD);
+  sigset_t worker_mask;
+  ::pthread_sigmask(SIG_BLOCK, &handled, &worker_mask);
+  supervising = true;
+  using Clock = std::chrono::steady_clock;
+  std::map<pid_t, Clock::time_point> workers;
+  for (int i = 0; i < processes; ++i) {
+    const pid_t pid = StartWorker(worker_mask);
+    if (pid > 0) workers.emplace(pid, Clock::now());
+  }
+  bool stopping = false;
+  Clock::time_point kill_at = Clock::time_point::max();
+  int quick_deaths = 0;
+  while (!workers.empty()) {
+    const timespec tick{0, 200'000'000};
+    siginfo_t info{};
+    const int signal = ::sigtimedwait(&handled, &info, &tick);
+    if ((signal == SIGINT || signal == SIGTERM) && !stopping) {
+      stopping = true;
+      // The listening socket stays open while any process holds it: ours
+      // goes now, so new connections are refused rather than queued.
+      beast::error_code ignored;
+      acceptor.close(ignored);
+      kill_at = Clock::now() + options.drain_timeout + std::chrono::seconds(5);
+      for (const auto& [pid, started] : workers) ::kill(pid, SIGTERM);
+    }
+    if (stopping && Clock::now() >= kill_at) {
+      for (const auto& [pid, started] : workers) ::kill(pid, SIGKILL);
+    }
+    int status = 0;
+    for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
+      auto it = workers.find(pid);
+      if (it == workers.end()) continue;
+      const bool quick = Clock::now() - it->second < std::chrono::seconds(1);
+      workers.erase(it);
+      if (stopping) continue;
+      std::cerr << "tesscpp: worker " << pid << " died ("
+                << (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                        : "status " + std::to_string(WEXITSTATUS(status)))
+                << ")";
+      if (quick && ++quick_deaths > 5) {
+        std::cerr << "; workers die as they start, stopping\n";
+        stopping = true;
+        kill_at = Clock::now() + options.drain_timeout;
+        for (const auto& [other, started] : workers) ::kill(other, SIGTERM);
+        continue;
+      }
+      std::cerr << "; starting another" << std::endl;
+      const pid_t fresh = StartWorker(worker_mask);
+      if (fresh > 0) workers.emplace(fresh, Clock::now());
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &worker_mask, nullptr);
+}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Runtime& runtime,
                                                       const HttpServerOptions& options) {
@@ -321,26 +562,16 @@ HttpServer::~HttpServer() = default;
 uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
 
 void HttpServer::Run() {
-  impl_->signals.async_wait([this](beast::error_code ec, int) {
-    if (!ec) Stop();
-  });
-  impl_->Accept();
-  impl_->Sweep();
-  std::vector<std::thread> threads;
-  for (int i = 1; i < impl_->Threads(); ++i) threads.emplace_back([this] { impl_->io.run(); });
-  impl_->io.run();
-  // Requests being handled finish; their connections close with the server.
-  for (std::thread& t : threads) t.join();
+  if (impl_->options.num_workers > 1) return impl_->Supervise(impl_->options.num_workers);
+  impl_->Serve();
 }
 
 void HttpServer::Stop() {
-  asio::post(impl_->io, [this] {
-    beast::error_code ignored;
-    impl_->acceptor.close(ignored);
-    impl_->signals.cancel(ignored);
-    impl_->sweep_timer.cancel();
-    impl_->io.stop();
-  });
+  if (impl_->supervising) {
+    ::kill(::getpid(), SIGTERM);  // the supervisor waits for it
+    return;
+  }
+  asio::post(impl_->io, [this] { impl_->Drain(); });
 }
 
 }  // namespace tesscpp

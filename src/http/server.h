@@ -1,11 +1,16 @@
 // server.h: the HTTP/1.1 server in front of a Runtime (Boost.Beast; this
 // header keeps Beast out of its includers).
 //
-// num_workers + 1 threads share one event loop; a request is handled on the
-// thread that read it, so a long endpoint occupies one thread while the
-// others keep serving /health and other connections. Bodies are read
-// straight into pooled, padded buffers with large reads (the JSON parser then
-// works in place), responses are written from the encoder's buffer with one
+// One process serves with two threads sharing one event loop: a request is
+// handled on the thread that read it, so a long endpoint occupies one thread
+// while the other keeps serving /health and other connections. With
+// num_workers > 1 there are that many such processes sharing the listening
+// socket, under a supervisor that restarts one that dies and stops them all
+// on SIGTERM (as tesseract-runtime's uvicorn workers): endpoints capture the
+// process's stdout into their run's log, which only one call per process can
+// do at a time. Bodies are read straight into pooled, padded buffers with
+// large reads (the JSON parser then works in place), memory committed as the
+// bytes arrive; responses are written from the encoder's buffer with one
 // gathered write.
 #pragma once
 
@@ -23,9 +28,19 @@ class Runtime;
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;  ///< 0: any free port (see HttpServer::port())
-  int num_workers = 1;   ///< requests handled at once (threads: one more)
+  int num_workers = 1;   ///< requests handled at once: worker processes when > 1
   /// Larger request bodies get 413 before any byte of them is read.
   int64_t max_body_bytes = int64_t{4} << 30;
+  /// Requests past their headers and not yet answered, per process; beyond
+  /// this, 503 with Retry-After (GET /health is never refused). 0: no cap.
+  int max_in_flight = 256;
+  /// Declared body bytes of requests in flight, per process; a request that
+  /// would pass it gets 503 with Retry-After before its body is read. 0: no
+  /// budget. Default: a quarter of the machine's memory.
+  int64_t body_budget_bytes = -1;
+  /// On SIGTERM/SIGINT/Stop(): how long in-flight requests may take to finish
+  /// before the server exits anyway.
+  std::chrono::seconds drain_timeout{30};
   /// An idle keep-alive connection is closed after this (uvicorn's is 60 s).
   std::chrono::seconds keep_alive_timeout{60};
   /// The whole body must arrive within this.
@@ -42,10 +57,14 @@ class HttpServer {
 
   /// \brief The bound port (the chosen one when options.port was 0).
   uint16_t port() const;
-  /// \brief Serves until Stop() or SIGINT/SIGTERM; returns after in-flight
-  /// requests finished and the workers stopped.
+  /// \brief Serves until Stop() or SIGINT/SIGTERM, then drains: the
+  /// listening socket closes, idle keep-alive connections close, in-flight
+  /// requests are answered (with `connection: close`), and GET /health?ready
+  /// answers 503 meanwhile; returns when none is left or drain_timeout
+  /// passed. With worker processes, returns in the supervisor once every
+  /// worker has drained (workers never return from it: they exit).
   void Run();
-  /// \brief Asks Run() to return; callable from any thread.
+  /// \brief Asks Run() to drain and return; callable from any thread.
   void Stop();
 
  private:

@@ -207,3 +207,62 @@ def test_signals_shut_down_cleanly(server, sig):
         assert _recv_response(s)[0] == 200
     proc.send_signal(sig)
     assert proc.wait(timeout=10) == 0
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def test_declared_bodies_that_never_arrive_commit_no_memory(server):
+    """200 connections each declare a 1 GiB body and send 1 KiB of it: the
+    server's memory must not follow the declared sizes (it did: +800 MiB)."""
+    port, proc = server("vectoradd", "--body-budget-mib", "0", "--timeout-keep-alive", "60")
+    before = _rss_mib(proc.pid)
+    sockets = []
+    try:
+        for _ in range(200):
+            s = _connect(port)
+            s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 1073741824\r\n\r\n" + b"x" * 1024)
+            sockets.append(s)
+        time.sleep(1.0)  # every header and first KiB read
+        grown = _rss_mib(proc.pid) - before
+        with _connect(port) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert _recv_response(s)[0] == 200
+        assert grown < 32, f"RSS grew by {grown:.1f} MiB for 200 KiB received"
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def test_the_body_budget_and_the_in_flight_cap_answer_503_with_retry_after(server):
+    port, _ = server("vectoradd", "--body-budget-mib", "10", "--max-in-flight", "2")
+    first = _connect(port)
+    # 8 MiB declared, half sent: it holds 8 MiB of the budget while it arrives.
+    first.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 8388608\r\n\r\n" + b"x" * 4096)
+    time.sleep(0.3)
+    with _connect(port) as s:
+        s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n")
+        status, headers, body = _recv_response(s)
+        assert status == 503 and headers["retry-after"] == "1" and b"too many request bodies" in body, body
+        assert headers.get("connection") == "close"
+    second = _connect(port)
+    second.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+    time.sleep(0.3)
+    with _connect(port) as s:  # a third request in flight: over the cap of 2
+        s.sendall(_post("/apply", APPLY))
+        status, headers, body = _recv_response(s)
+        assert status == 503 and headers["retry-after"] == "1" and b"Too many requests in flight" in body, body
+    with _connect(port) as s:  # liveness is never refused
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _recv_response(s)[0] == 200
+    first.close()
+    second.close()
+    time.sleep(0.3)
+    with _connect(port) as s:  # both released: served again
+        s.sendall(_post("/apply", APPLY))
+        assert _recv_response(s)[0] == 200

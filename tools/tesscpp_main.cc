@@ -103,6 +103,22 @@ Status ResolveComponent(std::string& component, std::string* payload) {
   return Status::OK();
 }
 
+// A bearer token: the first line of `file`, else $TESSERACT_API_TOKEN, else
+// none. Never an argument: the command lines of processes are public (ps).
+Result<std::string> ReadToken(const std::string& file) {
+  std::string token;
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) return Status::NotFound("cannot read the token file '", file, "'");
+    std::getline(in, token);
+  } else if (const char* env = std::getenv("TESSERACT_API_TOKEN"); env != nullptr) {
+    token = env;
+  }
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (!file.empty() && token.empty()) return Status::InvalidArgument("the token file '", file, "' is empty");
+  return token;
+}
+
 // A payload given as JSON text or as @path.
 Result<std::string> ReadPayload(const std::string& arg) {
   if (arg.empty() || arg[0] != '@') return arg;
@@ -374,6 +390,16 @@ int main(int argc, char** argv) {
                    "Declared body MiB in flight per worker before 503 + Retry-After (0: none; "
                    "default a quarter of memory)")
       ->envname("TESSERACT_BODY_BUDGET_MIB");
+  std::string token_file;
+  serve
+      ->add_option("--token-file", token_file,
+                   "Require 'Authorization: Bearer <token>', the token read from this file "
+                   "(or TESSERACT_API_TOKEN; never on the command line)")
+      ->envname("TESSERACT_API_TOKEN_FILE");
+  serve->add_flag("--public-health", server.public_health, "With a token: answer GET /health without it")
+      ->envname("TESSERACT_PUBLIC_HEALTH");
+  serve->add_flag("--access-log", server.access_log, "One JSON line per request on stderr")
+      ->envname("TESSERACT_ACCESS_LOG");
   int64_t drain_s = server.drain_timeout.count();
   serve->add_option("--drain-timeout", drain_s, "Seconds in-flight requests get to finish after SIGTERM")
       ->envname("TESSERACT_DRAIN_TIMEOUT")
@@ -393,6 +419,9 @@ int main(int argc, char** argv) {
     server.max_body_bytes = max_body_mib << 20;
     server.keep_alive_timeout = std::chrono::seconds(keep_alive_s);
     server.body_budget_bytes = body_budget_mib < 0 ? -1 : body_budget_mib << 20;
+    auto token = ReadToken(token_file);
+    if (!token.ok()) std::exit(Fail(token.status()));
+    server.token = *std::move(token);
     server.drain_timeout = std::chrono::seconds(drain_s);
     std::exit(Serve(serve_options, server));
   });
@@ -464,6 +493,10 @@ int main(int argc, char** argv) {
   call->add_option("--run-id", call_options.run_id, "Name of the run directory (run_<id>)");
   call->add_option("--connect-timeout", call_options.client.connect_timeout_s, "Seconds")
       ->capture_default_str();
+  std::string call_token_file;
+  call->add_option("--token-file", call_token_file,
+                   "Send 'Authorization: Bearer <token>' read from this file (or TESSERACT_API_TOKEN)")
+      ->envname("TESSERACT_API_TOKEN_FILE");
   call->add_option("--read-timeout", call_options.client.read_timeout_s,
                    "Seconds of silence allowed (0: no limit)")
       ->capture_default_str();
@@ -471,7 +504,12 @@ int main(int argc, char** argv) {
                    "Arrays in the printed result: json or base64")
       ->check(CLI::IsMember({"json", "base64"}))
       ->capture_default_str();
-  call->callback([&] { std::exit(Call(call_options)); });
+  call->callback([&] {
+    auto token = ReadToken(call_token_file);
+    if (!token.ok()) std::exit(Fail(token.status()));
+    call_options.client.token = *std::move(token);
+    std::exit(Call(call_options));
+  });
 
   tesscpp::cli::ImageBuildOptions image;
   CLI::App* build =

@@ -96,6 +96,9 @@ struct ClientOptions {
   /// run at once, each on a connection of its own; beyond this many, the
   /// extra connections close after their call (requests' pool_maxsize).
   int connection_pool_size = 10;
+  /// When set, every request carries "Authorization: Bearer <token>" (a
+  /// server started with a token refuses others with 401).
+  std::string token;
   /// The server's output directory as this process sees it: json+binref
   /// outputs are read from it (a buffer path leaving it is refused), and
   /// stream_logs tails the run logs in it.

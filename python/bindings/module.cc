@@ -624,9 +624,10 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           [](const std::string& url, double connect_timeout, double read_timeout,
              const std::string& server_output_path, const std::string& server_input_path, bool binref_pool,
              Name output_format, Name gpu_transport, Name compression, const nb::object& stream_logs,
-             int connection_pool_size) {
+             int connection_pool_size, const std::string& token) {
             ClientOptions options;
             options.connection_pool_size = connection_pool_size;
+            options.token = token;
             options.connect_timeout_s = connect_timeout;
             options.read_timeout_s = read_timeout;
             options.server_output_path = server_output_path;
@@ -640,7 +641,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           nb::arg("url"), nb::arg("connect_timeout"), nb::arg("read_timeout"), nb::arg("server_output_path"),
           nb::arg("server_input_path"), nb::arg("binref_pool"), nb::arg("output_format").none(),
           nb::arg("gpu_transport").none(), nb::arg("compression").none(), nb::arg("stream_logs").none(),
-          nb::arg("connection_pool_size"))
+          nb::arg("connection_pool_size"), nb::arg("token"))
       .def_static(
           "from_source",
           [](const std::string& path, const std::string& input_path, const std::string& output_path,

@@ -164,6 +164,7 @@ class Tesseract:
         stream_logs: bool | Callable[[str], Any] = False,
         experimental_binref_pool: bool = False,
         connection_pool_size: int = 10,
+        token: str | None = None,
     ) -> Tesseract:
         """A Tesseract served at ``url``. Nothing is sent until the first call.
 
@@ -185,6 +186,8 @@ class Tesseract:
             connection_pool_size: idle kept-alive connections kept for reuse.
                 Calls from several threads run at once, each on a connection
                 of its own (the GIL is released), as on a requests Session.
+            token: sent as ``Authorization: Bearer <token>`` with every
+                request, for a server started with ``--token-file``.
         """
         connect, read = _timeouts(timeout)
         core = _tesscpp._Tesseract.from_url(
@@ -199,6 +202,7 @@ class Tesseract:
             compression,
             _log_sink(stream_logs),
             int(connection_pool_size),
+            token or "",
         )
         return cls._wrap(core)
 

@@ -124,12 +124,13 @@ struct HttpConnection::Transfer {
 };
 
 Result<std::unique_ptr<HttpConnection>> HttpConnection::Open(std::string base_url, HttpTimeouts timeouts,
-                                                             int pool_size) {
+                                                             int pool_size, std::vector<std::string> always) {
   InitCurlOnce();
   std::unique_ptr<HttpConnection> c(new HttpConnection());
   c->base_url_ = std::move(base_url);
   c->timeouts_ = timeouts;
   c->pool_size_ = static_cast<size_t>(std::max(1, pool_size));
+  c->always_ = std::move(always);
   // One handle now: a broken libcurl shows at once, and the first call has
   // one waiting.
   TESS_ASSIGN_OR_RETURN(void* first, c->Acquire());
@@ -201,6 +202,7 @@ Result<HttpResponse> HttpConnection::SendOnce(void* handle, std::string_view met
   CURL* curl = static_cast<CURL*>(handle);
   Transfer transfer;
   HeaderList list;
+  for (const std::string& h : always_) list.Add(h);
   for (const std::string& h : headers) list.Add(h);
   list.Add("Expect:");  // no 100-continue round trip: the body follows at once
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());

@@ -37,8 +37,10 @@ struct HttpTimeouts {
 class HttpConnection {
  public:
   /// \brief `base_url` as "scheme://host:port[/prefix]", no trailing slash.
+  /// `always` ("Name: value") go with every request (e.g. Authorization).
   static Result<std::unique_ptr<HttpConnection>> Open(std::string base_url, HttpTimeouts timeouts,
-                                                      int pool_size = 10);
+                                                      int pool_size = 10,
+                                                      std::vector<std::string> always = {});
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
@@ -66,6 +68,7 @@ class HttpConnection {
   std::string base_url_;
   HttpTimeouts timeouts_;
   size_t pool_size_ = 10;
+  std::vector<std::string> always_;
   std::mutex mutex_;
   std::vector<void*> idle_;  // CURL*, kept out of this header
 };

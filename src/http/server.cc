@@ -2,6 +2,7 @@
 // pooled buffers, the Runtime answers on a worker thread.
 #include "http/server.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -18,7 +19,9 @@
 #include <optional>
 #include <thread>
 
+#include "http/metrics.h"
 #include "tesscpp/buffer_pool.h"
+#include "tesscpp/json.h"
 #include "tesscpp/runtime.h"
 
 namespace tesscpp {
@@ -46,7 +49,30 @@ struct ServerState {
   std::atomic<bool> draining{false};
   std::atomic<int> in_flight{0};
   std::atomic<int64_t> body_bytes{0};
+  internal::ServerMetrics* metrics = nullptr;  // shared with the other workers
+  int access_log_fd = -1;                      // a copy of stderr from before any capture; -1: off
 };
+
+// One line of JSON per request (the access log): written with one write(2),
+// so lines of concurrent requests and workers never interleave.
+void LogAccess(int fd, std::string_view method, std::string_view target, int status, double seconds,
+               int64_t bytes_in, int64_t bytes_out, const std::string& remote) {
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const Value line = Value::Dict{{"time", Value(now)},
+                                 {"remote", Value(remote)},
+                                 {"method", Value(std::string(method))},
+                                 {"target", Value(std::string(target))},
+                                 {"status", Value(static_cast<int64_t>(status))},
+                                 {"duration_ms", Value(seconds * 1e3)},
+                                 {"bytes_in", Value(bytes_in)},
+                                 {"bytes_out", Value(bytes_out)}};
+  auto json = WriteJson(line);
+  if (!json.ok()) return;
+  std::string text(json->string_view());
+  text += '\n';
+  (void)!::write(fd, text.data(), text.size());
+}
 
 struct LargeTransfers {
   size_t total;
@@ -85,6 +111,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == http::error::header_limit) return Reject(431, "Request Header Fields Too Large");
     if (ec) return Reject(400, "Bad Request");
     const auto& header = parser_->get();
+    started_ = std::chrono::steady_clock::now();
     request_ = RuntimeRequest();
     request_.method = std::string(header.method_string());
     request_.target = std::string(header.target());
@@ -104,8 +131,26 @@ class Session : public std::enable_shared_from_this<Session> {
     keep_alive_ = header.keep_alive();
     head_ = header.method() == http::verb::head;
 
-    // Readiness: false while draining; /health itself keeps meaning "alive".
     const bool is_health = header.method() == http::verb::get && header.target().substr(0, 7) == "/health";
+    if (!options_.token.empty() && !(is_health && options_.public_health) && !Authorized(header)) {
+      RuntimeResponse r;
+      r.status = 401;
+      r.content_type = "application/json";
+      r.body = Buffer::FromString(
+          R"json({"detail":"Missing or wrong bearer token (Authorization: Bearer <token>)"})json");
+      r.headers.emplace_back("www-authenticate", R"(Bearer realm="tesscpp")");
+      keep_alive_ = false;  // the body, if any, is not read
+      state_.metrics->Reject(internal::Rejection::kUnauthorized);
+      return Write(std::move(r));
+    }
+    if (header.method() == http::verb::get && header.target() == "/metrics") {
+      RuntimeResponse r;
+      r.status = 200;
+      r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      r.body = Buffer::FromString(state_.metrics->Render());
+      return Write(std::move(r));
+    }
+    // Readiness: false while draining; /health itself keeps meaning "alive".
     if (is_health && header.target().find("ready") != beast::string_view::npos &&
         state_.draining.load(std::memory_order_relaxed)) {
       return Reject(503, R"({"status":"draining"})", "application/json");
@@ -113,7 +158,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!is_health) {
       const int before = state_.in_flight.fetch_add(1, std::memory_order_relaxed);
       counted_ = true;
+      state_.metrics->AddInFlight(1);
       if (options_.max_in_flight > 0 && before >= options_.max_in_flight) {
+        state_.metrics->Reject(internal::Rejection::kInFlight);
         return Reject(503,
                       "Too many requests in flight (" + std::to_string(options_.max_in_flight) +
                           "); retry after a second",
@@ -129,6 +176,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (length == 0) return Dispatch();
     if (!Reserve(static_cast<int64_t>(length))) {
+      state_.metrics->Reject(internal::Rejection::kBodyBudget);
       return Reject(503,
                     "The server holds too many request bodies to take one of " + std::to_string(length) +
                         " bytes now; retry after a second",
@@ -183,8 +231,29 @@ class Session : public std::enable_shared_from_this<Session> {
     if (reserved_ != 0) state_.body_bytes.fetch_sub(std::exchange(reserved_, 0), std::memory_order_relaxed);
     if (counted_) {
       state_.in_flight.fetch_sub(1, std::memory_order_relaxed);
+      state_.metrics->AddInFlight(-1);
       counted_ = false;
     }
+  }
+
+  // "Authorization: Bearer <token>" with our token. Compared in constant
+  // time (every byte, whatever the first difference), so the answer's timing
+  // tells nothing about the token; hand-written, as the one comparison does
+  // not justify linking a crypto library for CRYPTO_memcmp.
+  bool Authorized(const http::request<http::empty_body>& header) const {
+    auto it = header.find(http::field::authorization);
+    if (it == header.end()) return false;
+    const beast::string_view value = it->value();
+    constexpr beast::string_view kScheme = "Bearer ";
+    if (value.size() < kScheme.size() || !beast::iequals(value.substr(0, kScheme.size()), kScheme))
+      return false;
+    const beast::string_view given = value.substr(kScheme.size());
+    const std::string& expected = options_.token;
+    unsigned char differ = given.size() == expected.size() ? 0 : 1;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      differ |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+    }
+    return differ == 0;
   }
 
   static bool ExpectsContinue(const http::request<http::empty_body>& header) {
@@ -253,6 +322,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Write(RuntimeResponse response) {
     response_ = std::move(response);
+    Account();
     request_.body = Buffer();  // the request's memory goes back to the pool before the write
     Release();
     if (state_.draining.load(std::memory_order_relaxed)) keep_alive_ = false;
@@ -283,6 +353,21 @@ class Session : public std::enable_shared_from_this<Session> {
                         if (ec || !self->keep_alive_) return self->Close();
                         self->ReadHeader();
                       });
+  }
+
+  // The answered request in the metrics and, when on, the access log.
+  void Account() {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    const std::string_view target = request_.target;
+    const std::string_view path = target.substr(0, target.find('?'));
+    state_.metrics->Record(path, response_.status, seconds, request_.body.size(), response_.body.size());
+    if (state_.access_log_fd >= 0) {
+      beast::error_code ec;
+      const auto remote = socket_.remote_endpoint(ec);
+      LogAccess(state_.access_log_fd, request_.method, target, response_.status, seconds,
+                request_.body.size(), response_.body.size(),
+                ec ? std::string("?") : remote.address().to_string());
+    }
   }
 
   void Close() {
@@ -328,9 +413,10 @@ class Session : public std::enable_shared_from_this<Session> {
   const Runtime& runtime_;
   const HttpServerOptions& options_;
   ServerState& state_;
-  bool idle_ = false;     // waiting for a request's header
-  bool counted_ = false;  // counted in state_.in_flight
-  int64_t reserved_ = 0;  // bytes taken from the body budget
+  bool idle_ = false;                              // waiting for a request's header
+  bool counted_ = false;                           // counted in state_.in_flight
+  int64_t reserved_ = 0;                           // bytes taken from the body budget
+  std::chrono::steady_clock::time_point started_;  // the request header arrived
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> parser_;
   std::optional<http::request_parser<http::vector_body<char>>> chunked_;
@@ -345,6 +431,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
 struct HttpServer::Impl {
   Impl(const Runtime& r, const HttpServerOptions& o) : runtime(r), options(o), io(kThreads) {
+    state.metrics = internal::ServerMetrics::Create();
+    if (options.access_log) state.access_log_fd = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
     if (options.body_budget_bytes < 0) {
       const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
       options.body_budget_bytes = memory > 0 ? memory / 4 : 0;
@@ -366,6 +454,7 @@ struct HttpServer::Impl {
   std::mutex sessions_mutex;
   std::vector<std::weak_ptr<Session>> sessions;
   std::atomic<bool> supervising{false};
+  int worker = 0;  // this process's slot in the metrics' per-worker gauges
 
   // Once a second: close connections whose wait outlived its deadline, forget
   // closed ones.
@@ -374,6 +463,7 @@ struct HttpServer::Impl {
     sweep_timer.async_wait([this](beast::error_code ec) {
       if (ec) return;
       const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+      state.metrics->SampleMemory(worker);
       {
         std::lock_guard<std::mutex> lock(sessions_mutex);
         std::erase_if(sessions, [now](const std::weak_ptr<Session>& weak) {
@@ -440,6 +530,7 @@ struct HttpServer::Impl {
 
   // Serves in this process until drained.
   void Serve() {
+    state.metrics->SampleMemory(worker);
     signals.async_wait([this](beast::error_code ec, int) {
       if (!ec) Drain();
     });
@@ -452,11 +543,11 @@ struct HttpServer::Impl {
   }
 
   void Supervise(int processes);
-  pid_t StartWorker(const sigset_t& worker_mask);
+  pid_t StartWorker(int slot, const sigset_t& worker_mask);
 };
 
 // Starts a worker process: it serves until drained, then exits.
-pid_t HttpServer::Impl::StartWorker(const sigset_t& worker_mask) {
+pid_t HttpServer::Impl::StartWorker(int slot, const sigset_t& worker_mask) {
   io.notify_fork(asio::execution_context::fork_prepare);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -466,6 +557,7 @@ pid_t HttpServer::Impl::StartWorker(const sigset_t& worker_mask) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) std::_Exit(0);
     ::pthread_sigmask(SIG_SETMASK, &worker_mask, nullptr);
+    worker = slot;
     Serve();
     std::fflush(nullptr);
     std::_Exit(0);
@@ -487,10 +579,14 @@ void HttpServer::Impl::Supervise(int processes) {
   ::pthread_sigmask(SIG_BLOCK, &handled, &worker_mask);
   supervising = true;
   using Clock = std::chrono::steady_clock;
-  std::map<pid_t, Clock::time_point> workers;
+  struct Worker {
+    Clock::time_point started;
+    int slot;
+  };
+  std::map<pid_t, Worker> workers;
   for (int i = 0; i < processes; ++i) {
-    const pid_t pid = StartWorker(worker_mask);
-    if (pid > 0) workers.emplace(pid, Clock::now());
+    const pid_t pid = StartWorker(i, worker_mask);
+    if (pid > 0) workers.emplace(pid, Worker{Clock::now(), i});
   }
   bool stopping = false;
   Clock::time_point kill_at = Clock::time_point::max();
@@ -515,7 +611,8 @@ void HttpServer::Impl::Supervise(int processes) {
     for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
       auto it = workers.find(pid);
       if (it == workers.end()) continue;
-      const bool quick = Clock::now() - it->second < std::chrono::seconds(1);
+      const bool quick = Clock::now() - it->second.started < std::chrono::seconds(1);
+      const int slot = it->second.slot;
       workers.erase(it);
       if (stopping) continue;
       std::cerr << "tesscpp: worker " << pid << " died ("
@@ -530,8 +627,8 @@ void HttpServer::Impl::Supervise(int processes) {
         continue;
       }
       std::cerr << "; starting another" << std::endl;
-      const pid_t fresh = StartWorker(worker_mask);
-      if (fresh > 0) workers.emplace(fresh, Clock::now());
+      const pid_t fresh = StartWorker(slot, worker_mask);
+      if (fresh > 0) workers.emplace(fresh, Worker{Clock::now(), slot});
     }
   }
   ::pthread_sigmask(SIG_SETMASK, &worker_mask, nullptr);

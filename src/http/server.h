@@ -41,6 +41,14 @@ struct HttpServerOptions {
   /// On SIGTERM/SIGINT/Stop(): how long in-flight requests may take to finish
   /// before the server exits anyway.
   std::chrono::seconds drain_timeout{30};
+  /// When set, every request must carry "Authorization: Bearer <token>"
+  /// (compared in constant time); others get 401 with WWW-Authenticate.
+  std::string token;
+  /// With a token: GET /health (liveness and readiness) is answered without it.
+  bool public_health = false;
+  /// One JSON line per answered request on stderr (time, remote, method,
+  /// target, status, duration_ms, bytes_in, bytes_out).
+  bool access_log = false;
   /// An idle keep-alive connection is closed after this (uvicorn's is 60 s).
   std::chrono::seconds keep_alive_timeout{60};
   /// The whole body must arrive within this.

@@ -266,3 +266,101 @@ def test_the_body_budget_and_the_in_flight_cap_answer_503_with_retry_after(serve
     with _connect(port) as s:  # both released: served again
         s.sendall(_post("/apply", APPLY))
         assert _recv_response(s)[0] == 200
+
+
+def test_a_token_is_required_when_configured(server, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n")
+    port, proc = server("vectoradd", "--token-file", str(token_file))
+    assert "s3cret-token" not in Path(f"/proc/{proc.pid}/cmdline").read_text(), "the token is never an argument"
+    for auth in ["", "Authorization: Bearer wrong-token!\r\n", "Authorization: Basic czNjcmV0LXRva2Vu\r\n",
+                 "Authorization: Bearer s3cret-toke\r\n", "Authorization: Bearer s3cret-token2\r\n"]:  # fmt: skip
+        with _connect(port) as s:
+            s.sendall(_post("/apply", APPLY, auth))
+            status, headers, body = _recv_response(s)
+            assert status == 401 and headers["www-authenticate"] == 'Bearer realm="tesscpp"', (auth, body)
+        with _connect(port) as s:
+            s.sendall(f"GET /health HTTP/1.1\r\nHost: x\r\n{auth}\r\n".encode())
+            assert _recv_response(s)[0] == 401, "health is not exempt unless configured"
+    with _connect(port) as s:
+        s.sendall(_post("/apply", APPLY, "Authorization: bearer s3cret-token\r\n"))
+        assert _recv_response(s)[0] == 200
+    public, _ = server("vectoradd", "--token-file", str(token_file), "--public-health")
+    with _connect(public) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _recv_response(s)[0] == 200
+        s.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _recv_response(s)[0] == 401
+
+
+def test_the_clients_send_the_token(server, tmp_path):
+    import tesscpp
+
+    token_file = tmp_path / "token"
+    token_file.write_text("another token")
+    port, _ = server("vectoradd", "--token-file", str(token_file))
+    url = f"http://127.0.0.1:{port}"
+    with pytest.raises(ValueError, match="Error 401 from Tesseract"):
+        tesscpp.Tesseract.from_url(url).apply({"a": [1.0], "b": [2.0]})
+    out = tesscpp.Tesseract.from_url(url, token="another token").apply({"a": [1.0], "b": [2.0]})
+    assert list(out["result"]) == [3.0]
+    cli = _require("TESSCPP_CLI")
+    called = subprocess.run([cli, "call", url, "health", "--token-file", str(token_file)], capture_output=True,
+                            text=True, timeout=30, check=False)  # fmt: skip
+    assert called.returncode == 0 and json.loads(called.stdout) == {"status": "ok"}, called.stderr
+    refused = subprocess.run([cli, "call", url, "health"], capture_output=True, text=True, timeout=30, check=False)
+    assert refused.returncode != 0 and "401" in refused.stderr
+
+
+def _metrics(port: int) -> dict:
+    """GET /metrics, parsed by prometheus_client's own parser: {(name, labels): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with _connect(port) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, headers, body = _recv_response(s)
+    assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4"), headers
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(body.decode()) for sample in family.samples}  # fmt: skip
+
+
+@pytest.mark.parametrize("workers", ["1", "3"])
+def test_metrics_count_every_worker_in_the_prometheus_format(server, workers):
+    port, _ = server("vectoradd", "--num-workers", workers, "--max-body-mib", "1")
+    for _ in range(5):  # separate connections: with several workers, several of them answer
+        with _connect(port) as s:
+            s.sendall(_post("/apply", APPLY))
+            assert _recv_response(s)[0] == 200
+    with _connect(port) as s:
+        s.sendall(_post("/apply", b"{}"))
+        assert _recv_response(s)[0] == 422
+    with _connect(port) as s:
+        s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n")
+        assert _recv_response(s)[0] == 413
+    m = _metrics(port)
+    assert m[("tesscpp_requests_total", (("endpoint", "/apply"), ("status", "200")))] == 5
+    assert m[("tesscpp_requests_total", (("endpoint", "/apply"), ("status", "422")))] == 1
+    assert m[("tesscpp_requests_total", (("endpoint", "/apply"), ("status", "413")))] == 1
+    assert m[("tesscpp_request_duration_seconds_count", (("endpoint", "/apply"),))] == 7
+    assert m[("tesscpp_request_duration_seconds_bucket", (("endpoint", "/apply"), ("le", "+Inf")))] == 7
+    assert m[("tesscpp_request_bytes_total", ())] == 5 * len(APPLY) + 2
+    assert m[("tesscpp_response_bytes_total", ())] > 0
+    assert m[("tesscpp_requests_in_flight", ())] == 0
+    assert m[("tesscpp_rejected_total", (("reason", "in_flight"),))] == 0
+    assert m[("process_resident_memory_bytes", ())] > 1 << 20
+
+
+def test_the_access_log_has_one_json_line_per_request(server):
+    port, proc = server("vectoradd", "--access-log")
+    with _connect(port) as s:
+        s.sendall(_post("/apply?run_id=seen", APPLY))
+        assert _recv_response(s)[0] == 200
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _recv_response(s)[0] == 200
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert [(x["method"], x["target"], x["status"]) for x in lines] == [
+        ("POST", "/apply?run_id=seen", 200), ("GET", "/health", 200)], err  # fmt: skip
+    assert lines[0]["bytes_in"] == len(APPLY) and lines[0]["bytes_out"] > 0 and lines[0]["remote"] == "127.0.0.1"
+    assert all(x["duration_ms"] >= 0 and x["time"] > 1.7e9 for x in lines)

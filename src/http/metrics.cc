@@ -1,0 +1,159 @@
+// metrics.cc: shared counters and their exposition.
+#include "http/metrics.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <new>
+
+namespace tesscpp::internal {
+namespace {
+
+// Lock-free atomics are plain memory, so they work across processes in a
+// shared mapping; anything needing a lock would not.
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free);
+
+void AppendNumber(std::string& out, double value) {
+  char text[32];
+  const char* end = std::to_chars(text, text + sizeof text, value).ptr;
+  out.append(text, static_cast<size_t>(end - text));
+}
+
+void AppendNumber(std::string& out, uint64_t value) {
+  char text[24];
+  const char* end = std::to_chars(text, text + sizeof text, value).ptr;
+  out.append(text, static_cast<size_t>(end - text));
+}
+
+}  // namespace
+
+ServerMetrics* ServerMetrics::Create() {
+  void* memory =
+      ::mmap(nullptr, sizeof(ServerMetrics), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return nullptr;
+  // Zeroed pages are zero atomics; the placement new makes them objects.
+  return new (memory) ServerMetrics();
+}
+
+size_t ServerMetrics::EndpointIndex(std::string_view endpoint) {
+  for (size_t i = 0; i + 1 < kEndpoints.size(); ++i) {
+    if (kEndpoints[i] == endpoint) return i;
+  }
+  return kEndpoints.size() - 1;
+}
+
+size_t ServerMetrics::StatusIndex(int status) {
+  for (size_t i = 0; i + 1 < kStatuses.size(); ++i) {
+    if (kStatuses[i] == status) return i;
+  }
+  return kStatuses.size() - 1;
+}
+
+void ServerMetrics::Record(std::string_view endpoint, int status, double seconds, int64_t bytes_in,
+                           int64_t bytes_out) {
+  const size_t e = EndpointIndex(endpoint);
+  requests_[e][StatusIndex(status)].fetch_add(1, std::memory_order_relaxed);
+  for (size_t b = 0; b < kBuckets.size(); ++b) {
+    if (seconds <= kBuckets[b]) {
+      buckets_[e][b].fetch_add(1, std::memory_order_relaxed);
+      break;  // cumulative counts are summed when rendered
+    }
+  }
+  count_[e].fetch_add(1, std::memory_order_relaxed);
+  micros_[e].fetch_add(static_cast<uint64_t>(seconds * 1e6), std::memory_order_relaxed);
+  bytes_in_.fetch_add(static_cast<uint64_t>(bytes_in), std::memory_order_relaxed);
+  bytes_out_.fetch_add(static_cast<uint64_t>(bytes_out), std::memory_order_relaxed);
+}
+
+void ServerMetrics::Reject(Rejection why) {
+  rejected_[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+}
+
+void ServerMetrics::SampleMemory(int worker) {
+  if (worker < 0 || worker >= kMaxWorkers) return;
+  long pages = 0;
+  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    long size = 0;
+    if (std::fscanf(statm, "%ld %ld", &size, &pages) != 2) pages = 0;
+    std::fclose(statm);
+  }
+  rss_[worker].store(static_cast<int64_t>(pages) * ::sysconf(_SC_PAGESIZE), std::memory_order_relaxed);
+}
+
+std::string ServerMetrics::Render() const {
+  std::string out;
+  out.reserve(16384);
+  out += "# HELP tesscpp_requests_total Requests answered, by endpoint and HTTP status.\n";
+  out += "# TYPE tesscpp_requests_total counter\n";
+  for (size_t e = 0; e < kEndpoints.size(); ++e) {
+    for (size_t s = 0; s < kStatuses.size(); ++s) {
+      const uint64_t n = requests_[e][s].load(std::memory_order_relaxed);
+      if (n == 0) continue;
+      out += "tesscpp_requests_total{endpoint=\"";
+      out += kEndpoints[e];
+      out += "\",status=\"";
+      if (kStatuses[s] == 0) {
+        out += "other";
+      } else {
+        AppendNumber(out, static_cast<uint64_t>(kStatuses[s]));
+      }
+      out += "\"} ";
+      AppendNumber(out, n);
+      out += '\n';
+    }
+  }
+  out += "# HELP tesscpp_request_duration_seconds Time from a request's header to its answer.\n";
+  out += "# TYPE tesscpp_request_duration_seconds histogram\n";
+  for (size_t e = 0; e < kEndpoints.size(); ++e) {
+    const uint64_t count = count_[e].load(std::memory_order_relaxed);
+    if (count == 0) continue;
+    uint64_t cumulative = 0;
+    const std::string label = "endpoint=\"" + std::string(kEndpoints[e]) + "\"";
+    for (size_t b = 0; b < kBuckets.size(); ++b) {
+      cumulative += buckets_[e][b].load(std::memory_order_relaxed);
+      out += "tesscpp_request_duration_seconds_bucket{" + label + ",le=\"";
+      AppendNumber(out, kBuckets[b]);
+      out += "\"} ";
+      AppendNumber(out, cumulative);
+      out += '\n';
+    }
+    out += "tesscpp_request_duration_seconds_bucket{" + label + ",le=\"+Inf\"} ";
+    AppendNumber(out, count);
+    out += "\ntesscpp_request_duration_seconds_sum{" + label + "} ";
+    AppendNumber(out, static_cast<double>(micros_[e].load(std::memory_order_relaxed)) / 1e6);
+    out += "\ntesscpp_request_duration_seconds_count{" + label + "} ";
+    AppendNumber(out, count);
+    out += '\n';
+  }
+  out += "# HELP tesscpp_request_bytes_total Request body bytes received.\n";
+  out += "# TYPE tesscpp_request_bytes_total counter\ntesscpp_request_bytes_total ";
+  AppendNumber(out, bytes_in_.load(std::memory_order_relaxed));
+  out += "\n# HELP tesscpp_response_bytes_total Response body bytes sent.\n";
+  out += "# TYPE tesscpp_response_bytes_total counter\ntesscpp_response_bytes_total ";
+  AppendNumber(out, bytes_out_.load(std::memory_order_relaxed));
+  out += "\n# HELP tesscpp_requests_in_flight Requests past their header and not yet answered.\n";
+  out += "# TYPE tesscpp_requests_in_flight gauge\ntesscpp_requests_in_flight ";
+  AppendNumber(out, static_cast<uint64_t>(std::max<int64_t>(0, in_flight_.load(std::memory_order_relaxed))));
+  out += "\n# HELP tesscpp_rejected_total Requests refused before the runtime saw them, by reason.\n";
+  out += "# TYPE tesscpp_rejected_total counter\n";
+  static constexpr std::array<std::string_view, 3> kReasons = {"in_flight", "body_budget", "unauthorized"};
+  for (size_t r = 0; r < kReasons.size(); ++r) {
+    out += "tesscpp_rejected_total{reason=\"";
+    out += kReasons[r];
+    out += "\"} ";
+    AppendNumber(out, rejected_[r].load(std::memory_order_relaxed));
+    out += '\n';
+  }
+  out += "# HELP process_resident_memory_bytes Resident memory of the server's processes (all workers).\n";
+  out += "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ";
+  int64_t total = 0;
+  for (const auto& rss : rss_) total += rss.load(std::memory_order_relaxed);
+  AppendNumber(out, static_cast<uint64_t>(total));
+  out += '\n';
+  return out;
+}
+
+}  // namespace tesscpp::internal

@@ -1,0 +1,71 @@
+// metrics.h: the server's counters, shared by its worker processes, and
+// their Prometheus text exposition (GET /metrics).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tesscpp::internal {
+
+/// \brief Why a request was refused before it reached the runtime.
+enum class Rejection : uint8_t { kInFlight, kBodyBudget, kUnauthorized, kCount };
+
+/// \brief Request counts by endpoint and status, latency histograms by
+/// endpoint, bytes in and out, requests in flight, rejections and each
+/// worker's RSS. Lives in one anonymous shared mapping made before the
+/// workers are forked, so every worker adds to the same lock-free atomics
+/// and any of them can answer /metrics for all.
+class ServerMetrics {
+ public:
+  static constexpr int kMaxWorkers = 1024;
+
+  /// \brief The mapping; kept for the life of the process (and its forks).
+  static ServerMetrics* Create();
+
+  /// \brief One answered request. `endpoint` is the path without its query.
+  void Record(std::string_view endpoint, int status, double seconds, int64_t bytes_in, int64_t bytes_out);
+  void Reject(Rejection why);
+  void AddInFlight(int delta) { in_flight_.fetch_add(delta, std::memory_order_relaxed); }
+  /// \brief Samples this process's RSS into slot `worker`.
+  void SampleMemory(int worker);
+
+  /// \brief The text exposition format, version 0.0.4.
+  std::string Render() const;
+
+ private:
+  // Endpoints are a fixed list (the protocol's), so the series are known and
+  // fit a fixed layout in shared memory; anything else is "other".
+  static constexpr std::array<std::string_view, 12> kEndpoints = {"/apply",
+                                                                  "/jacobian",
+                                                                  "/jacobian_vector_product",
+                                                                  "/vector_jacobian_product",
+                                                                  "/abstract_eval",
+                                                                  "/health",
+                                                                  "/openapi.json",
+                                                                  "/docs",
+                                                                  "/test",
+                                                                  "/check_gpu_transport",
+                                                                  "/metrics",
+                                                                  "other"};
+  static constexpr std::array<int, 12> kStatuses = {200, 400, 401, 404, 405, 406, 413, 422, 431, 500, 503, 0};
+  static constexpr std::array<double, 16> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                      0.25,   0.5,   1,      2.5,   5,    10,    30,   60};
+
+  static size_t EndpointIndex(std::string_view endpoint);
+  static size_t StatusIndex(int status);
+
+  std::atomic<uint64_t> requests_[kEndpoints.size()][kStatuses.size()];
+  std::atomic<uint64_t> buckets_[kEndpoints.size()][kBuckets.size()];
+  std::atomic<uint64_t> count_[kEndpoints.size()];
+  std::atomic<uint64_t> micros_[kEndpoints.size()];  // sum of durations, in microseconds
+  std::atomic<uint64_t> bytes_in_;
+  std::atomic<uint64_t> bytes_out_;
+  std::atomic<int64_t> in_flight_;
+  std::atomic<uint64_t> rejected_[static_cast<size_t>(Rejection::kCount)];
+  std::atomic<int64_t> rss_[kMaxWorkers];
+};
+
+}  // namespace tesscpp::internal

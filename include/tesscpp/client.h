@@ -83,6 +83,26 @@ class HttpErrorDetail : public StatusDetail {
 /// \brief The HttpErrorDetail of `status`, or nullptr.
 const HttpErrorDetail* GetHttpErrorDetail(const Status& status);
 
+/// \brief Attached to the kUnimplemented of an endpoint the Tesseract lacks,
+/// whose message is exactly tesseract-core's ("Vector Jacobian Product (VJP)
+/// not implemented for this Tesseract.", which callers match on): the
+/// endpoints it does serve (the Python package adds them as a note).
+class ServedEndpointsDetail : public StatusDetail {
+ public:
+  static constexpr std::string_view kTypeId = "tesscpp::ServedEndpointsDetail";
+  explicit ServedEndpointsDetail(std::vector<std::string> endpoints) : endpoints_(std::move(endpoints)) {}
+  std::string_view type_id() const override { return kTypeId; }
+  /// \brief "This Tesseract serves: apply, health, ..."
+  std::string ToString() const override;
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+
+ private:
+  std::vector<std::string> endpoints_;
+};
+
+/// \brief The ServedEndpointsDetail of `status`, or nullptr.
+const ServedEndpointsDetail* GetServedEndpointsDetail(const Status& status);
+
 /// \brief Receives the lines an endpoint prints (without their newline).
 using LogSink = std::function<void(std::string_view line)>;
 

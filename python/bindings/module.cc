@@ -87,7 +87,13 @@ std::string ValidationTitle(const std::string& message) {
     case StatusCode::kUnavailable: type = PyExc_ConnectionError; break;
     default: break;
   }
-  PyErr_SetString(type, message.c_str());
+  nb::object error = nb::handle(type)(nb::str(message.c_str()));
+  // Detail that is not part of the message, as an exception note (the
+  // message stays what callers match on).
+  if (const ServedEndpointsDetail* served = GetServedEndpointsDetail(status); served != nullptr) {
+    error.attr("add_note")(nb::str(served->ToString().c_str()));
+  }
+  PyErr_SetObject(type, error.ptr());
   throw nb::python_error();
 }
 

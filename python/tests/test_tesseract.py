@@ -127,10 +127,14 @@ def test_validation_errors_are_pydantics_and_match_the_sdk(served_vectoradd):
 
 
 def test_missing_endpoints_are_not_implemented_errors(served_vectoradd):
-    with pytest.raises(NotImplementedError, match=r"Vector Jacobian Product \(VJP\) not implemented"):
+    # tesseract-core's words exactly (code matches on them); what it serves goes in a note.
+    with pytest.raises(NotImplementedError) as vjp:
         served_vectoradd.vector_jacobian_product(VECTORADD_INPUTS, ["a"], ["result"], {"result": np.ones(3)})
-    with pytest.raises(NotImplementedError, match=r"Jacobian Vector Product \(JVP\) not implemented"):
+    assert str(vjp.value) == "Vector Jacobian Product (VJP) not implemented for this Tesseract."
+    assert vjp.value.__notes__[0].startswith("This Tesseract serves: ") and "apply" in vjp.value.__notes__[0]
+    with pytest.raises(NotImplementedError) as jvp:
         Tesseract.from_library(example("vectoradd")).jacobian_vector_product(VECTORADD_INPUTS, ["a"], ["result"], {})
+    assert str(jvp.value) == "Jacobian Vector Product (JVP) not implemented for this Tesseract."
 
 
 def test_server_errors_are_runtime_errors():

@@ -480,7 +480,10 @@ TEST(ClientErrors, MissingEndpointsFailBeforeAnyRequest) {
   auto t = Tesseract::FromUrl(server.url());
   auto jac = t->Jacobian(VectorAddInputs(), {"a"}, {"result"});
   EXPECT_EQ(jac.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(jac.status().message().find("Jacobian not implemented for this Tesseract"), std::string::npos);
+  EXPECT_EQ(jac.status().message(), "Jacobian not implemented for this Tesseract.");
+  const ServedEndpointsDetail* served = GetServedEndpointsDetail(jac.status());
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(served->ToString(), "This Tesseract serves: apply, health");
   EXPECT_EQ(t->Test(Value::Dict{}).status().code(), StatusCode::kUnimplemented);
   EXPECT_EQ(server.requests(), std::vector<std::string>{"GET /openapi.json HTTP/1.1"});
 }

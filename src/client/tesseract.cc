@@ -1,6 +1,7 @@
 // tesseract.cc: the Tesseract handle — request bodies per endpoint, the
 // "not implemented by this Tesseract" checks, views with other encodings.
 #include <algorithm>
+#include <memory>
 
 #include "client/served_server.h"
 #include "client/session.h"
@@ -51,14 +52,21 @@ Result<Value> Tesseract::Call(std::string_view endpoint, const Value* payload,
 Status Tesseract::RequireEndpoint(std::string_view endpoint, std::string_view what) const {
   TESS_ASSIGN_OR_RETURN(std::vector<std::string> endpoints, AvailableEndpoints());
   if (std::find(endpoints.begin(), endpoints.end(), endpoint) != endpoints.end()) return Status::OK();
-  return Status::Unimplemented(
-      what, " not implemented for this Tesseract (it serves: ",
-      [&] {
-        std::string list;
-        for (const std::string& e : endpoints) list += (list.empty() ? "" : ", ") + e;
-        return list;
-      }(),
-      ")");
+  // The message is tesseract-core's, word for word: code matches on it.
+  return Status::Unimplemented(what, " not implemented for this Tesseract.")
+      .WithDetail(std::make_shared<ServedEndpointsDetail>(std::move(endpoints)));
+}
+
+std::string ServedEndpointsDetail::ToString() const {
+  std::string list;
+  for (const std::string& e : endpoints_) list += (list.empty() ? "" : ", ") + e;
+  return "This Tesseract serves: " + list;
+}
+
+const ServedEndpointsDetail* GetServedEndpointsDetail(const Status& status) {
+  const auto& detail = status.detail();
+  if (detail == nullptr || detail->type_id() != ServedEndpointsDetail::kTypeId) return nullptr;
+  return static_cast<const ServedEndpointsDetail*>(detail.get());
 }
 
 Result<Value> Tesseract::Apply(const Value& inputs, const std::optional<std::string>& run_id) const {
@@ -112,7 +120,8 @@ Result<Value> Tesseract::VectorJacobianProduct(const Value& inputs,
 Result<TestOutcome> Tesseract::Test(const Value& test_spec) const {
   Status available = RequireEndpoint("test", "The test endpoint");
   if (!available.ok()) {
-    return Status::Unimplemented(available.message(), "; it is served only in debug mode");
+    return Status::Unimplemented(available.message(), " It is served only in debug mode.")
+        .WithDetail(available.detail());
   }
   TESS_ASSIGN_OR_RETURN(Value result, Call("test", &test_spec, std::nullopt));
   const Value* status = result.is_dict() ? result.as_dict().find("status") : nullptr;

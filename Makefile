@@ -6,7 +6,7 @@ BOOTSTRAP := scripts/bootstrap.sh
 PYTHON := .venv/bin/python
 FUZZ_SECONDS ?= 300
 
-.PHONY: all bootstrap build demo test bench wheel fuzz asan tsan format lint clean
+.PHONY: all bootstrap build demo test check-format bench wheel fuzz asan tsan format lint clean
 
 all: build
 
@@ -26,9 +26,9 @@ build: bootstrap
 demo: build
 	scripts/demo.sh build/release
 
-# Every test: unit, golden and conformance suites (-Werror build), then each
+# Every test: the formatting check, unit, golden and conformance suites (-Werror build), then each
 # fuzz target for a few seconds under ASan+UBSan.
-test: bootstrap
+test: bootstrap check-format
 	cmake --workflow --preset ci
 	cmake --workflow --preset fuzz
 
@@ -56,6 +56,10 @@ SOURCES = $(shell git ls-files '*.h' '*.cc')
 
 format:
 	clang-format-14 -i $(SOURCES)
+
+# Part of `make test`: every C++ file as clang-format leaves it (fix with `make format`).
+check-format: bootstrap
+	@clang-format-14 --dry-run -Werror $(SOURCES) && echo "check-format: $(words $(SOURCES)) files clean"
 
 # clang-tidy on every first-party file, through the tidy preset's clang build.
 lint: bootstrap

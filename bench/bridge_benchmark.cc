@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
 
   std::vector<double> samples;
   const auto start = Clock::now();
-  for (int i = 0; i < 2000 && (samples.size() < 3 || Clock::now() - start < std::chrono::duration<double>(budget_s));
+  for (int i = 0;
+       i < 2000 && (samples.size() < 3 || Clock::now() - start < std::chrono::duration<double>(budget_s));
        ++i) {
     const auto t0 = Clock::now();
     auto forward = tesseract->Apply(inputs);

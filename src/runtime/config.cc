@@ -105,10 +105,12 @@ Status RuntimeConfig::Validate() const {
     return Status::InvalidArgument("gpu transport '", gpu_transport, "' is not one of none, cuda_ipc");
   }
   if (gpu_transport == "cuda_ipc" && !cuda::BuiltWithCuda()) {
-    return Status::InvalidArgument("gpu transport 'cuda_ipc' is not available: ", cuda::CheckAvailable().message());
+    return Status::InvalidArgument("gpu transport 'cuda_ipc' is not available: ",
+                                   cuda::CheckAvailable().message());
   }
   if (!(cuda_ipc_pool_fraction >= 0.0 && cuda_ipc_pool_fraction <= 1.0)) {
-    return Status::InvalidArgument("cuda_ipc_pool_fraction must be between 0 and 1, got ", cuda_ipc_pool_fraction);
+    return Status::InvalidArgument("cuda_ipc_pool_fraction must be between 0 and 1, got ",
+                                   cuda_ipc_pool_fraction);
   }
   return Status::OK();
 }

@@ -26,13 +26,13 @@ Component MakeVadd64() {
   });
   // dc/da = dc/db = I: every requested gradient is the cotangent itself, and
   // the tangent of c is the sum of the given tangents.
-  c.VectorJacobianProduct([=](const ModelView&, const PathSet& vjp_inputs, const PathSet&, const TensorMap& cotangent,
-                              TensorMap& vjp) {
+  c.VectorJacobianProduct([=](const ModelView&, const PathSet& vjp_inputs, const PathSet&,
+                              const TensorMap& cotangent, TensorMap& vjp) {
     for (const std::string& name : vjp_inputs) vjp.insert_or_assign(name, cotangent.at("c"));
     return Status::OK();
   });
-  c.JacobianVectorProduct([=](const ModelView& in, const PathSet& jvp_inputs, const PathSet&, const TensorMap& tangent,
-                              TensorMap& jvp) -> Status {
+  c.JacobianVectorProduct([=](const ModelView& in, const PathSet& jvp_inputs, const PathSet&,
+                              const TensorMap& tangent, TensorMap& jvp) -> Status {
     TESS_ASSIGN_OR_RETURN(auto made, NewTensor<double>({in[a].size()}));
     std::fill(made.second.begin(), made.second.end(), 0.0);
     for (const std::string& name : jvp_inputs) {

@@ -516,7 +516,7 @@ using Name = std::optional<std::string>;
 void SetServeOptions(ServeOptions& options, const std::string& input_path, const std::string& output_path,
                      const std::string& output_format, Name gpu_transport, const nb::dict& runtime_config,
                      double startup_timeout, double connect_timeout, double read_timeout, bool binref_pool,
-                     const nb::object& stream_logs) {
+                     const nb::object& stream_logs, const std::string& token) {
   options.input_path = input_path;
   options.output_path = output_path;
   options.output_format = output_format;
@@ -528,6 +528,7 @@ void SetServeOptions(ServeOptions& options, const std::string& input_path, const
   options.client.binref_pool = binref_pool;
   options.client.cuda_ipc_events = true;  // as from_url
   options.client.stream_logs = ToLogSink(stream_logs);
+  options.client.token = token;
 }
 
 }  // namespace
@@ -654,11 +655,11 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
              const std::string& output_format, Name gpu_transport, const nb::dict& runtime_config,
              const std::string& python_executable, const std::string& tesscpp_executable,
              double startup_timeout, double connect_timeout, double read_timeout, bool binref_pool,
-             const nb::object& stream_logs) {
+             const nb::object& stream_logs, const std::string& token) {
             SourceOptions options;
             SetServeOptions(options, input_path, output_path, output_format, std::move(gpu_transport),
                             runtime_config, startup_timeout, connect_timeout, read_timeout, binref_pool,
-                            stream_logs);
+                            stream_logs, token);
             options.python_executable = python_executable;
             options.tesscpp_executable = tesscpp_executable;
             return Released([&] { return Tesseract::FromSource(path, options); });
@@ -666,7 +667,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           nb::arg("path"), nb::arg("input_path"), nb::arg("output_path"), nb::arg("output_format"),
           nb::arg("gpu_transport").none(), nb::arg("runtime_config"), nb::arg("python_executable"),
           nb::arg("tesscpp_executable"), nb::arg("startup_timeout"), nb::arg("connect_timeout"),
-          nb::arg("read_timeout"), nb::arg("binref_pool"), nb::arg("stream_logs").none())
+          nb::arg("read_timeout"), nb::arg("binref_pool"), nb::arg("stream_logs").none(), nb::arg("token"))
       .def_static(
           "from_image",
           [](const std::string& image, const std::string& host_ip, const std::string& port,
@@ -676,7 +677,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
              const std::string& output_path, const std::string& output_format, Name gpu_transport,
              std::vector<std::string> docker_args, const nb::dict& runtime_config, bool skip_health_check,
              double startup_timeout, double connect_timeout, double read_timeout, bool binref_pool,
-             const nb::object& stream_logs) {
+             const nb::object& stream_logs, const std::string& token) {
             ImageOptions options;
             options.host_ip = host_ip;
             options.port = port;
@@ -692,7 +693,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
             options.memory = memory;
             SetServeOptions(options, input_path, output_path, output_format, std::move(gpu_transport),
                             runtime_config, startup_timeout, connect_timeout, read_timeout, binref_pool,
-                            stream_logs);
+                            stream_logs, token);
             options.docker_args = std::move(docker_args);
             options.skip_health_check = skip_health_check;
             return Released([&] { return Tesseract::FromImage(image, options); });
@@ -703,7 +704,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           nb::arg("output_format"), nb::arg("gpu_transport").none(), nb::arg("docker_args"),
           nb::arg("runtime_config"), nb::arg("skip_health_check"), nb::arg("startup_timeout"),
           nb::arg("connect_timeout"), nb::arg("read_timeout"), nb::arg("binref_pool"),
-          nb::arg("stream_logs").none())
+          nb::arg("stream_logs").none(), nb::arg("token"))
       .def_static(
           "from_library",
           [](const std::string& path, const std::string& output_path, Name gpu_transport,

@@ -221,6 +221,7 @@ class Tesseract:
         experimental_binref_pool: bool = False,
         *,
         timeout: float | tuple[float, float] | None = None,
+        token: str | None = None,
     ) -> Tesseract:
         """A Tesseract served by its own process, started by :meth:`serve` or ``with``.
 
@@ -229,7 +230,8 @@ class Tesseract:
         ``tesseract-runtime serve`` run by ``python_executable``, default: this
         interpreter, which then needs ``tesseract-core[runtime]``). The server
         runs in debug mode, as the SDK's does; its temporary directories go when
-        it stops.
+        it stops. With ``token``, a tesscpp server requires it
+        (``Authorization: Bearer``) and every call sends it.
         """
         path = Path(tesseract_api).resolve()
         if not path.is_file():
@@ -251,6 +253,7 @@ class Tesseract:
             "read_timeout": read,
             "binref_pool": experimental_binref_pool,
             "stream_logs": _log_sink(stream_logs),
+            "token": token or "",
         }
         obj._spawn_backend = "source"
         return obj
@@ -281,6 +284,7 @@ class Tesseract:
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         timeout: float | tuple[float, float] | None = None,
         experimental_binref_pool: bool = False,
+        token: str | None = None,
     ) -> Tesseract:
         """A Tesseract image served in a container, started by :meth:`serve` or ``with``.
 
@@ -296,7 +300,9 @@ class Tesseract:
         readable through :meth:`server_logs`.
 
         ``port`` is a port (``"8080"``) or a range (``"9000-9100"``); None
-        picks a free one. ``gpus`` is ``["all"]`` or device ids.
+        picks a free one. ``gpus`` is ``["all"]`` or device ids. With
+        ``token``, a tesscpp image's server requires it
+        (``TESSERACT_API_TOKEN`` in the container) and every call sends it.
         """
         if not isinstance(image_name, str) or not image_name:
             raise ValueError("Tesseract image name must be provided")
@@ -329,6 +335,7 @@ class Tesseract:
             "read_timeout": read,
             "binref_pool": experimental_binref_pool,
             "stream_logs": _log_sink(stream_logs),
+            "token": token or "",
         }
         obj._spawn_backend = "image"
         return obj

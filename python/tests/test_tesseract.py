@@ -384,3 +384,12 @@ def test_sigterm_drains_the_server(workers, tmp_path):
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_from_source_with_a_token_serves_and_calls_with_it():
+    with Tesseract.from_source(example("vectoradd"), token="t0ken with spaces") as t:
+        np.testing.assert_array_equal(t.apply(VECTORADD_INPUTS)["result"], [6.0, 9.0, 12.0])
+        refused = requests.get(f"{t.url}/health", timeout=10)
+        assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
+        assert requests.get(f"{t.url}/health", headers={"Authorization": "Bearer t0ken with spaces"},
+                            timeout=10).status_code == 200  # fmt: skip

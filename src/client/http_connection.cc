@@ -49,6 +49,11 @@ std::optional<std::string> HttpResponse::Header(std::string_view name) const {
   return std::nullopt;
 }
 
+std::vector<std::string> AuthorizationHeaders(const std::string& token) {
+  if (token.empty()) return {};
+  return {"Authorization: Bearer " + token};
+}
+
 std::string SanitizeUrl(std::string_view url) {
   std::string out(Trim(url));
   if (out.find("://") == std::string::npos) out = "http://" + out;

@@ -73,6 +73,10 @@ class HttpConnection {
   std::vector<void*> idle_;  // CURL*, kept out of this header
 };
 
+/// \brief {"Authorization: Bearer <token>"}, or nothing for an empty token:
+/// what every request of a client with ClientOptions::token carries.
+std::vector<std::string> AuthorizationHeaders(const std::string& token);
+
 /// \brief `url` with "http://" added when it names no scheme, query and
 /// fragment dropped and no trailing slash (the SDK's _sanitize_url).
 std::string SanitizeUrl(std::string_view url);

@@ -497,10 +497,7 @@ Result<std::shared_ptr<TesseractSession>> MakeHttpSession(const std::string& url
   TESS_ASSIGN_OR_RETURN(
       auto connection,
       HttpConnection::Open(client::SanitizeUrl(url), {options.connect_timeout_s, options.read_timeout_s},
-                           options.connection_pool_size,
-                           options.token.empty()
-                               ? std::vector<std::string>{}
-                               : std::vector<std::string>{"Authorization: Bearer " + options.token}));
+                           options.connection_pool_size, client::AuthorizationHeaders(options.token)));
   return std::shared_ptr<TesseractSession>(
       std::make_shared<HttpSession>(std::move(connection), std::move(options), std::move(server)));
 }

@@ -170,7 +170,7 @@ Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& im
         state = now.ok() ? *now : std::pair<std::string, int>{"removed", -1};
         return state.first == "running" || state.first == "created" || state.first == "restarting";
       };
-      Status healthy = client::WaitForHealth(url, alive, deadline);
+      Status healthy = client::WaitForHealth(url, o.client.token, alive, deadline);
       if (!healthy.ok()) {
         const bool exited = healthy.code() == StatusCode::kUnavailable;
         const std::string logs = container.Logs();

@@ -86,6 +86,8 @@ std::vector<std::pair<std::string, std::string>> ServeSettings(
   for (const auto& [key, value] : options.runtime_config)
     settings.emplace_back("TESSERACT_" + Upper(key), value);
   // The option wins over runtime_config's spelling of the same setting.
+  // A client token is the served server's token: it requires what we send.
+  if (!options.client.token.empty()) settings.emplace_back("TESSERACT_API_TOKEN", options.client.token);
   if (options.gpu_transport) {
     settings.emplace_back("TESSERACT_GPU_TRANSPORT", *options.gpu_transport);
   } else if (RuntimeConfigTransport(options) == nullptr && transport_default) {
@@ -112,9 +114,9 @@ Result<std::shared_ptr<TesseractSession>> ConnectServed(const std::string& url, 
   return MakeHttpSession(url, std::move(connect), std::move(server));
 }
 
-Status WaitForHealth(const std::string& url, const std::function<bool()>& alive,
+Status WaitForHealth(const std::string& url, const std::string& token, const std::function<bool()>& alive,
                      std::chrono::steady_clock::time_point deadline) {
-  TESS_ASSIGN_OR_RETURN(auto probe, HttpConnection::Open(url, {1.0, 2.0}));
+  TESS_ASSIGN_OR_RETURN(auto probe, HttpConnection::Open(url, {1.0, 2.0}, 1, AuthorizationHeaders(token)));
   while (std::chrono::steady_clock::now() < deadline) {
     auto response = probe->Send("GET", "/health", {}, nullptr);
     if (response.ok() && response->status == 200) return Status::OK();

@@ -63,6 +63,7 @@ Result<std::pair<std::string, std::string>> PrepareServeDirs(const ServeOptions&
 
 /// \brief The TESSERACT_* settings both kinds serve with, apart from the
 /// paths: debug mode, the output format, runtime_config as TESSERACT_<KEY>,
+/// the client's token as TESSERACT_API_TOKEN (the server then requires it),
 /// and the GPU transport (`transport_default` when neither the option nor
 /// runtime_config names one; nullopt: leave it unset).
 std::vector<std::pair<std::string, std::string>> ServeSettings(
@@ -79,10 +80,10 @@ Result<std::shared_ptr<TesseractSession>> ConnectServed(const std::string& url, 
                                                         const std::string& output_path,
                                                         std::unique_ptr<ServedServer> server);
 
-/// \brief Polls GET `url`/health every 20 ms until it answers 200 (OK),
-/// `alive` says the server is gone (kUnavailable) or `deadline` passes
-/// (kDeadlineExceeded).
-Status WaitForHealth(const std::string& url, const std::function<bool()>& alive,
+/// \brief Polls GET `url`/health every 20 ms (with `token`, if any) until it
+/// answers 200 (OK), `alive` says the server is gone (kUnavailable) or
+/// `deadline` passes (kDeadlineExceeded).
+Status WaitForHealth(const std::string& url, const std::string& token, const std::function<bool()>& alive,
                      std::chrono::steady_clock::time_point deadline);
 
 /// \brief A TCP port of `host_ip` ("0.0.0.0": every interface) that nobody

@@ -138,7 +138,7 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
     url = *line;
   }
   if (Status healthy = client::WaitForHealth(
-          url, [&] { return running.Alive(); }, deadline);
+          url, options.client.token, [&] { return running.Alive(); }, deadline);
       !healthy.ok())
     return failed(healthy);
 

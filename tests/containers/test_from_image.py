@@ -10,15 +10,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+import requests
 import torch
 
 import tesscpp
@@ -257,3 +256,10 @@ def test_build_a_project_folder_with_the_installed_sdk(tmp_path):
             assert t.health() == {"status": "ok"}
     finally:
         docker("rmi", "-f", tag)
+
+
+def test_from_image_with_a_token(vectoradd):
+    with tesscpp.Tesseract.from_image(vectoradd, token="secret-for-the-container") as t:
+        np.testing.assert_array_equal(t.apply({"a": A, "b": B})["result"], [5, 7, 9])
+        assert requests.post(f"{t.url}/apply", json={"inputs": {"a": [1.0], "b": [2.0]}},
+                             timeout=10).status_code == 401  # fmt: skip

@@ -108,11 +108,13 @@ class Session : public std::enable_shared_from_this<Session> {
         ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
       return Close();
     }
+    // Before any answer: metrics and the access log read these, and a
+    // rejected header must not be counted as the previous request again.
+    started_ = std::chrono::steady_clock::now();
+    request_ = RuntimeRequest();
     if (ec == http::error::header_limit) return Reject(431, "Request Header Fields Too Large");
     if (ec) return Reject(400, "Bad Request");
     const auto& header = parser_->get();
-    started_ = std::chrono::steady_clock::now();
-    request_ = RuntimeRequest();
     request_.method = std::string(header.method_string());
     request_.target = std::string(header.target());
     if (auto it = header.find(http::field::accept); it != header.end())
@@ -131,7 +133,9 @@ class Session : public std::enable_shared_from_this<Session> {
     keep_alive_ = header.keep_alive();
     head_ = header.method() == http::verb::head;
 
-    const bool is_health = header.method() == http::verb::get && header.target().substr(0, 7) == "/health";
+    const beast::string_view target = header.target();
+    const beast::string_view path = target.substr(0, target.find('?'));
+    const bool is_health = header.method() == http::verb::get && path == "/health";
     if (!options_.token.empty() && !(is_health && options_.public_health) && !Authorized(header)) {
       RuntimeResponse r;
       r.status = 401;
@@ -143,7 +147,7 @@ class Session : public std::enable_shared_from_this<Session> {
       state_.metrics->Reject(internal::Rejection::kUnauthorized);
       return Write(std::move(r));
     }
-    if (header.method() == http::verb::get && header.target() == "/metrics") {
+    if (header.method() == http::verb::get && path == "/metrics") {
       RuntimeResponse r;
       r.status = 200;
       r.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -151,7 +155,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return Write(std::move(r));
     }
     // Readiness: false while draining; /health itself keeps meaning "alive".
-    if (is_health && header.target().find("ready") != beast::string_view::npos &&
+    if (is_health && path.size() < target.size() && target.substr(path.size() + 1) == "ready" &&
         state_.draining.load(std::memory_order_relaxed)) {
       return Reject(503, R"({"status":"draining"})", "application/json");
     }

@@ -2,8 +2,6 @@
 // and environment; the container's stdout and stderr are ours.
 #include "image_run.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 
 #include "client/container_engine.h"
@@ -51,9 +49,7 @@ Result<int> RunImage(const ImageRunOptions& o) {
     arg = "@" + target;
   }
 
-  std::vector<std::string> args = {
-      "run", "--rm", "--user",
-      o.user.empty() ? std::to_string(::getuid()) + ":" + std::to_string(::getgid()) : o.user};
+  std::vector<std::string> args = {"run", "--rm", "--user", o.user.empty() ? client::CurrentUser() : o.user};
   for (const std::string& e : env) args.insert(args.end(), {"--env", e});
   for (const client::Mount& m : mounts) args.insert(args.end(), {"--volume", m.Spec()});
   if (!o.network.empty()) args.insert(args.end(), {"--network", o.network});

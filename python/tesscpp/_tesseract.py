@@ -106,6 +106,35 @@ def _timeouts(timeout: float | tuple[float, float] | None) -> tuple[float, float
     return float(timeout), float(timeout)
 
 
+def _serve_config(
+    input_path: str | Path | None,
+    output_path: str | Path | None,
+    output_format: str,
+    gpu_transport: str | None,
+    runtime_config: dict[str, Any] | None,
+    startup_timeout: float,
+    timeout: float | tuple[float, float] | None,
+    binref_pool: bool,
+    stream_logs: bool | Callable[[str], Any],
+    token: str | None,
+) -> dict[str, Any]:
+    """What from_source and from_image pass alike to the C++ side (its ServeOptions)."""
+    connect, read = _timeouts(timeout)
+    return {
+        "input_path": str(input_path or ""),
+        "output_path": str(output_path or ""),
+        "output_format": output_format,
+        "gpu_transport": gpu_transport,
+        "runtime_config": dict(runtime_config or {}),
+        "startup_timeout": float(startup_timeout),
+        "connect_timeout": connect,
+        "read_timeout": read,
+        "binref_pool": binref_pool,
+        "stream_logs": _log_sink(stream_logs),
+        "token": token or "",
+    }
+
+
 class _Shared:
     """What a Tesseract and its with_encoding views share: the OpenAPI document,
     converted to Python once, and the GPU transports already warned about."""
@@ -238,22 +267,12 @@ class Tesseract:
             raise FileNotFoundError(f"No Tesseract API or component library at {path}")
         obj = cls.__new__(cls)
         obj._shared = _Shared()
-        connect, read = _timeouts(timeout)
         obj._spawn = {
             "path": str(path),
-            "input_path": str(input_path or ""),
-            "output_path": str(output_path or ""),
-            "output_format": output_format,
-            "gpu_transport": gpu_transport,
-            "runtime_config": {k: v for k, v in (runtime_config or {}).items()},
             "python_executable": str(python_executable or sys.executable),
             "tesscpp_executable": os.path.abspath(os.environ["TESSCPP_CLI"]) if os.environ.get("TESSCPP_CLI") else "",
-            "startup_timeout": float(startup_timeout),
-            "connect_timeout": connect,
-            "read_timeout": read,
-            "binref_pool": experimental_binref_pool,
-            "stream_logs": _log_sink(stream_logs),
-            "token": token or "",
+            **_serve_config(input_path, output_path, output_format, gpu_transport, runtime_config, startup_timeout,
+                            timeout, experimental_binref_pool, stream_logs, token),
         }
         obj._spawn_backend = "source"
         return obj
@@ -310,7 +329,6 @@ class Tesseract:
             gpus = [gpus]
         obj = cls.__new__(cls)
         obj._shared = _Shared()
-        connect, read = _timeouts(timeout)
         obj._spawn = {
             "image": image_name,
             "host_ip": host_ip,
@@ -323,19 +341,10 @@ class Tesseract:
             "num_workers": int(num_workers),
             "user": str(user or ""),
             "memory": str(memory or ""),
-            "input_path": str(input_path or ""),
-            "output_path": str(output_path or ""),
-            "output_format": output_format,
-            "gpu_transport": gpu_transport,
             "docker_args": [str(a) for a in (docker_args or [])],
-            "runtime_config": dict(runtime_config or {}),
             "skip_health_check": bool(skip_health_check),
-            "startup_timeout": float(startup_timeout),
-            "connect_timeout": connect,
-            "read_timeout": read,
-            "binref_pool": experimental_binref_pool,
-            "stream_logs": _log_sink(stream_logs),
-            "token": token or "",
+            **_serve_config(input_path, output_path, output_format, gpu_transport, runtime_config, startup_timeout,
+                            timeout, experimental_binref_pool, stream_logs, token),
         }
         obj._spawn_backend = "image"
         return obj

@@ -1,6 +1,8 @@
 // container_engine.cc: the engine command and the meaning of its failures.
 #include "client/container_engine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -31,6 +33,8 @@ Result<internal::Finished> ContainerEngine::Run(const std::vector<std::string>& 
   }
   return finished;
 }
+
+std::string CurrentUser() { return std::to_string(::getuid()) + ":" + std::to_string(::getgid()); }
 
 std::string GpuRequest(const std::vector<std::string>& gpus) {
   std::string devices;

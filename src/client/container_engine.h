@@ -47,6 +47,10 @@ class ContainerEngine {
   std::vector<std::string> command_;
 };
 
+/// \brief "uid:gid" of this process: the user containers run as unless told
+/// otherwise, as tesseract-core runs them (files they write are the caller's).
+std::string CurrentUser();
+
 /// \brief The engine's --gpus value for `gpus`: "all", or "device=0,1" quoted
 /// as its CSV syntax needs.
 std::string GpuRequest(const std::vector<std::string>& gpus);

@@ -108,9 +108,8 @@ Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& im
   env.emplace_back("TESSERACT_OUTPUT_PATH", kOutputMount);
 
   // Everything but the port, which may be tried more than once.
-  std::vector<std::string> common = {
-      "--user", o.user.empty() ? std::to_string(::getuid()) + ":" + std::to_string(::getgid()) : o.user,
-      "--label", "org.tesscpp.owner-pid=" + std::to_string(::getpid())};
+  std::vector<std::string> common = {"--user", o.user.empty() ? client::CurrentUser() : o.user, "--label",
+                                     "org.tesscpp.owner-pid=" + std::to_string(::getpid())};
   for (const auto& [key, value] : env) common.insert(common.end(), {"--env", key + "=" + value});
   for (const client::Mount& m : mounts) common.insert(common.end(), {"--volume", m.Spec()});
   if (!o.network.empty()) {

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import tesscpp
-from test_replicas import ROOT, Deployment, apply_count, required
+from haproxy import ROOT, apply_count
+from test_replicas import Deployment, required
 
 sys.path.insert(0, str(ROOT / "examples" / "dask_sweep"))
 import sweep  # noqa: E402
@@ -35,5 +36,5 @@ def test_the_sweep_equals_the_serial_results_and_uses_every_replica(rosenbrock):
             Client(cluster) as client:  # fmt: skip
         results = sweep.sweep(client, rosenbrock.url, points)
     assert np.array_equal([float(r["result"]) for r in results], serial)
-    counts = [apply_count(port) for port in rosenbrock.ports]
+    counts = [apply_count(f"http://127.0.0.1:{port}") for port in rosenbrock.ports]
     assert sum(counts) == 300 and min(counts) > 0, counts

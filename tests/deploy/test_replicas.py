@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -22,8 +21,8 @@ import pytest
 import requests
 
 import tesscpp
+from haproxy import apply_count, start_haproxy
 
-ROOT = Path(__file__).resolve().parents[2]
 NAP = {"x": [1.0, 2.0], "seconds": 0.05}
 
 
@@ -34,19 +33,6 @@ def required(name: str) -> str:
     return value
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def apply_count(port: int) -> float:
-    """Answered applies, from the replica's own /metrics."""
-    text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
-    match = re.search(r'^tesscpp_requests_total\{endpoint="/apply",status="200"\} (\d+)', text, re.M)
-    return float(match.group(1)) if match else 0.0
-
-
 class Deployment:
     def __init__(self, tmp_path: Path, library: Path | None = None) -> None:
         self.tmp_path = tmp_path
@@ -55,13 +41,7 @@ class Deployment:
         self.ports: list[int] = []
         for _ in range(3):
             self.start_replica()
-        self.lb_port = free_port()
-        env = dict(os.environ, LB_BIND=f"127.0.0.1:{self.lb_port}",
-                   **{f"REPLICA{i + 1}": f"127.0.0.1:{p}" for i, p in enumerate(self.ports)})  # fmt: skip
-        self.haproxy = subprocess.Popen(["haproxy", "-db", "-f", ROOT / "deploy/haproxy/haproxy.cfg"], env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
-        self.url = f"http://127.0.0.1:{self.lb_port}"
-        self.wait_until_all_up()
+        self.haproxy, self.url = start_haproxy([f"127.0.0.1:{p}" for p in self.ports])
 
     def start_replica(self) -> None:
         proc = subprocess.Popen([required("TESSCPP_CLI"), "serve", self.library, "--port", "0",
@@ -69,20 +49,6 @@ class Deployment:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
         self.ports.append(int(proc.stdout.readline().strip().rsplit(":", 1)[1]))
         self.replicas.append(proc)
-
-    def wait_until_all_up(self) -> None:
-        # Health checks every 500 ms, two to rise: every replica is in the pool within seconds.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"{self.url}/health", timeout=2).ok:
-                    break
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        else:
-            pytest.fail(f"HAProxy never answered: {self.haproxy.stdout.read() if self.haproxy.poll() else ''}")
-        time.sleep(1.5)  # rise 2 x inter 500 ms for every server
 
     def close(self) -> None:
         for proc in [*self.replicas, self.haproxy]:
@@ -118,7 +84,7 @@ def test_calls_spread_over_the_replicas(deployment):
         return 10
 
     assert sum(on_threads(8, work)) == 80
-    counts = [apply_count(p) for p in deployment.ports]
+    counts = [apply_count(f"http://127.0.0.1:{p}") for p in deployment.ports]
     assert sum(counts) == 80 and min(counts) >= 10, counts  # leastconn: every replica takes a share
 
 

@@ -1,0 +1,48 @@
+"""Debian's HAProxy with deploy/haproxy/haproxy.cfg in front of three replicas,
+for the tests that need a real load balancer (tests/deploy, tests/containers)."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_haproxy(replicas: list[str]) -> tuple[subprocess.Popen, str]:
+    """HAProxy balancing over `replicas` ("host:port", three), once every replica
+    is in its pool; returns the process and the URL to call."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, LB_BIND=f"127.0.0.1:{port}", **{f"REPLICA{i + 1}": r for i, r in enumerate(replicas)})
+    proc = subprocess.Popen(["haproxy", "-db", "-f", ROOT / "deploy/haproxy/haproxy.cfg"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"{url}/health", timeout=2).ok:
+                break
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail(f"HAProxy never answered: {proc.communicate()[0]}")
+    time.sleep(1.5)  # health checks every 500 ms, two to rise: every replica is in the pool
+    return proc, url
+
+
+def apply_count(url: str) -> int:
+    """Applies a replica answered with 200, from its own /metrics."""
+    text = requests.get(f"{url}/metrics", timeout=10).text
+    match = re.search(r'^tesscpp_requests_total\{endpoint="/apply",status="200"\} (\d+)', text, re.M)
+    return int(match.group(1)) if match else 0

@@ -41,7 +41,7 @@ Buffer RandomBytes(int64_t n, uint32_t seed = 1) {
 }
 
 // Random normal float32, or (quantized) U(0,1) rounded to 2 decimals: the two
-// data kinds of cpp-stack.md 1.5 (incompressible, and 100 distinct values).
+// data kinds: incompressible, and 100 distinct values.
 Tensor Float32Tensor(int64_t bytes, bool quantized = false) {
   Tensor t = *Tensor::Allocate(Dtype::kFloat32, *Shape::Make({bytes / 4}));
   std::mt19937 rng(3);
@@ -58,7 +58,7 @@ void SetBytes(benchmark::State& state, int64_t bytes) {
 }
 
 // Fresh large mappings per iteration in steady state: the point of the pool is
-// that this stays 0 (cpp-stack.md 1.15).
+// that this stays 0.
 void CountFreshBlocks(benchmark::State& state, int64_t before) {
   state.counters["fresh_blocks_per_iter"] =
       benchmark::Counter(static_cast<double>(BufferPool::Default()->stats().fresh_blocks - before) /

@@ -4,7 +4,7 @@
     report.py <gbench.json> <python.json>  ->  markdown on stdout
 
 Each row: our throughput, the peer's on the same work in the same run, the
-ratio (ours / peer) and the target from cpp-stack.md 2.8 where one exists.
+ratio (ours / peer) and the target (the physical limit measured on this machine) where one exists.
 """
 
 from __future__ import annotations

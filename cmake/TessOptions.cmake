@@ -4,7 +4,7 @@ option(TESS_BUILD_BENCH "Build the Google Benchmark programs in bench/" ON)
 option(TESS_WERROR "Treat compiler warnings as errors (CI)" OFF)
 option(TESS_PYTHON "Build the _tesscpp Python module (python/); needs nanobind in .venv or Python_EXECUTABLE" ON)
 option(TESS_FUZZ "Build libFuzzer targets (needs clang); the libraries get fuzzer instrumentation" OFF)
-set(TESS_ARCH "x86-64-v3" CACHE STRING "-march level for the whole build (AVX2 baseline; see cpp-stack.md 1.17)")
+set(TESS_ARCH "x86-64-v3" CACHE STRING "-march level for the whole build (AVX2 baseline)")
 set(TESS_SANITIZE "none" CACHE STRING "none | address,undefined | thread")
 
 set(CMAKE_CXX_STANDARD 20)
@@ -19,7 +19,7 @@ if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
 endif()
 
 # simdjson's On-Demand kernel is chosen at compile time from -m flags: x86-64-v3 lacks
-# PCLMUL and binds the slow fallback kernel, so add it (cpp-stack.md 1.3).
+# PCLMUL and binds the slow fallback kernel, so add it.
 if(TESS_ARCH)
   add_compile_options(-march=${TESS_ARCH} -mpclmul)
 endif()

@@ -1,4 +1,4 @@
-// vectoradd: s·a + b, optionally normalised (protocol.md §12.1).
+// vectoradd: s·a + b, optionally normalised.
 #include <cmath>
 
 #include "tesscpp/component.h"

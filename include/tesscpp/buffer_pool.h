@@ -1,7 +1,7 @@
 // buffer_pool.h: BufferPool, the source of every large buffer on hot paths.
 //
 // Fresh memory costs page faults: filling a freshly mapped 256 MiB block runs at
-// 1.8 GB/s against 10-11 GB/s for a warm one (cpp-stack.md 1.15). The pool keeps
+// 1.8 GB/s against 10-11 GB/s for a warm one. The pool keeps
 // freed blocks and hands them out again, so a steady loop of requests touches no
 // fresh pages. Small requests (< 1 MiB) go to the C++ allocator, which already
 // reuses them.

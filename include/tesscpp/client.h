@@ -6,12 +6,11 @@
 //   auto out = t->Apply(Value::Dict{{"a", Value(a)}, {"b", Value(b)}, {"s", 2.0}});
 //   const Tensor& result = out->as_dict().at("result").as_tensor();
 //
-// Behaviour follows tesseract-core 1.15's SDK client (protocol.md §3, §4, §7,
-// §8, §11): the same Accept header, the same checks of requested encodings
-// against what the server advertises, the same request bodies. Inputs are
-// Value trees whose arrays are Tensors (sent as base64 or binref arraydicts)
-// or plain lists and numbers (sent as they are); outputs of apply and the
-// gradient endpoints come back with their arrays decoded into Tensors.
+// Behaviour follows tesseract-core 1.15's SDK client: the same Accept header,
+// the same checks of requested encodings against what the server advertises, the same request bodies. Inputs
+// are Value trees whose arrays are Tensors (sent as base64 or binref arraydicts) or plain lists and numbers
+// (sent as they are); outputs of apply and the gradient endpoints come back with their arrays decoded into
+// Tensors.
 #pragma once
 
 #include <functional>

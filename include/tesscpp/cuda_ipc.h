@@ -6,7 +6,7 @@
 // The importer maps the allocation and either copies the bytes into memory it
 // owns (what tesseract-core 1.15 does) or borrows them where they are. Memory that legacy IPC cannot name
 // (stream-ordered pools, VMM, managed) is first copied into a pooled cudaMalloc buffer. This is what the
-// cuda_ipc wire encoding carries (protocol.md 9, docs/gpu-transport.md).
+// cuda_ipc wire encoding carries.
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// encoding.h: how arrays travel on the wire (protocol.md 4).
+// encoding.h: how arrays travel on the wire.
 //
 // An array crosses the wire as an "arraydict":
 //   {"object_type": "array", "shape": [3], "dtype": "float64",

@@ -7,7 +7,7 @@
 //     ...
 //   }
 //
-// std::expected is not usable with clang 14 + libstdc++ 12 (cpp-stack.md 1.14), so
+// std::expected is not usable with clang 14 + libstdc++ 12, so
 // this is a small variant-based equivalent in the style of arrow::Result.
 #pragma once
 

@@ -14,7 +14,7 @@ Every bridge case runs on three backends:
 and each case runs three times: through tesscpp.torch.apply_tesseract on a
 tesscpp.Tesseract, through tesseract_torch.apply_tesseract (0.2.0) on a
 tesseract_core.Tesseract, and through tesscpp's bridge on that
-tesseract_core.Tesseract. The case asserts the contract (torch-bridge.md §14)
+tesseract_core.Tesseract. The case asserts the contract
 on each run; their observable results (values, gradients, dtypes, types,
 error types, requests) must then be equal.
 """

@@ -1,6 +1,5 @@
-"""CUDA tensors through the host path (torch-bridge.md §7.1, §7.2; §14 cases 33
-and 36): without a GPU transport every CUDA tensor is copied to the host, a
-differentiable output comes back as a CPU tensor, and gradients and tangents
+"""CUDA tensors through the host path: without a GPU transport every CUDA
+tensor is copied to the host, a differentiable output comes back as a CPU tensor, and gradients and tangents
 land on the device of their own input or output.
 
 Needs a CUDA device (skipped without one) and nothing but torch and the built

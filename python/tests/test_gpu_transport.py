@@ -1,4 +1,4 @@
-"""The cuda_ipc GPU transport between processes (gpu.md, docs/gpu-transport.md).
+"""The cuda_ipc GPU transport between processes.
 
 Needs a CUDA device and the tesscpp package built with CUDA (skipped
 otherwise); the interoperability cases also need tesseract-core 1.15 (skipped

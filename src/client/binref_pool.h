@@ -14,9 +14,9 @@ namespace tesscpp::client {
 
 /// \brief Files in the server's input directory that requests write their
 /// input arrays into. Each file is mapped shared and pre-faulted once and then
-/// reused, so a request costs a memcpy instead of page-cache allocation
-/// (cpp-stack.md §1.13: new files write at ~1-2 GB/s, warm pages at memory
-/// speed). The files are removed with the pool.
+/// reused, so a request costs a memcpy instead of page-cache allocation (new
+/// tmpfs files fill at ~1-2 GB/s, warm pages at memory speed). The files are
+/// removed with the pool.
 class BinrefPool {
  public:
   explicit BinrefPool(std::string dir);

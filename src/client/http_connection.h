@@ -1,5 +1,5 @@
 // http_connection.h: one persistent HTTP/1.1 connection to a server, over a
-// libcurl easy handle (cpp-stack.md §1.2).
+// libcurl easy handle.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
-// http_session.cc: calls over HTTP as tesseract-core 1.15's SDK makes them
-// (protocol.md §3.4, §4, §7, §11): Accept header, arraydicts in the body,
-// binref input files, decoding of the answer and of its errors.
+// http_session.cc: calls over HTTP as tesseract-core 1.15's SDK makes them:
+// Accept header, arraydicts in the body, binref input files, decoding of the
+// answer and of its errors.
 #include <algorithm>
 #include <atomic>
 #include <filesystem>

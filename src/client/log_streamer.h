@@ -1,6 +1,6 @@
-// log_streamer.h: following a run's tesseract.log while its endpoint runs
-// (protocol.md §8: logs are not part of the HTTP exchange; the SDK tails the
-// file in the shared output directory).
+// log_streamer.h: following a run's tesseract.log while its endpoint runs.
+// Logs are not part of the HTTP exchange: like tesseract-core's SDK, the
+// client tails the file in the shared output directory.
 #pragma once
 
 #include <atomic>

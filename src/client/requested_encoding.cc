@@ -1,5 +1,5 @@
 // requested_encoding.cc: what a client asks for, checked against what a
-// server advertises, with tesseract-core 1.15's SDK rules (protocol.md §3.3).
+// server advertises, with tesseract-core 1.15's SDK rules.
 #include <algorithm>
 
 #include "tesscpp/client.h"

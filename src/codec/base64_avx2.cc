@@ -8,7 +8,7 @@
 // characters (so validation costs one test per 32 characters), a third table adds
 // the per-range offset, and two multiply-adds plus shuffles pack 32 six-bit values
 // into 24 bytes. On this machine class the technique reached 14 / 12 GB/s in
-// cache and ~5 GB/s out of cache (cpp-stack.md 1.4).
+// cache and ~5 GB/s out of cache.
 #include <immintrin.h>
 
 #include <cstdlib>

@@ -4,7 +4,7 @@
 // arraydict (see ArrayDetection), its data.buffer string is not copied: the raw
 // bytes between the quotes are handed to the base64 decoder, which writes the
 // tensor directly. simdjson's string unescaping would cost a copy at ~3 GB/s
-// against 6 GB/s for locating the string (cpp-stack.md 1.3). Base64 never holds
+// against 6 GB/s for locating the string. Base64 never holds
 // escapes; if a peer escapes characters anyway, decoding fails on the backslash
 // and is retried once with the unescaped text.
 //

@@ -73,7 +73,7 @@ TEST(BufferPool, NearbySizesShareAClass) {
 }
 
 // The point of the pool: a steady loop of large allocations that are written in
-// full touches no fresh pages (cpp-stack.md 1.15: fresh pages cost ~6x a warm copy).
+// full touches no fresh pages.
 TEST(BufferPool, SteadyStateTouchesNoFreshPages) {
   BufferPool pool;
   constexpr int64_t kSize = 64 << 20;

@@ -1,6 +1,5 @@
 // Every public header compiles on its own and together, with only the standard
-// library and other public headers (DESIGN.md: no Boost, simdjson, curl, CUDA or
-// nanobind in include/tesscpp/).
+// library and other public headers.
 #include "tesscpp/tesscpp.h"
 
 #include <gtest/gtest.h>

@@ -254,8 +254,7 @@ Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_pt
 namespace {
 
 // This process's interprocess event of each device, created on first use and
-// recorded again for every message (as gpu.md 1.7 allows: records only move
-// forward). Leaked: peers may still hold its handle at exit.
+// recorded again for every message. Leaked: peers may still hold its handle at exit.
 class OwnEvents {
  public:
   static OwnEvents& Instance() {

@@ -26,7 +26,7 @@ using internal::PinnedBuffer;
 
 namespace {
 
-constexpr int64_t kSlotBytes = int64_t{32} << 20;  // large enough for full PCIe speed (gpu.md 11)
+constexpr int64_t kSlotBytes = int64_t{32} << 20;  // large enough for full PCIe speed
 constexpr int kSlots = 4;
 constexpr int64_t kParallelThreshold = int64_t{1} << 20;  // below this one thread copies
 

@@ -52,7 +52,8 @@ class Fd {
 /// \brief A private mapping of part of a file (read-only, or copy-on-write);
 /// unmapped on destruction.
 /// Reading from a mapping is ~2x faster than pread into a warm buffer
-/// (cpp-stack.md 1.13). The file must not shrink while mapped (SIGBUS).
+/// (measured on the development machine). The file must not shrink while
+/// mapped (SIGBUS).
 class MappedFile {
  public:
   MappedFile() = default;

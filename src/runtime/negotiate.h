@@ -1,5 +1,5 @@
 // negotiate.h: choosing a response encoding from the Accept header, with
-// tesseract-core 1.15's rules (protocol.md §3.2): media ranges ordered by q,
+// tesseract-core 1.15's rules: media ranges ordered by q,
 // wildcards meaning the configured format, gpu_transport and compression as
 // parameters, 406 when nothing offered fits.
 #pragma once

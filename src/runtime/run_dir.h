@@ -1,5 +1,5 @@
 // run_dir.h: the run directory of one endpoint call and the capture of what
-// the endpoint prints (protocol.md §8).
+// the endpoint prints.
 #pragma once
 
 #include <memory>

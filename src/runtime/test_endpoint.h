@@ -1,4 +1,4 @@
-// test_endpoint.h: the debug-mode /test endpoint (protocol.md §6.8) — run one
+// test_endpoint.h: the debug-mode /test endpoint — run one
 // endpoint on a TestSpec's payload and compare with its expected outputs or
 // expected exception, answering {"status", "message", "endpoint"}.
 //

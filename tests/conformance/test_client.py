@@ -1,4 +1,4 @@
-"""protocol.md §15 part B: the tesscpp client (through `tesscpp call`) against both servers.
+"""The tesscpp client (through `tesscpp call`) against both servers.
 
 Every case is sent by our client and by tesseract-core 1.15's SDK to the same server, for
 both servers (`tesscpp serve` with the C++ examples and `tesseract-runtime serve` with the

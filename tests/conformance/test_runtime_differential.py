@@ -6,7 +6,7 @@ reference is always tesseract-runtime serving the equivalent Python fixture
 Requests: every one recorded in tests/data/golden/runtime/*.cases.json, the
 successful ones again in json+binref and with lz4, then error statuses
 (404/405/406/422/500), bodies that are not JSON or not there, extra keys, lz4
-and binref inputs, and the Accept headers of protocol.md §3.2.
+and binref inputs, and the Accept headers tesseract-core's SDK sends.
 
 Compared after decoding: status, Content-Type, the JSON body with every array
 replaced by (encoding, compression, dtype, shape, decoded bytes) -- so binref

@@ -1,6 +1,6 @@
 """The served runtime driven by tesseract-core 1.15.0's own SDK and by raw HTTP.
 
-protocol.md §15 part A, checks 1-38 (39 and 40 need a GPU and are not here),
+The runtime checks 1-38 (39 and 40 need a GPU and are not here),
 with the acceptance vectors of §12 (V1-V9 vectoradd, U1-U7 univariate, M1-M5
 meshstats). Test names carry the check number (`test_cNN_...`).
 
@@ -109,7 +109,7 @@ EYE3_B64 = "AAAAAAAA8D8AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAADwPwAAAAAAAAAAAAAA
 
 
 def mesh_inputs(first_point=(0, 666, 0)) -> dict:
-    """M1 (protocol.md §12.3): the payload of meshstats' test_apply.json, as NumPy arrays."""
+    """M1: the payload of meshstats' test_apply.json, as NumPy arrays."""
     return {"mesh": {
         "n_points": 5, "n_cells": 2,
         "points": np.array([first_point, [1, 0, 0], [0, 1, 0], [1, 1, 0], [0.5, 0.5, 1]], np.float64),

@@ -192,11 +192,11 @@ def test_stream_logs_runs_python_while_the_call_holds_no_gil():
     assert seen_during_call.is_set()
 
 
-def run_on_threads(call: Callable[[int], Any], n: int) -> tuple[dict[int, Any], float]:
-    """call(0..n-1) on n threads released together: their results and the
-    seconds from the release to the last one's end. Any exception in a thread,
-    or a thread still running after 60 s, fails the test."""
-    start = threading.Barrier(n + 1)
+def run_on_threads(call: Callable[[int], Any], n: int) -> dict[int, Any]:
+    """call(0..n-1) on n threads released together: their results. Any
+    exception in a thread, or a thread still running after 60 s, fails the
+    test."""
+    start = threading.Barrier(n)
     results: dict[int, Any] = {}
     errors: list[BaseException] = []
 
@@ -210,19 +210,14 @@ def run_on_threads(call: Callable[[int], Any], n: int) -> tuple[dict[int, Any], 
     threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(n)]
     for thread in threads:
         thread.start()
-    start.wait(timeout=30)
-    began = time.perf_counter()
     for thread in threads:
         thread.join(timeout=60)
-    elapsed = time.perf_counter() - began
-    # pytest.fail, not assert: the xfail below expects only the overlap
-    # assertion to fail, never a thread's error or a hang.
     stuck = [thread.name for thread in threads if thread.is_alive()]
     if stuck:
         pytest.fail(f"threads still running after 60 s: {stuck}")
     if errors or sorted(results) != list(range(n)):
         pytest.fail(f"threads failed: {errors!r}")
-    return results, elapsed
+    return results
 
 
 def test_calls_from_threads_get_their_own_answers(served_noop):
@@ -279,39 +274,39 @@ def served_nap() -> Iterator[Tesseract]:
         yield t
 
 
-def overlap_ratio(tesseract: Any) -> float:
-    """Wall time of NAP_THREADS calls from as many threads through one object,
-    over the time the same calls take one after another: about 1/NAP_THREADS
-    when they overlap, 1 or more when they queue."""
-    inputs = {"x": np.arange(4.0), "seconds": NAP_SECONDS}
-    began = time.perf_counter()
-    for _ in range(2):
-        if not np.array_equal(tesseract.apply(inputs)["y"], inputs["x"]):
-            pytest.fail("a lone call answered wrongly")
-    one_call = (time.perf_counter() - began) / 2
+def naps_at_once(tesseract: Any) -> tuple[int, int]:
+    """NAP_THREADS calls from as many threads through one object: the most
+    naps that were under way at one instant (from the intervals nap reports,
+    so the load on the machine cannot fake or hide it: 1 when the calls
+    queued), and how many server processes ran them."""
 
-    def work(i: int) -> None:
-        out = tesseract.apply({"x": np.full(4, float(i)), "seconds": NAP_SECONDS})["y"]
-        np.testing.assert_array_equal(out, np.full(4, float(i)))
+    def work(i: int) -> tuple[float, float, int]:
+        out = tesseract.apply({"x": np.full(4, float(i)), "seconds": NAP_SECONDS})
+        np.testing.assert_array_equal(out["y"], np.full(4, float(i)))
+        return float(out["began"]), float(out["ended"]), int(out["pid"])
 
-    _, elapsed = run_on_threads(work, NAP_THREADS)
-    return elapsed / (NAP_THREADS * one_call)
+    naps = run_on_threads(work, NAP_THREADS).values()
+    peak = max(sum(b <= began < e for b, e, _ in naps) for began, _, _ in naps)
+    return peak, len({pid for _, _, pid in naps})
 
 
 def test_the_sdk_overlaps_calls_from_threads(runtime_nap):
     # The control: tesseract-runtime's worker processes run calls side by side
     # and tesseract-core's SDK, one object on a requests Session, lets threads
     # use it concurrently; so the measure below can see overlap.
-    assert overlap_ratio(tesseract_core.Tesseract.from_url(runtime_nap)) < 0.5
+    assert naps_at_once(tesseract_core.Tesseract.from_url(runtime_nap))[0] >= 2
 
 
 def test_calls_from_threads_run_in_parallel(runtime_nap):
-    assert overlap_ratio(Tesseract.from_url(runtime_nap)) < 0.5
+    assert naps_at_once(Tesseract.from_url(runtime_nap))[0] >= 2
 
 
 def test_the_server_overlaps_calls_on_its_workers(served_nap):
     # tesseract-core's SDK as the client, which overlaps its calls (above).
-    assert overlap_ratio(tesseract_core.Tesseract.from_url(served_nap.url)) < 0.5
+    # Each worker process runs one call at a time (its stdio goes into the
+    # run's log), so overlap means several processes.
+    peak, processes = naps_at_once(tesseract_core.Tesseract.from_url(served_nap.url))
+    assert peak >= 2 and processes >= 2, (peak, processes)
 
 
 def test_test_endpoint_runs_test_specs(served_vectoradd):

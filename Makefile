@@ -6,7 +6,7 @@ BOOTSTRAP := scripts/bootstrap.sh
 PYTHON := .venv/bin/python
 FUZZ_SECONDS ?= 300
 
-.PHONY: all bootstrap build demo test check-format bench wheel fuzz asan tsan format lint clean
+.PHONY: all bootstrap build demo test check check-format check-layers bench wheel fuzz asan tsan format lint clean
 
 all: build
 
@@ -26,9 +26,9 @@ build: bootstrap
 demo: build
 	scripts/demo.sh build/release
 
-# Every test: the formatting check, unit, golden and conformance suites (-Werror build), then each
+# Every test: the static checks, unit, golden and conformance suites (-Werror build), then each
 # fuzz target for a few seconds under ASan+UBSan.
-test: bootstrap check-format
+test: bootstrap check
 	cmake --workflow --preset ci
 	cmake --workflow --preset fuzz
 
@@ -57,9 +57,16 @@ SOURCES = $(shell git ls-files '*.h' '*.cc')
 format:
 	clang-format-14 -i $(SOURCES)
 
-# Part of `make test`: every C++ file as clang-format leaves it (fix with `make format`).
+# Part of `make test`: the rules a reviewer would otherwise have to enforce.
+check: check-format check-layers
+
+# Every C++ file as clang-format leaves it (fix with `make format`).
 check-format: bootstrap
 	@clang-format-14 --dry-run -Werror $(SOURCES) && echo "check-format: $(words $(SOURCES)) files clean"
+
+# No library links or includes a layer above its own (scripts/check_layers.py has the order).
+check-layers: bootstrap
+	@$(PYTHON) scripts/check_layers.py
 
 # clang-tidy on every first-party file, through the tidy preset's clang build.
 lint: bootstrap

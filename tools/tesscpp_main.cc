@@ -283,6 +283,7 @@ int Call(const CallOptions& o) {
   }
   tesscpp::JsonWriteOptions write;
   if (o.print_arrays == "base64") write.arrays.encoding = tesscpp::ArrayEncoding::kBase64;
+  write.arrays.device_to_host = tesscpp::cuda::ImplicitCopyToHost;  // --gpu-transport outputs
   auto text = tesscpp::WriteJson(*result, write);
   if (!text.ok()) return Fail(text.status());
   std::cout.write(reinterpret_cast<const char*>(text->data()), static_cast<std::streamsize>(text->size()));

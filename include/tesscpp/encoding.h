@@ -17,8 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/cuda_ipc.h"
+#include "tesscpp/ipc_descriptor.h"
 #include "tesscpp/result.h"
+#include "tesscpp/shape.h"
 #include "tesscpp/tensor.h"
 #include "tesscpp/value.h"
 
@@ -38,7 +39,20 @@ std::string_view CompressionName(Compression compression);
 /// \brief Parses "lz4" (and "none"); kValidationError otherwise.
 Result<Compression> CompressionFromName(std::string_view name);
 
-enum class CudaIpcRead { kRefused, kCopied, kBorrowed };
+/// \brief How the codec reaches CUDA memory for the cuda_ipc transport. The
+/// codec links no CUDA: the GPU transport layer implements this (one object
+/// per message, see src/gpu_transport/ipc_arrays.h), and callers that enabled
+/// the transport pass it in the options.
+class CudaIpcArrays {
+ public:
+  virtual ~CudaIpcArrays() = default;
+  /// \brief A CUDA tensor of the `dtype`/`shape` bytes `descriptor` names: a
+  /// copy the reader owns, or the peer's memory read in place.
+  virtual Result<Tensor> Import(const cuda::IpcDescriptor& descriptor, Dtype dtype, const Shape& shape) = 0;
+  /// \brief Exports a CUDA tensor, keeping what the peer may read alive and
+  /// unchanged until the message's owner lets it go.
+  virtual Result<cuda::IpcDescriptor> Export(const Tensor& tensor) = 0;
+};
 
 struct ArrayDecodeOptions {
   /// Directory that relative binref paths resolve in; a path that leaves it
@@ -55,15 +69,9 @@ struct ArrayDecodeOptions {
   /// truncates while the tensors live (SIGBUS otherwise): the client's opt-in
   /// binref pool, which unlinks them after decoding.
   std::vector<std::string>* borrowed_binref_files = nullptr;
-  /// How cuda_ipc arrays are read. kRefused (the GPU transport is not
-  /// enabled): refused as the reference refuses them. kCopied: copied out of
-  /// the peer's memory into CUDA tensors this process owns. kBorrowed: CUDA
-  /// tensors reading the peer's memory in place (cuda::BorrowIpc), for
-  /// readers that finish with them before the peer may reuse the memory.
-  CudaIpcRead cuda_ipc = CudaIpcRead::kRefused;
-  /// With kBorrowed: kept alive by every borrowed tensor (a client frees its
-  /// acknowledgement of the peer's exports when the last one is gone).
-  std::shared_ptr<void> cuda_ipc_lease;
+  /// How cuda_ipc arrays are read; null (the GPU transport is not enabled):
+  /// refused as the reference refuses them.
+  CudaIpcArrays* cuda_ipc = nullptr;
 };
 
 /// \brief Where binref arrays are written: Append stores bytes and returns the
@@ -112,12 +120,12 @@ struct ArrayEncodeOptions {
   /// Write "object_type": "array". Servers always do; the SDK omits it in requests.
   bool object_type = true;
   /// When set (the cuda_ipc transport was negotiated), CUDA tensors go out as
-  /// cuda_ipc descriptors (always with "object_type") and what the peer may
-  /// still read is appended here, to be kept until the peer is done. When null,
-  /// CUDA tensors are copied to the host and written with `encoding`.
-  std::vector<std::shared_ptr<void>>* device_exports = nullptr;
-  /// How those exports make sure the peer reads finished bytes.
-  cuda::ExportOrdering device_export_ordering = cuda::ExportOrdering::kSynchronised;
+  /// cuda_ipc descriptors (always with "object_type").
+  CudaIpcArrays* cuda_ipc = nullptr;
+  /// Otherwise CUDA tensors are written with `encoding` from the host copy
+  /// this makes (cuda::ImplicitCopyToHost, which also honours
+  /// TESSERACT_FORBID_DEVICE_HOST_COPY); without it they are refused.
+  Result<Tensor> (*device_to_host)(const Tensor& tensor) = nullptr;
 };
 
 /// \brief Decodes an arraydict held as a Value dict. kValidationError for

@@ -62,20 +62,10 @@ struct RuntimeRequest {
   std::optional<std::string> content_type;
   /// The body (padded buffers are parsed in place).
   Buffer body;
-  /// The Tesseract-Exports-Done header (the first one); nullopt when absent.
-  /// Its presence marks a client that acknowledges GPU exports.
-  std::optional<std::string> exports_done;
-  /// The Tesscpp-Borrower header: the client process ("<pid>:<start ticks>")
-  /// that borrows this request's GPU outputs instead of copying them (a
-  /// tesscpp extension, docs/gpu-transport.md 13); nullopt when absent.
-  std::optional<std::string> borrower;
-  /// Tesscpp-Ipc-Events: 1 — the client orders GPU work by IPC events
-  /// (tesscpp's extension, docs/gpu-transport.md 14): it waits for the event
-  /// of Tesscpp-Exports-Event before it reads outputs or reuses inputs.
-  bool ipc_events = false;
-  /// Tesscpp-Inputs-Event: the client's events after which its cuda_ipc
-  /// inputs are complete; nullopt when absent.
-  std::optional<std::string> inputs_event;
+  /// The other headers (name, value) in the order received, for extensions
+  /// such as the GPU transport's (docs/gpu-transport.md); names are
+  /// matched case-insensitively.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 struct RuntimeResponse {

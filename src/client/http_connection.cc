@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "platform/http_headers.h"
 #include "tesscpp/buffer_pool.h"
 
 namespace tesscpp::client {
@@ -43,10 +44,8 @@ struct HeaderList {
 }  // namespace
 
 std::optional<std::string> HttpResponse::Header(std::string_view name) const {
-  for (const auto& [key, value] : headers) {
-    if (key == name) return value;
-  }
-  return std::nullopt;
+  const std::optional<std::string_view> value = internal::FindHeader(headers, name);
+  return value ? std::optional<std::string>(*value) : std::nullopt;
 }
 
 std::vector<std::string> AuthorizationHeaders(const std::string& token) {

@@ -21,7 +21,7 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;  ///< names lowercased
   Buffer body;                                               ///< padded (simdjson parses it in place)
 
-  /// \brief The first header named `name` (lowercase), if any.
+  /// \brief The first header named `name` (any case), if any.
   std::optional<std::string> Header(std::string_view name) const;
 };
 

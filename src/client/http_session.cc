@@ -17,7 +17,11 @@
 #include "client/served_server.h"
 #include "client/session.h"
 #include "codec/base64.h"
-#include "codec/cuda_ipc_buffer.h"
+#include "gpu_transport/client_exports.h"
+#include "gpu_transport/headers.h"
+#include "gpu_transport/ipc_arrays.h"
+#include "gpu_transport/ipc_events.h"
+#include "gpu_transport/transport_check.h"
 #include "platform/process_identity.h"
 #include "platform/uuid.h"
 #include "tesscpp/cuda.h"
@@ -42,77 +46,10 @@ namespace {
 
 using client::HttpConnection;
 using client::HttpResponse;
-
-// The header acknowledging `ids` (empty: this client acknowledges, none yet;
-// libcurl drops a header written "Name: " and sends "Name;" as an empty one).
-std::string ExportsDoneHeader(const std::vector<std::string>& ids) {
-  if (ids.empty()) return "Tesseract-Exports-Done;";
-  std::string header = "Tesseract-Exports-Done: ";
-  for (size_t i = 0; i < ids.size(); ++i) header += (i > 0 ? "," : "") + ids[i];
-  return header;
-}
-
-// Tesseract-Exports-Done: ids of server exports this client is done with,
-// sent with the next request (as the SDK does), and by a GET /health on close.
-// Shared with the leases of borrowed outputs, which add theirs later.
-class ExportAcks {
- public:
-  // `devices`: where device work may still read the exports (borrowed
-  // outputs); waited for before the id leaves.
-  void Add(std::string id, std::vector<int> devices = {}) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ids_.push_back(std::move(id));
-    devices_.insert(devices.begin(), devices.end());
-  }
-  void Requeue(const std::vector<std::string>& ids) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ids_.insert(ids_.end(), ids.begin(), ids.end());
-  }
-  // The ids to send (nullopt when there are none and `always` is false).
-  std::optional<std::vector<std::string>> Take(bool always) {
-    std::vector<std::string> ids;
-    std::set<int> devices;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!always && ids_.empty()) return std::nullopt;
-      ids = std::exchange(ids_, {});
-      devices = std::exchange(devices_, {});
-    }
-    // The user's kernels may still read borrowed outputs; the server may
-    // reuse the memory once acknowledged. (A failed wait leaves nothing
-    // better to do than to acknowledge: the device is unusable anyway.)
-    for (int device : devices) (void)cuda::SynchronizeDevice(device);
-    return ids;
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::string> ids_;
-  std::set<int> devices_;
-};
-
-// Held by every CUDA output borrowed from one response (docs/gpu-transport.md
-// 13): when the last is gone, the export id is acknowledged. Holds the served
-// server, if this client started it, so that tearing the Tesseract down does
-// not free memory the outputs still read.
-class BorrowedOutputs {
- public:
-  BorrowedOutputs(std::string export_id, std::weak_ptr<ExportAcks> acks, std::shared_ptr<ServedServer> server)
-      : export_id_(std::move(export_id)), acks_(std::move(acks)), server_(std::move(server)) {}
-  ~BorrowedOutputs() {
-    if (auto queue = acks_.lock()) queue->Add(std::move(export_id_), std::move(devices_));
-  }
-  BorrowedOutputs(const BorrowedOutputs&) = delete;
-  BorrowedOutputs& operator=(const BorrowedOutputs&) = delete;
-  // Where the borrowed outputs are (known once they are decoded).
-  void set_devices(std::vector<int> devices) { devices_ = std::move(devices); }
-
- private:
-  std::string export_id_;
-  std::vector<int> devices_;
-  std::weak_ptr<ExportAcks> acks_;  // gone with the session: the server then frees at our exit
-  std::shared_ptr<ServedServer> server_;
-};
+using gpu_transport::BorrowedOutputs;
+using gpu_transport::ExportAcks;
+using gpu_transport::ExportsDoneHeader;
+using gpu_transport::IpcArrays;
 
 class HttpSession final : public TesseractSession {
  public:
@@ -176,14 +113,10 @@ class HttpSession final : public TesseractSession {
   }
   Result<Buffer> EncodeBody(const Value& payload, const RequestedEncoding& encoding, BinrefSink** sink,
                             std::unique_ptr<BinrefWriter>* files,
-                            std::unique_ptr<client::BinrefPool::Lease>* lease,
-                            std::vector<std::shared_ptr<void>>* device_exports,
-                            cuda::ExportOrdering ordering);
-  // `cuda_ipc`: how cuda_ipc outputs are read; `borrowed` (with kBorrowed)
-  // the lease they hold.
+                            std::unique_ptr<client::BinrefPool::Lease>* lease, CudaIpcArrays* device_exports);
+  // `cuda_ipc`: how cuda_ipc outputs are read (null: refused).
   Result<Value> Decode(const HttpResponse& response, std::string_view endpoint,
-                       CudaIpcRead cuda_ipc = CudaIpcRead::kRefused,
-                       const std::shared_ptr<BorrowedOutputs>& borrowed = nullptr);
+                       CudaIpcArrays* cuda_ipc = nullptr);
   void QueueExports(const HttpResponse& response);
   void FlushExportsDone();
   Result<GpuTransportCheck> RunTransportCheck(const std::string& transport);
@@ -208,7 +141,7 @@ class HttpSession final : public TesseractSession {
 };
 
 void HttpSession::QueueExports(const HttpResponse& response) {
-  if (auto id = response.Header("tesseract-exports")) acks_->Add(*std::move(id));
+  if (auto id = response.Header(gpu_transport::kExportsHeader)) acks_->Add(*std::move(id));
 }
 
 void HttpSession::FlushExportsDone() {
@@ -233,13 +166,12 @@ Result<std::shared_ptr<const Value>> HttpSession::OpenApi() {
 Result<Buffer> HttpSession::EncodeBody(const Value& payload, const RequestedEncoding& encoding,
                                        BinrefSink** sink, std::unique_ptr<BinrefWriter>* files,
                                        std::unique_ptr<client::BinrefPool::Lease>* lease,
-                                       std::vector<std::shared_ptr<void>>* device_exports,
-                                       cuda::ExportOrdering ordering) {
+                                       CudaIpcArrays* device_exports) {
   JsonWriteOptions write;
   write.arrays.object_type = false;  // as the SDK sends them
   // CUDA tensors go by IPC handle when the transport is requested, else as host copies.
-  if (encoding.gpu_transport == "cuda_ipc") write.arrays.device_exports = device_exports;
-  write.arrays.device_export_ordering = ordering;
+  if (encoding.gpu_transport == "cuda_ipc") write.arrays.cuda_ipc = device_exports;
+  write.arrays.device_to_host = cuda::ImplicitCopyToHost;
   write.arrays.encoding = ArrayEncoding::kBase64;
   if (encoding.compression == "lz4") write.arrays.compression = Compression::kLz4;
   if (encoding.output_format == "json+binref" && (pool_ != nullptr || !options_.server_input_path.empty())) {
@@ -293,8 +225,6 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   std::unique_ptr<BinrefWriter> files;
   std::unique_ptr<client::BinrefPool::Lease> lease;
   Buffer body;
-  // What the server may read of our GPU inputs; kept until its answer is here.
-  std::vector<std::shared_ptr<void>> input_exports;
   const bool cuda_ipc = encoding.gpu_transport == "cuda_ipc";
   // IPC events (our extension) are offered on every cuda_ipc request, and our
   // inputs go without a device synchronisation once the server has said that
@@ -302,12 +232,13 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   const bool offer_events = cuda_ipc && options_.cuda_ipc_events;
   const bool inputs_by_event = offer_events && server_waits_for_events_.load();
   std::optional<std::string> inputs_event;
+  // What the server may read of our GPU inputs; kept until its answer is here.
+  IpcArrays input_exports = IpcArrays::Exporting(inputs_by_event ? cuda::ExportOrdering::kLegacyStream
+                                                                 : cuda::ExportOrdering::kSynchronised);
   if (payload != nullptr) {
-    auto encoded = EncodeBody(
-        *payload, encoding, &sink, &files, &lease, &input_exports,
-        inputs_by_event ? cuda::ExportOrdering::kLegacyStream : cuda::ExportOrdering::kSynchronised);
-    if (inputs_by_event && encoded.ok() && !input_exports.empty()) {
-      auto recorded = internal::RecordIpcEvents(cuda::DevicesOf(*payload));
+    auto encoded = EncodeBody(*payload, encoding, &sink, &files, &lease, &input_exports);
+    if (inputs_by_event && encoded.ok() && !input_exports.pins().empty()) {
+      auto recorded = gpu_transport::RecordIpcEvents(cuda::DevicesOf(*payload));
       if (recorded.ok()) {
         inputs_event = *std::move(recorded);
       } else {
@@ -334,10 +265,10 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   // Offer to borrow cuda_ipc outputs (our extension; other servers ignore it).
   static const std::optional<internal::ProcessIdentity> kThisProcess = internal::ProcessIdentity::Self();
   if (cuda_ipc && exports_done && kThisProcess) {
-    headers.push_back("Tesscpp-Borrower: " + kThisProcess->ToString());
+    headers.push_back(std::string(gpu_transport::kBorrowerHeader) + ": " + kThisProcess->ToString());
   }
-  if (offer_events) headers.emplace_back("Tesscpp-Ipc-Events: 1");
-  if (inputs_event) headers.push_back("Tesscpp-Inputs-Event: " + *inputs_event);
+  if (offer_events) headers.push_back(std::string(gpu_transport::kIpcEventsHeader) + ": 1");
+  if (inputs_event) headers.push_back(std::string(gpu_transport::kInputsEventHeader) + ": " + *inputs_event);
   Result<HttpResponse> response = Status::Internal("not sent");
   {
     if (options_.stream_logs && run_id && client::IsWrappedEndpoint(endpoint)) {
@@ -355,8 +286,8 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   // server keeps while we live is acknowledged when its borrowed outputs go.
   std::shared_ptr<BorrowedOutputs> borrowed;
   if (exports_done) {
-    std::optional<std::string> id = response->Header("tesseract-exports");
-    if (id && cuda_ipc && response->Header("tesscpp-exports-lease") == "borrower") {
+    std::optional<std::string> id = response->Header(gpu_transport::kExportsHeader);
+    if (id && cuda_ipc && response->Header(gpu_transport::kExportsLeaseHeader) == "borrower") {
       borrowed = std::make_shared<BorrowedOutputs>(*std::move(id), acks_, server_);
     } else {
       QueueExports(*response);
@@ -365,19 +296,20 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   // The server's work on our inputs and its outputs is done once its event
   // is: waited for before anything is read or handed back to the caller. (If
   // that fails, the exports above are acknowledged unread.)
-  if (auto event = response->Header("tesscpp-exports-event")) {
-    const Status done = internal::WaitForIpcEvents(*event, cuda::IpcEventWait::kOnHost);
+  if (auto event = response->Header(gpu_transport::kExportsEventHeader)) {
+    const Status done = gpu_transport::WaitForIpcEvents(*event, cuda::IpcEventWait::kOnHost);
     if (!done.ok()) return done.WithContext("waiting for the GPU work of " + std::string(endpoint));
   }
   if (offer_events && response->status >= 200 && response->status < 300) {
-    server_waits_for_events_ = response->Header("tesscpp-ipc-events") == "1";
+    server_waits_for_events_ = response->Header(gpu_transport::kIpcEventsHeader) == "1";
   }
   if (response->status < 200 || response->status >= 300)
     return client::ErrorFromResponse(*response, endpoint, accept);
-  const CudaIpcRead read_cuda_ipc = borrowed   ? CudaIpcRead::kBorrowed
-                                    : cuda_ipc ? CudaIpcRead::kCopied
-                                               : CudaIpcRead::kRefused;
-  return Decode(*response, endpoint, read_cuda_ipc, borrowed);
+  IpcArrays outputs = borrowed != nullptr ? IpcArrays::Borrowing(borrowed) : IpcArrays::Copying();
+  if (!cuda_ipc) return Decode(*response, endpoint);
+  auto value = Decode(*response, endpoint, &outputs);
+  if (value.ok() && borrowed != nullptr) borrowed->set_devices(cuda::DevicesOf(*value));
+  return value;
 }
 
 Result<GpuTransportCheck> HttpSession::CheckGpuTransport(const std::string& transport) {
@@ -394,7 +326,7 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
     return GpuTransportCheck{false, "this client does not implement gpu_transport '" + transport + "'"};
   }
   // Random bytes on this thread's current device, exported as any input is.
-  std::vector<std::shared_ptr<void>> exports;
+  IpcArrays exports = IpcArrays::Exporting();
   TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make({kBytes}));
   TESS_ASSIGN_OR_RETURN(const Tensor sent, Tensor::Allocate(Dtype::kUInt8, shape));
   std::random_device random;
@@ -403,7 +335,7 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
     TESS_ASSIGN_OR_RETURN(int ordinal, cuda::CurrentDevice());
     TESS_ASSIGN_OR_RETURN(Tensor device, cuda::CopyToDevice(sent, ordinal));
     JsonWriteOptions write;
-    write.arrays.device_exports = &exports;
+    write.arrays.cuda_ipc = &exports;
     return WriteJson(Value::Dict{{"gpu_transport", transport},
                                  {"array", Value(device)},
                                  {"expected", Value(internal::Base64String(sent.bytes()))}},
@@ -412,7 +344,7 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
   if (!exported.ok()) {
     return GpuTransportCheck{
         false, "this process could not export GPU memory (" +
-                   std::string(internal::TransportCheckExceptionName(exported.status())) + ": " +
+                   std::string(gpu_transport::TransportCheckExceptionName(exported.status())) + ": " +
                    exported.status().message() + ")"};
   }
   TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
@@ -420,14 +352,15 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
       HttpResponse response,
       connection->Send("POST", "/check_gpu_transport", {"Content-Type: application/json"}, &*exported));
   QueueExports(response);
-  exports.clear();  // the server has read our bytes (or failed to)
+  exports.pins().clear();  // the server has read our bytes (or failed to)
   if (response.status < 200 || response.status >= 300) {
     return Status::Unavailable("The Tesseract at ", url_, " answered the check of gpu_transport='", transport,
                                "' with error ", response.status, ": ", response.body.string_view());
   }
   JsonReadOptions read;
   read.arrays = ArrayDetection::kTagged;
-  read.array_options.cuda_ipc = CudaIpcRead::kCopied;
+  IpcArrays imports = IpcArrays::Copying();
+  read.array_options.cuda_ipc = &imports;
   auto reply = ReadJson(response.body, read);
   const Value* ok = reply.ok() && reply->is_dict() ? reply->as_dict().find("ok") : nullptr;
   if (ok == nullptr || !ok->is_bool()) {
@@ -452,15 +385,16 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
     host = Status::InvalidArgument("the bytes read from the Tesseract's array differ from the ones it wrote");
   }
   if (!host.ok()) {
-    return GpuTransportCheck{false, "this process could not read GPU memory exported by the Tesseract (" +
-                                        std::string(internal::TransportCheckExceptionName(host.status())) +
-                                        ": " + host.status().message() + ")"};
+    return GpuTransportCheck{
+        false, "this process could not read GPU memory exported by the Tesseract (" +
+                   std::string(gpu_transport::TransportCheckExceptionName(host.status())) + ": " +
+                   host.status().message() + ")"};
   }
   return GpuTransportCheck{true, ""};
 }
 
 Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view endpoint,
-                                  CudaIpcRead cuda_ipc, const std::shared_ptr<BorrowedOutputs>& borrowed) {
+                                  CudaIpcArrays* cuda_ipc) {
   if (response.status < 200 || response.status >= 300)
     return client::ErrorFromResponse(response, endpoint, std::nullopt);
   JsonReadOptions read;
@@ -471,10 +405,8 @@ Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view
     read.array_options.binref_dir = options_.server_output_path;
     if (pool_ != nullptr) read.array_options.borrowed_binref_files = &mapped;
     read.array_options.cuda_ipc = cuda_ipc;
-    read.array_options.cuda_ipc_lease = borrowed;
   }
   auto value = ReadJson(response.body, read);
-  if (value.ok() && borrowed != nullptr) borrowed->set_devices(cuda::DevicesOf(*value));
   if (!value.ok()) {
     if (value.status().message().find("binref") != std::string::npos && options_.server_output_path.empty()) {
       return Status::InvalidArgument(

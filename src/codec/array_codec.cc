@@ -4,11 +4,10 @@
 #include <optional>
 #include <vector>
 
+#include "codec/array_cuda_ipc.h"
 #include "codec/base64.h"
-#include "codec/cuda_ipc_buffer.h"
 #include "codec/lz4.h"
 #include "tesscpp/buffer_pool.h"
-#include "tesscpp/cuda.h"
 
 namespace tesscpp {
 
@@ -193,16 +192,14 @@ Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOpt
       }
       auto descriptor = ParseCudaIpcBuffer(*fields.buffer_text);
       if (!descriptor.ok()) return NonNumericArray(descriptor.status().WithContext("data.buffer"));
-      if (options.cuda_ipc == CudaIpcRead::kRefused) {
+      if (options.cuda_ipc == nullptr) {
         return UndecodableBuffer(
                    Status::Unimplemented("GPU transport 'cuda_ipc' is not enabled on this Tesseract "
                                          "(available: ('none',))"),
                    ArrayEncoding::kCudaIpc)
             .WithContext("data.buffer");
       }
-      tensor = options.cuda_ipc == CudaIpcRead::kBorrowed
-                   ? cuda::BorrowIpc(*descriptor, header->dtype, header->shape, options.cuda_ipc_lease)
-                   : cuda::ImportIpc(*descriptor, header->dtype, header->shape);
+      tensor = options.cuda_ipc->Import(*descriptor, header->dtype, header->shape);
       break;
     }
     case ArrayEncoding::kBase64:
@@ -237,8 +234,7 @@ void WriteArrayHeader(const Tensor& tensor, bool object_type, JsonWriter& writer
 }
 
 Status EncodeCudaIpc(const Tensor& tensor, const ArrayEncodeOptions& options, JsonWriter& writer) {
-  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor,
-                        cuda::ExportIpc(tensor, *options.device_exports, options.device_export_ordering));
+  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor, options.cuda_ipc->Export(tensor));
   WriteArrayHeader(tensor, /*object_type=*/true, writer);
   writer.String(FormatCudaIpcBuffer(descriptor));
   writer.Key("encoding");
@@ -251,12 +247,16 @@ Status EncodeCudaIpc(const Tensor& tensor, const ArrayEncodeOptions& options, Js
 }  // namespace
 
 Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& options, JsonWriter& writer) {
-  if (!device_or_host.device().host_accessible() && options.device_exports != nullptr) {
+  if (!device_or_host.device().host_accessible() && options.cuda_ipc != nullptr) {
     return EncodeCudaIpc(device_or_host, options, writer);
   }
   std::optional<Tensor> host_copy;  // only for CUDA tensors: host ones are written as they are
   if (!device_or_host.device().host_accessible()) {
-    TESS_ASSIGN_OR_RETURN(host_copy, cuda::ImplicitCopyToHost(device_or_host));
+    if (options.device_to_host == nullptr) {
+      return Status::InvalidArgument("a ", device_or_host.device().ToString(),
+                                     " tensor cannot be written without a way to copy it to the host");
+    }
+    TESS_ASSIGN_OR_RETURN(host_copy, options.device_to_host(device_or_host));
   }
   const Tensor& tensor = host_copy ? *host_copy : device_or_host;
   if (options.encoding == ArrayEncoding::kBinref && options.binref == nullptr) {

@@ -119,14 +119,23 @@ class Session : public std::enable_shared_from_this<Session> {
     request_.target = std::string(header.target());
     if (auto it = header.find(http::field::accept); it != header.end())
       request_.accept = std::string(it->value());
-    if (auto it = header.find("Tesseract-Exports-Done"); it != header.end())
-      request_.exports_done = std::string(it->value());
-    if (auto it = header.find("Tesscpp-Borrower"); it != header.end())
-      request_.borrower = std::string(it->value());
-    if (auto it = header.find("Tesscpp-Ipc-Events"); it != header.end())
-      request_.ipc_events = it->value() == "1";
-    if (auto it = header.find("Tesscpp-Inputs-Event"); it != header.end())
-      request_.inputs_event = std::string(it->value());
+    for (const auto& field : header) {
+      // The rest is for the Runtime's extensions; framing and connection
+      // headers are this server's business.
+      switch (field.name()) {
+        case http::field::accept:
+        case http::field::content_type:
+        case http::field::content_length:
+        case http::field::transfer_encoding:
+        case http::field::connection:
+        case http::field::host:
+        case http::field::authorization:
+        case http::field::user_agent:
+        case http::field::accept_encoding:
+        case http::field::expect: break;
+        default: request_.headers.emplace_back(field.name_string(), field.value());
+      }
+    }
     if (auto it = header.find(http::field::content_type); it != header.end()) {
       request_.content_type = std::string(it->value());
     }

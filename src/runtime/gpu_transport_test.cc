@@ -1,5 +1,5 @@
-// The server side of the cuda_ipc transport that needs no GPU: export-group
-// bookkeeping, advertisement, the check route's refusals and the 422s, worded
+// The server side of the cuda_ipc transport that needs no GPU: advertisement,
+// the check route's refusals and the 422s, worded
 // as tesseract-core 1.15 words them (docs/gpu-transport.md 4, 5, 7). The GPU
 // paths are exercised on a GPU machine by python/tests/test_gpu_transport.py.
 #include <gtest/gtest.h>
@@ -9,8 +9,6 @@
 
 #include <filesystem>
 
-#include "platform/process_identity.h"
-#include "runtime/gpu_exports.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
 #include "tesscpp/cuda.h"
@@ -19,107 +17,6 @@
 
 namespace tesscpp {
 namespace {
-
-using runtime::ExportRegistry;
-
-std::vector<std::shared_ptr<void>> Pins(const std::shared_ptr<int>& tracked) { return {tracked}; }
-
-TEST(ExportRegistry, AcknowledgedGroupsLiveUntilNamed) {
-  ExportRegistry registry;
-  auto memory = std::make_shared<int>(1);
-  const auto id = registry.Keep(Pins(memory), /*acknowledged=*/true);
-  ASSERT_TRUE(id.has_value());
-  EXPECT_EQ(id->size(), 32U);
-  EXPECT_EQ(id->find_first_not_of("0123456789abcdef"), std::string::npos);
-  EXPECT_EQ(memory.use_count(), 2);
-  registry.BeforeEndpoint(/*acknowledged=*/false);     // others' calls do not free it
-  registry.OnRequest(std::string(""));                 // nor an empty header
-  registry.OnRequest(std::string("unknown, ") + *id);  // no trimming: " <id>" is another id
-  EXPECT_EQ(memory.use_count(), 2);
-  registry.OnRequest("unknown," + *id);
-  EXPECT_EQ(memory.use_count(), 1);
-  EXPECT_EQ(registry.size(), 0U);
-}
-
-TEST(ExportRegistry, ClientsThatNeverAcknowledgeAreFreedAtTheirNextCall) {
-  ExportRegistry registry;
-  auto memory = std::make_shared<int>(1);
-  ASSERT_TRUE(registry.Keep(Pins(memory), /*acknowledged=*/false));
-  registry.BeforeEndpoint(/*acknowledged=*/true);
-  EXPECT_EQ(memory.use_count(), 2);
-  registry.BeforeEndpoint(/*acknowledged=*/false);
-  EXPECT_EQ(memory.use_count(), 1);
-  EXPECT_FALSE(registry.Keep({}, true).has_value());  // nothing exported, no id
-}
-
-TEST(ExportRegistry, GroupsTimeOutUnlessALiveBorrowerHoldsThem) {
-  auto now = std::chrono::steady_clock::now();
-  ExportRegistry registry([&now] { return now; });
-  auto plain = std::make_shared<int>(1);
-  auto leased = std::make_shared<int>(2);
-  ASSERT_TRUE(registry.Keep(Pins(plain), /*acknowledged=*/true).has_value());
-  ASSERT_TRUE(registry.Keep(Pins(leased), true, internal::ProcessIdentity::Self()).has_value());
-  now += ExportRegistry::kTimeout;
-  registry.BeforeEndpoint(/*acknowledged=*/true);  // not past the timeout yet
-  EXPECT_EQ(plain.use_count(), 2);
-  now += std::chrono::seconds(1);
-  registry.OnRequest(std::string("unknown"));  // any request's sweep frees what timed out
-  EXPECT_EQ(plain.use_count(), 1);
-  now += std::chrono::hours(24);  // the lease has no timeout while its borrower lives
-  registry.BeforeEndpoint(/*acknowledged=*/true);
-  EXPECT_EQ(leased.use_count(), 2);
-  EXPECT_EQ(registry.size(), 1U);
-}
-
-TEST(ProcessIdentity, NamesAProcessAsLongAsItLives) {
-  using internal::ProcessIdentity;
-  const std::optional<ProcessIdentity> self = ProcessIdentity::Self();
-  ASSERT_TRUE(self.has_value());
-  EXPECT_EQ(self->pid, getpid());
-  EXPECT_TRUE(self->Alive());
-  EXPECT_EQ(ProcessIdentity::Parse(self->ToString()), self);
-  EXPECT_FALSE((ProcessIdentity{self->pid, self->start_ticks + 1}.Alive()));  // an earlier holder of the pid
-  for (const char* text : {"", "12", "12:", ":12", "0:5", "-3:5", "1:2:3", "x:1", "1:1x", " 1:1"}) {
-    EXPECT_FALSE(ProcessIdentity::Parse(text).has_value()) << text;
-  }
-}
-
-TEST(ExportRegistry, BorrowedGroupsLiveAsLongAsTheirBorrower) {
-  using internal::ProcessIdentity;
-  int hold[2];
-  ASSERT_EQ(pipe(hold), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {  // lives until the pipe closes
-    char byte;
-    close(hold[1]);
-    (void)!read(hold[0], &byte, 1);
-    _exit(0);
-  }
-  close(hold[0]);
-  const std::optional<ProcessIdentity> borrower = ProcessIdentity::Of(child);
-  ASSERT_TRUE(borrower.has_value());
-
-  ExportRegistry registry;
-  auto ours = std::make_shared<int>(1);
-  auto theirs = std::make_shared<int>(2);
-  const auto our_id = registry.Keep(Pins(ours), true, ProcessIdentity::Self());
-  ASSERT_TRUE(registry.Keep(Pins(theirs), true, borrower).has_value());
-  registry.BeforeEndpoint(/*acknowledged=*/false);
-  registry.OnRequest(std::string("unknown"));
-  EXPECT_EQ(theirs.use_count(), 2);
-
-  close(hold[1]);  // the borrower exits
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_FALSE(borrower->Alive());
-  registry.BeforeEndpoint(/*acknowledged=*/true);  // the next sweep frees what it held
-  EXPECT_EQ(theirs.use_count(), 1);
-  EXPECT_EQ(ours.use_count(), 2);
-  registry.OnRequest(*our_id);  // a live borrower's acknowledgement frees its group
-  EXPECT_EQ(ours.use_count(), 1);
-  EXPECT_EQ(registry.size(), 0U);
-}
 
 std::unique_ptr<Runtime> ServeNoop(const std::string& gpu_transport) {
   auto library = ComponentLibrary::Open(std::string(TESS_EXAMPLES_DIR) + "/libnoop.so");
@@ -220,8 +117,9 @@ TEST(GpuTransportServer, IpcEventsOnlyForClientsThatOfferThem) {
     request.content_type = "application/json";
     request.body = Buffer::FromString(
         R"j({"inputs":{"x":{"shape":[2],"dtype":"float32","data":{"buffer":[1.0,2.0],"encoding":"json"}}}})j");
-    request.ipc_events = offer;
-    request.inputs_event = std::move(inputs_event);
+    // Lower case, as a client may send them: names match case-insensitively.
+    if (offer) request.headers.emplace_back("tesscpp-ipc-events", "1");
+    if (inputs_event) request.headers.emplace_back("Tesscpp-Inputs-Event", *std::move(inputs_event));
     return runtime.Handle(request);
   };
   auto header = [](const RuntimeResponse& r, const std::string& name) -> std::optional<std::string> {

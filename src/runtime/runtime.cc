@@ -14,12 +14,10 @@
 #include <iostream>
 #include <typeinfo>
 
-#include "codec/cuda_ipc_buffer.h"
-#include "platform/process_identity.h"
+#include "gpu_transport/server_transport.h"
 #include "platform/uuid.h"
 #include "runtime/docs_page.h"
 #include "runtime/endpoint_schemas.h"
-#include "runtime/gpu_exports.h"
 #include "runtime/gradient_request.h"
 #include "runtime/json_error.h"
 #include "runtime/negotiate.h"
@@ -174,10 +172,10 @@ struct Runtime::Impl {
   Buffer openapi_body;
   Buffer docs_body;
   Buffer health_body = Buffer::FromString(R"({"status":"ok"})");
-  // GPU exports kept for clients; used only with a GPU transport enabled.
-  mutable runtime::ExportRegistry exports;
+  // The GPU transport's server side; null unless one is enabled.
+  mutable std::unique_ptr<gpu_transport::ServerTransport> transport;
 
-  bool gpu_transport_enabled() const { return config.gpu_transport != "none"; }
+  bool gpu_transport_enabled() const { return transport != nullptr; }
   RuntimeResponse CheckGpuTransport(const RuntimeRequest& request) const;
 
   RuntimeResponse Route(const RuntimeRequest& request) const;
@@ -189,37 +187,6 @@ struct Runtime::Impl {
                              std::string_view query, const Value& request_body,
                              const std::function<Result<Value>()>& call) const;
   RuntimeResponse Failure(const std::string& endpoint, const EndpointFailure& failure) const;
-  // cuda_ipc inputs are borrowed client memory, and exported outputs are read
-  // by the client: for the client, the device work the component queued on
-  // the inputs (in `body`) and on the outputs `written` into the answer (null
-  // when none were) must be over when the answer arrives. With `by_event`,
-  // the returned Tesscpp-Exports-Event value vouches for it (empty: no device
-  // involved); otherwise, or when no event can be recorded, the devices are
-  // synchronised here and nullopt is returned.
-  Result<std::optional<std::string>> SettleDeviceWork(const Value& body, const Value* written,
-                                                      bool by_event) const {
-    if (!gpu_transport_enabled()) return std::optional<std::string>();
-    std::vector<int> devices = cuda::DevicesOf(body);
-    const std::vector<int> output_devices =
-        written != nullptr ? cuda::DevicesOf(*written) : std::vector<int>();
-    auto holds = [](const std::vector<int>& list, int device) {
-      return std::find(list.begin(), list.end(), device) != list.end();
-    };
-    if (by_event) {
-      for (int device : output_devices) {
-        if (!holds(devices, device)) devices.push_back(device);
-      }
-      auto recorded = internal::RecordIpcEvents(devices);
-      if (recorded.ok()) return std::optional<std::string>(*std::move(recorded));
-    }
-    for (int device : devices) {
-      // Without the event, writing an output (an export, or a host copy)
-      // synchronised its device already.
-      if (!by_event && holds(output_devices, device)) continue;
-      TESS_RETURN_IF_ERROR(cuda::SynchronizeDevice(device));
-    }
-    return std::optional<std::string>();
-  }
   // Creates the run directory, captures stdio into its log and runs `call`;
   // on failure `failure` names what went wrong as the served endpoint reports it.
   Result<Value> RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
@@ -413,23 +380,15 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   const std::string run_id = given_run_id ? *std::move(given_run_id) : internal::NewUuid4();
   if (auto refused = InvalidRunId(run_id)) return *std::move(refused);
 
-  // A client that sends Tesseract-Exports-Done (even empty) acknowledges
-  // exports; others get theirs released at their next call.
-  const bool acknowledged = request.exports_done.has_value();
-  if (gpu_transport_enabled()) exports.BeforeEndpoint(acknowledged);
-  // tesscpp's IPC-event extension (docs/gpu-transport.md 14): the component's
-  // work waits on the GPU for the client's inputs, and the client waits for
-  // our event instead of this server synchronising its devices.
-  const bool ipc_events = gpu_transport_enabled() && request.ipc_events;
-  if (gpu_transport_enabled() && request.inputs_event) {
-    const Status waiting =
-        internal::WaitForIpcEvents(*request.inputs_event, cuda::IpcEventWait::kOnLegacyStream);
-    if (!waiting.ok()) return Detail(400, "Tesscpp-Inputs-Event: " + waiting.message());
+  std::optional<gpu_transport::ServerTransport::Call> gpu;
+  if (transport != nullptr) {
+    auto begun = transport->Begin(request.headers);
+    if (!begun.ok()) return Detail(400, begun.status().message());
+    gpu.emplace(*std::move(begun));
   }
   EndpointFailure failure;
   auto outputs = RunInRunDirectory(endpoint, run_id, call, &failure);
   BinrefWriter binref(config.output_path, "run_" + run_id);
-  std::vector<std::shared_ptr<void>> pins;  // released here if the body cannot be written
   Result<Buffer> body = Status::Internal("not written");
   if (outputs.ok()) {
     JsonWriteOptions write;
@@ -437,33 +396,20 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     write.arrays.compression =
         encoding->compression == "lz4" && encoding->format != "json" ? Compression::kLz4 : Compression::kNone;
     write.arrays.binref = &binref;
-    if (encoding->gpu_transport != "none") write.arrays.device_exports = &pins;
-    if (ipc_events) write.arrays.device_export_ordering = cuda::ExportOrdering::kLegacyStream;
+    if (gpu && encoding->gpu_transport != "none") write.arrays.cuda_ipc = gpu->outputs();
+    write.arrays.device_to_host = cuda::ImplicitCopyToHost;
     body = WriteJson(*outputs, write);
   }
-  // A failed call is settled by synchronising its devices.
-  auto exports_event =
-      SettleDeviceWork(request_body, body.ok() ? &*outputs : nullptr, ipc_events && body.ok());
-  if (!exports_event.ok()) return Failure(endpoint, {"RuntimeError", exports_event.status().message()});
+  RuntimeResponse r;
+  if (gpu) {
+    auto headers = gpu->Finish(request_body, body.ok() ? &*outputs : nullptr);
+    if (!headers.ok()) return Failure(endpoint, {"RuntimeError", headers.status().message()});
+    r.headers = *std::move(headers);
+  }
   if (!outputs.ok()) return Failure(endpoint, failure);
   if (!body.ok()) return Failure(endpoint, {"SerializationError", body.status().message()});
-  RuntimeResponse r;
   r.content_type = "application/" + encoding->format;
   r.body = *std::move(body);
-  // A borrower the server can see gets its exports kept while it lives, and is
-  // told so (it copies them out otherwise, as any 1.15 client). /proc is read
-  // only when there is something to keep.
-  std::optional<internal::ProcessIdentity> borrower;
-  if (acknowledged && request.borrower && !pins.empty())
-    borrower = internal::ProcessIdentity::Parse(*request.borrower);
-  if (borrower && !borrower->Alive()) borrower.reset();
-  if (auto id = exports.Keep(std::move(pins), acknowledged, borrower)) {
-    r.headers.emplace_back("Tesseract-Exports", *id);
-    if (borrower) r.headers.emplace_back("Tesscpp-Exports-Lease", "borrower");
-  }
-  if (ipc_events) r.headers.emplace_back("Tesscpp-Ipc-Events", "1");
-  if (exports_event->has_value() && !(*exports_event)->empty())
-    r.headers.emplace_back("Tesscpp-Exports-Event", **exports_event);
   return r;
 }
 
@@ -476,23 +422,8 @@ RuntimeResponse Runtime::Impl::CheckGpuTransport(const RuntimeRequest& request) 
     return Unprocessable(std::vector<ValidationIssue>{
         {"dict_type", {}, "Input should be a valid dictionary", input, Value()}});
   }
-  exports.BeforeEndpoint(/*acknowledged=*/true);
-  const Value reply = runtime::AnswerTransportCheck(*body, config.gpu_transport);
-  std::vector<std::shared_ptr<void>> pins;
-  JsonWriteOptions write;
-  write.arrays.device_exports = &pins;
-  auto written = WriteJson(reply, write);
-  if (!written.ok()) {
-    return JsonResponse(200, Value::Dict{{"ok", false},
-                                         {"reason",
-                                          "the Tesseract could not exchange GPU memory with the client: "
-                                          "RuntimeError: " +
-                                              written.status().message()}});
-  }
   RuntimeResponse r;
-  r.body = *std::move(written);
-  // The check's exports are kept as an acknowledging client's, whatever it sent.
-  if (auto id = exports.Keep(std::move(pins), true)) r.headers.emplace_back("Tesseract-Exports", *id);
+  std::tie(r.body, r.headers) = transport->AnswerCheck(*body);
   return r;
 }
 
@@ -560,7 +491,8 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
   read.array_options.binref_dir = config.input_path;
   // Borrowed: the client keeps its inputs until our answer (RunWrapped waits
   // for the device before answering), so they need no copy.
-  read.array_options.cuda_ipc = gpu_transport_enabled() ? CudaIpcRead::kBorrowed : CudaIpcRead::kRefused;
+  gpu_transport::IpcArrays borrowed = gpu_transport::IpcArrays::Borrowing();
+  if (gpu_transport_enabled()) read.array_options.cuda_ipc = &borrowed;
   auto body = ReadJson(request.body, read);
   if (!body.ok()) {
     if (GetValidationDetail(body.status()) != nullptr) return Unprocessable(body.status());
@@ -590,8 +522,8 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
     auto result = runtime::RunTestSpec(*body, endpoints, [this](const std::string& e, const Value& payload) {
       return RunForTest(e, payload);
     });
-    auto settled = SettleDeviceWork(*body, nullptr, /*by_event=*/false);
-    if (!settled.ok()) return Failure(endpoint, {"RuntimeError", settled.status().message()});
+    const Status settled = gpu_transport_enabled() ? transport->Settle(*body) : Status::OK();
+    if (!settled.ok()) return Failure(endpoint, {"RuntimeError", settled.message()});
     if (!result.ok()) return Unprocessable(result.status());
     return JsonResponse(200, *result);
   }
@@ -621,7 +553,7 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
 
   if (gpu_transport_enabled()) {
     // tesseract-core's middleware: any request may acknowledge exports.
-    exports.OnRequest(request.exports_done);
+    transport->OnRequest(request.headers);
     if (path == "/check_gpu_transport") {
       if (request.method == "POST") return CheckGpuTransport(request);
       RuntimeResponse r = Detail(405, "Method Not Allowed");
@@ -678,6 +610,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> 
                  {"none", "lz4"}};
   if (config.gpu_transport != "none") {
     impl->offer.gpu_transports.push_back(config.gpu_transport);
+    impl->transport = std::make_unique<gpu_transport::ServerTransport>(config.gpu_transport);
     cuda::SetPoolFraction(config.cuda_ipc_pool_fraction);
   }
 

@@ -1,5 +1,5 @@
-// cuda_ipc_buffer.cc: format and strict parse of cuda_ipc buffer strings.
-#include "codec/cuda_ipc_buffer.h"
+// array_cuda_ipc.cc: format and strict parse of cuda_ipc buffer strings.
+#include "codec/array_cuda_ipc.h"
 
 #include <charconv>
 #include <vector>
@@ -31,7 +31,9 @@ Result<int64_t> Decimal(std::string_view text, const char* name) {
   return value;
 }
 
-std::vector<std::string_view> Split(std::string_view text, char separator) {
+}  // namespace
+
+std::vector<std::string_view> SplitFields(std::string_view text, char separator) {
   std::vector<std::string_view> fields;
   for (size_t start = 0;;) {
     const size_t at = text.find(separator, start);
@@ -41,13 +43,12 @@ std::vector<std::string_view> Split(std::string_view text, char separator) {
   }
 }
 
-Status CheckUuid(std::string_view text) {
+Status CheckDeviceUuid(std::string_view text) {
   if (IsCanonicalUuid(text)) return Status::OK();
   return Status::ValidationError("the device must be a lowercase 8-4-4-4-12 UUID, got '", text, "'");
 }
 
-// A 64-byte CUDA IPC handle (memory or event) from its base64.
-Status DecodeHandle(std::string_view text, std::array<uint8_t, cuda::IpcDescriptor::kHandleSize>& handle) {
+Status DecodeIpcHandle(std::string_view text, std::array<uint8_t, cuda::IpcDescriptor::kHandleSize>& handle) {
   auto size = Base64DecodedSize(text);
   if (!size.ok() || *size != handle.size()) {
     return Status::ValidationError("the handle must be the base64 of ", handle.size(), " bytes");
@@ -57,8 +58,6 @@ Status DecodeHandle(std::string_view text, std::array<uint8_t, cuda::IpcDescript
   return Status::OK();
 }
 
-}  // namespace
-
 std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor) {
   const std::string handle = descriptor.has_handle ? Base64String(descriptor.handle) : std::string();
   return descriptor.device_uuid + ":" + handle + ":" + std::to_string(descriptor.offset) + ":" +
@@ -66,68 +65,20 @@ std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor) {
 }
 
 Result<cuda::IpcDescriptor> ParseCudaIpcBuffer(std::string_view text) {
-  const std::vector<std::string_view> fields = Split(text, ':');
+  const std::vector<std::string_view> fields = SplitFields(text, ':');
   if (fields.size() != 4) {
     return Status::ValidationError("a cuda_ipc buffer is '<device uuid>:<handle>:<offset>:<size>', got ",
                                    fields.size(), " ':'-separated fields");
   }
-  TESS_RETURN_IF_ERROR(CheckUuid(fields[0]));
+  TESS_RETURN_IF_ERROR(CheckDeviceUuid(fields[0]));
   cuda::IpcDescriptor descriptor;
   descriptor.device_uuid = std::string(fields[0]);
   TESS_ASSIGN_OR_RETURN(descriptor.offset, Decimal(fields[2], "the offset"));
   TESS_ASSIGN_OR_RETURN(descriptor.allocation_size, Decimal(fields[3], "the allocation size"));
   if (fields[1].empty()) return descriptor;
-  TESS_RETURN_IF_ERROR(DecodeHandle(fields[1], descriptor.handle));
+  TESS_RETURN_IF_ERROR(DecodeIpcHandle(fields[1], descriptor.handle));
   descriptor.has_handle = true;
   return descriptor;
-}
-
-std::string FormatIpcEvents(const std::vector<cuda::IpcEvent>& events) {
-  std::string text;
-  for (const cuda::IpcEvent& event : events) {
-    if (!text.empty()) text += ',';
-    text += event.device_uuid + ":" + Base64String(event.handle);
-  }
-  return text;
-}
-
-Result<std::vector<cuda::IpcEvent>> ParseIpcEvents(std::string_view text) {
-  std::vector<cuda::IpcEvent> events;
-  for (std::string_view item : Split(text, ',')) {
-    const std::vector<std::string_view> fields = Split(item, ':');
-    if (fields.size() != 2) {
-      return Status::ValidationError("an IPC event is '<device uuid>:<handle>', got '", item, "'");
-    }
-    TESS_RETURN_IF_ERROR(CheckUuid(fields[0]));
-    cuda::IpcEvent event;
-    event.device_uuid = std::string(fields[0]);
-    TESS_RETURN_IF_ERROR(DecodeHandle(fields[1], event.handle));
-    events.push_back(std::move(event));
-  }
-  return events;
-}
-
-Result<std::string> RecordIpcEvents(const std::vector<int>& devices) {
-  std::vector<cuda::IpcEvent> events;
-  for (int device : devices) {
-    TESS_ASSIGN_OR_RETURN(cuda::IpcEvent event, cuda::RecordIpcEvent(device));
-    events.push_back(std::move(event));
-  }
-  return FormatIpcEvents(events);
-}
-
-Status WaitForIpcEvents(std::string_view header, cuda::IpcEventWait how) {
-  TESS_ASSIGN_OR_RETURN(std::vector<cuda::IpcEvent> events, ParseIpcEvents(header));
-  for (const cuda::IpcEvent& event : events) TESS_RETURN_IF_ERROR(cuda::WaitIpcEvent(event, how));
-  return Status::OK();
-}
-
-const char* TransportCheckExceptionName(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kValidationError: return "ValueError";
-    default: return "RuntimeError";
-  }
 }
 
 }  // namespace tesscpp::internal

@@ -1,81 +1,16 @@
-// gpu_exports.cc: export groups kept for clients, and the transport check.
-#include "runtime/gpu_exports.h"
+// transport_check.cc: the server's side of POST /check_gpu_transport.
+#include "gpu_transport/transport_check.h"
 
 #include <algorithm>
-#include <map>
+#include <vector>
 
+#include "codec/array_cuda_ipc.h"
 #include "codec/base64.h"
-#include "codec/cuda_ipc_buffer.h"
-#include "platform/uuid.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/cuda_ipc.h"
 #include "tesscpp/json.h"
 
-namespace tesscpp::runtime {
-
-template <typename Drop>
-void ExportRegistry::ReleaseIf(const Drop& drop) {
-  std::vector<Group> released;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = groups_.begin(); it != groups_.end();) {
-      if (drop(it->first, it->second)) {
-        released.push_back(std::move(it->second));
-        it = groups_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-}
-
-template <typename Drop>
-void ExportRegistry::ReleaseExpiredAnd(const Drop& drop) {
-  const auto now = clock_();
-  std::map<int64_t, bool> alive;  // per borrower pid: /proc is read once per sweep
-  ReleaseIf([&](const std::string& id, const Group& group) {
-    if (drop(id, group)) return true;
-    if (!group.borrower) return now - group.kept_at > kTimeout;
-    auto [it, first] = alive.emplace(group.borrower->pid, false);
-    if (first) it->second = group.borrower->Alive();
-    return !it->second;
-  });
-}
-
-void ExportRegistry::OnRequest(const std::optional<std::string>& exports_done) {
-  if (!exports_done || exports_done->empty()) return;
-  std::vector<std::string> ids;
-  for (size_t start = 0;;) {
-    const size_t comma = exports_done->find(',', start);
-    ids.push_back(
-        exports_done->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  ReleaseExpiredAnd([&](const std::string& id, const Group&) {
-    return std::find(ids.begin(), ids.end(), id) != ids.end();
-  });
-}
-
-void ExportRegistry::BeforeEndpoint(bool acknowledged) {
-  ReleaseExpiredAnd(
-      [&](const std::string&, const Group& group) { return !acknowledged && !group.acknowledged; });
-}
-
-std::optional<std::string> ExportRegistry::Keep(std::vector<std::shared_ptr<void>> pins, bool acknowledged,
-                                                std::optional<internal::ProcessIdentity> borrower) {
-  if (pins.empty()) return std::nullopt;
-  std::string id = internal::NewUuid4();  // uuid4().hex: the 32 hex digits
-  id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
-  std::lock_guard<std::mutex> lock(mutex_);
-  groups_[id] = Group{std::move(pins), clock_(), acknowledged, borrower};
-  return id;
-}
-
-size_t ExportRegistry::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return groups_.size();
-}
+namespace tesscpp::gpu_transport {
 
 namespace {
 
@@ -144,10 +79,17 @@ Value AnswerTransportCheck(const Value& request, const std::string& enabled_tran
     return Value::Dict{
         {"ok", false},
         {"reason", std::string("the Tesseract could not exchange GPU memory with the client: ") +
-                       internal::TransportCheckExceptionName(reversed.status()) + ": " +
-                       reversed.status().message()}};
+                       TransportCheckExceptionName(reversed.status()) + ": " + reversed.status().message()}};
   }
   return Value::Dict{{"ok", true}, {"array", Value(*std::move(reversed))}};
 }
 
-}  // namespace tesscpp::runtime
+const char* TransportCheckExceptionName(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kValidationError: return "ValueError";
+    default: return "RuntimeError";
+  }
+}
+
+}  // namespace tesscpp::gpu_transport

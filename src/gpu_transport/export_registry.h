@@ -1,4 +1,4 @@
-// gpu_exports.h: what a GPU-transport server keeps for its clients (internal).
+// export_registry.h: what a GPU-transport server keeps for its clients (internal).
 //
 // The device memory a response exports (its outputs, or the staging copies of
 // them) must stay untouched until the client has copied it out. As in
@@ -24,7 +24,7 @@
 #include "platform/process_identity.h"
 #include "tesscpp/value.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::gpu_transport {
 
 class ExportRegistry {
  public:
@@ -74,12 +74,4 @@ class ExportRegistry {
   std::map<std::string, Group> groups_;
 };
 
-/// \brief POST /check_gpu_transport (served only with a GPU transport enabled):
-/// reads the client's 256 random bytes through the transport, checks them
-/// against `expected`, and answers with them reversed, in a tensor on the same
-/// GPU. The body is {"ok": true, "array": <CUDA tensor>} (to be written with
-/// the transport, its exports kept as an acknowledging client's) or
-/// {"ok": false, "reason": "..."}; always HTTP 200, as tesseract-core answers.
-Value AnswerTransportCheck(const Value& request, const std::string& enabled_transport);
-
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::gpu_transport

@@ -1,0 +1,49 @@
+// ipc_arrays.h: the codec's way to CUDA memory for one message (internal).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "tesscpp/cuda_ipc.h"
+#include "tesscpp/encoding.h"
+
+namespace tesscpp::gpu_transport {
+
+/// \brief Reads a message's cuda_ipc arrays, or exports its CUDA tensors.
+/// One per message; not thread-safe.
+class IpcArrays final : public CudaIpcArrays {
+ public:
+  /// \brief Copies the peer's bytes into CUDA tensors this process owns.
+  static IpcArrays Copying() { return IpcArrays(Mode::kCopy); }
+  /// \brief CUDA tensors read the peer's memory in place (cuda::BorrowIpc),
+  /// for readers that finish with them before the peer may reuse it; each
+  /// keeps `lease` alive (a client acknowledges the exports when the last goes).
+  static IpcArrays Borrowing(std::shared_ptr<void> lease = nullptr) {
+    IpcArrays arrays(Mode::kBorrow);
+    arrays.lease_ = std::move(lease);
+    return arrays;
+  }
+  /// \brief Exports CUDA tensors; what the peer may read stays in pins()
+  /// until the owner of this object lets it go.
+  static IpcArrays Exporting(cuda::ExportOrdering ordering = cuda::ExportOrdering::kSynchronised) {
+    IpcArrays arrays(Mode::kExport);
+    arrays.ordering_ = ordering;
+    return arrays;
+  }
+
+  Result<Tensor> Import(const cuda::IpcDescriptor& descriptor, Dtype dtype, const Shape& shape) override;
+  Result<cuda::IpcDescriptor> Export(const Tensor& tensor) override;
+
+  std::vector<std::shared_ptr<void>>& pins() { return pins_; }
+
+ private:
+  enum class Mode { kCopy, kBorrow, kExport };
+  explicit IpcArrays(Mode mode) : mode_(mode) {}
+
+  Mode mode_;
+  std::shared_ptr<void> lease_;
+  cuda::ExportOrdering ordering_ = cuda::ExportOrdering::kSynchronised;
+  std::vector<std::shared_ptr<void>> pins_;
+};
+
+}  // namespace tesscpp::gpu_transport

@@ -1,0 +1,116 @@
+// server_transport.cc: the server's side of the GPU transport.
+#include "gpu_transport/server_transport.h"
+
+#include <algorithm>
+
+#include "gpu_transport/headers.h"
+#include "gpu_transport/ipc_events.h"
+#include "gpu_transport/transport_check.h"
+#include "platform/process_identity.h"
+#include "tesscpp/cuda.h"
+#include "tesscpp/json.h"
+
+namespace tesscpp::gpu_transport {
+
+using internal::FindHeader;
+
+void ServerTransport::OnRequest(const Headers& request_headers) {
+  const std::optional<std::string_view> done = FindHeader(request_headers, kExportsDoneHeader);
+  exports_.OnRequest(done ? std::optional<std::string>(*done) : std::nullopt);
+}
+
+ServerTransport::Call::Call(ServerTransport& transport, const Headers& request_headers)
+    : transport_(&transport),
+      // A client that sends Tesseract-Exports-Done (even empty) acknowledges
+      // exports; others get theirs released at their next call.
+      acknowledged_(FindHeader(request_headers, kExportsDoneHeader).has_value()),
+      // The IPC-event extension (docs/gpu-transport.md 14): the client waits
+      // for our event instead of this server synchronising its devices.
+      ipc_events_(FindHeader(request_headers, kIpcEventsHeader) == "1") {
+  if (auto borrower = FindHeader(request_headers, kBorrowerHeader)) borrower_ = std::string(*borrower);
+  if (ipc_events_) outputs_ = IpcArrays::Exporting(cuda::ExportOrdering::kLegacyStream);
+}
+
+Result<ServerTransport::Call> ServerTransport::Begin(const Headers& request_headers) {
+  Call call(*this, request_headers);
+  exports_.BeforeEndpoint(call.acknowledged_);
+  if (auto inputs_event = FindHeader(request_headers, kInputsEventHeader)) {
+    // The component's work waits on the GPU for the client's inputs.
+    const Status waiting = WaitForIpcEvents(*inputs_event, cuda::IpcEventWait::kOnLegacyStream);
+    if (!waiting.ok()) return Status::InvalidArgument(kInputsEventHeader, ": ", waiting.message());
+  }
+  return call;
+}
+
+Result<Headers> ServerTransport::Call::Finish(const Value& request_body, const Value* written) {
+  // cuda_ipc inputs are borrowed client memory and exported outputs are read
+  // by the client: the work queued on both must be over when it gets the answer.
+  std::vector<int> devices = cuda::DevicesOf(request_body);
+  const std::vector<int> output_devices = written != nullptr ? cuda::DevicesOf(*written) : std::vector<int>();
+  auto holds = [](const std::vector<int>& list, int device) {
+    return std::find(list.begin(), list.end(), device) != list.end();
+  };
+  // With the event the client waits on the GPU; without it (or when no
+  // event can be recorded, or the call failed) the devices are synchronised.
+  std::string exports_event;
+  bool by_event = ipc_events_ && written != nullptr;
+  if (by_event) {
+    for (int device : output_devices) {
+      if (!holds(devices, device)) devices.push_back(device);
+    }
+    auto recorded = RecordIpcEvents(devices);
+    by_event = recorded.ok();
+    if (recorded.ok()) exports_event = *std::move(recorded);
+  }
+  for (int device : by_event ? std::vector<int>() : devices) {
+    // Writing an output without the event (an export, or a host copy)
+    // synchronised its device already.
+    if (!ipc_events_ && holds(output_devices, device)) continue;
+    TESS_RETURN_IF_ERROR(cuda::SynchronizeDevice(device));
+  }
+  Headers headers;
+  if (written == nullptr) return headers;
+  // A borrower the server can see gets its exports kept while it lives, and
+  // is told so (it copies them out otherwise, as any 1.15 client). /proc is
+  // read only when there is something to keep.
+  std::optional<internal::ProcessIdentity> borrower;
+  if (acknowledged_ && borrower_ && !outputs_.pins().empty()) {
+    borrower = internal::ProcessIdentity::Parse(*borrower_);
+  }
+  if (borrower && !borrower->Alive()) borrower.reset();
+  if (auto id = transport_->exports_.Keep(std::move(outputs_.pins()), acknowledged_, borrower)) {
+    headers.emplace_back(kExportsHeader, *id);
+    if (borrower) headers.emplace_back(kExportsLeaseHeader, "borrower");
+  }
+  if (ipc_events_) headers.emplace_back(kIpcEventsHeader, "1");
+  if (!exports_event.empty()) headers.emplace_back(kExportsEventHeader, std::move(exports_event));
+  return headers;
+}
+
+Status ServerTransport::Settle(const Value& value) const {
+  for (int device : cuda::DevicesOf(value)) TESS_RETURN_IF_ERROR(cuda::SynchronizeDevice(device));
+  return Status::OK();
+}
+
+std::pair<Buffer, Headers> ServerTransport::AnswerCheck(const Value& request) {
+  exports_.BeforeEndpoint(/*acknowledged=*/true);
+  const Value reply = AnswerTransportCheck(request, name_);
+  IpcArrays arrays = IpcArrays::Exporting();
+  JsonWriteOptions write;
+  write.arrays.cuda_ipc = &arrays;
+  auto written = WriteJson(reply, write);
+  if (!written.ok()) {
+    return {*WriteJson(Value::Dict{{"ok", false},
+                                   {"reason",
+                                    "the Tesseract could not exchange GPU memory with the client: "
+                                    "RuntimeError: " +
+                                        written.status().message()}}),
+            {}};
+  }
+  Headers headers;
+  // The check's exports are kept as an acknowledging client's, whatever it sent.
+  if (auto id = exports_.Keep(std::move(arrays.pins()), true)) headers.emplace_back(kExportsHeader, *id);
+  return {*std::move(written), std::move(headers)};
+}
+
+}  // namespace tesscpp::gpu_transport

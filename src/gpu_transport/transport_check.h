@@ -1,0 +1,24 @@
+// transport_check.h: POST /check_gpu_transport, the server's side (internal).
+#pragma once
+
+#include <string>
+
+#include "tesscpp/result.h"
+#include "tesscpp/value.h"
+
+namespace tesscpp::gpu_transport {
+
+/// \brief POST /check_gpu_transport (served only with a GPU transport enabled):
+/// reads the client's 256 random bytes through the transport, checks them
+/// against `expected`, and answers with them reversed, in a tensor on the same
+/// GPU. The body is {"ok": true, "array": <CUDA tensor>} (to be written with
+/// the transport, its exports kept as an acknowledging client's) or
+/// {"ok": false, "reason": "..."}; always HTTP 200, as tesseract-core answers.
+Value AnswerTransportCheck(const Value& request, const std::string& enabled_transport);
+
+/// \brief The Python exception tesseract-core names in a transport check's
+/// reason for a failure like `status` ("ValueError" for bad input, else
+/// "RuntimeError"), so reasons read the same from either implementation.
+const char* TransportCheckExceptionName(const Status& status);
+
+}  // namespace tesscpp::gpu_transport

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -145,21 +146,25 @@ def main() -> None:
                 clean(scratch)
             t_ours, t_cpp = float(np.median(ours_samples)), float(np.median(cpp_medians))
             t_ref = float(np.median(forward_backward(tesseract_torch.apply_tesseract, reference, a0, b, args.budget)))
-            t_split = float(np.median(forward_backward(tesseract_torch.apply_tesseract, sdk_on_ours, a0, b, args.budget)))
+            t_split = float(
+                np.median(forward_backward(tesseract_torch.apply_tesseract, sdk_on_ours, a0, b, args.budget))
+            )
             clean(scratch)
             rows.append((n, t_ours, t_cpp, t_ref, t_split))
     shutil.rmtree(scratch, ignore_errors=True)
 
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if "model name" in line), "?")
-    print(f"# bridge benchmark, {time.strftime('%Y-%m-%d', time.gmtime())} on {cpu}, {len(__import__('os').sched_getaffinity(0))} cores")
+    cores = len(os.sched_getaffinity(0))
+    print(f"# bridge benchmark, {time.strftime('%Y-%m-%d', time.gmtime())} on {cpu}, {cores} cores")
     print()
     print("Forward + backward of apply_tesseract on vadd64 (float64, json+base64), median per round.")
     print()
     print(f"PyTorch alone, a custom autograd.Function doing no work (forward + sum + backward, 1e3): "
           f"{fmt_time(torch_floor())} per round.")
     print()
-    print("| elements | tesscpp bridge → C++ client → tesscpp serve | C++ client alone | tesseract-torch → SDK → tesseract-runtime "
-          "| tesseract-torch → SDK → tesscpp serve | bridge / C++ client | tesseract-torch+runtime / tesscpp |")
+    print("| elements | tesscpp bridge → C++ client → tesscpp serve | C++ client alone "
+          "| tesseract-torch → SDK → tesseract-runtime | tesseract-torch → SDK → tesscpp serve "
+          "| bridge / C++ client | tesseract-torch+runtime / tesscpp |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n, t_ours, t_cpp, t_ref, t_split in rows:
         print(f"| {n:.0e} | {fmt_time(t_ours)} | {fmt_time(t_cpp)} | {fmt_time(t_ref)} | {fmt_time(t_split)} "

@@ -29,9 +29,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from runtime_bench import ROOT, client, fmt_time, server_dirs, start_python, start_tesscpp
 from tesseract_core import Tesseract
 from tesseract_core.sdk.tesseract import HTTPClient
+
+from runtime_bench import ROOT, client, fmt_time, server_dirs, start_python, start_tesscpp
 
 FORMATS = {"json": 6, "json+base64": 7, "json+binref": 7}  # format -> largest exponent
 BIG = 256 * 2**20 // 4  # 256 MiB of float32

@@ -57,8 +57,9 @@ def main() -> None:
     args = parser.parse_args()
     build = Path(args.build).resolve()
     sys.path.insert(0, str(build / "python"))
-    import tesscpp
     import tesseract_core
+
+    import tesscpp
 
     cases = {
         "noop": (build / "examples/libnoop.so", {"x": np.arange(4.0)}),
@@ -68,7 +69,10 @@ def main() -> None:
     for name, (library, inputs) in cases.items():
         proc, url = serve(build / "bin/tesscpp", library, 4)
         try:
-            sides = {"tesscpp": tesscpp.Tesseract.from_url(url), "tesseract-core": tesseract_core.Tesseract.from_url(url)}
+            sides = {
+                "tesscpp": tesscpp.Tesseract.from_url(url),
+                "tesseract-core": tesseract_core.Tesseract.from_url(url),
+            }
             for side in sides.values():
                 side.apply(inputs)
             for threads in (1, 2, 4, 8):

@@ -36,8 +36,9 @@ def main() -> None:
     args = parser.parse_args()
     build = Path(args.build).resolve()
     sys.path.insert(0, str(build / "python"))
-    import tesscpp
     from tesseract_core import Tesseract as CoreTesseract
+
+    import tesscpp
 
     state = build / "docker"
     started = subprocess.run([ROOT / "scripts/docker/engine.sh", "start", state], capture_output=True, text=True,

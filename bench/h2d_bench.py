@@ -49,7 +49,8 @@ def main() -> int:
     pinned = [t.pin_memory() for t in pageable]
     rows = [
         ("pinned", "tesscpp transfer_h2d", rate(lambda b: transfer_h2d(b), pinned)),
-        ("pinned", "torch .to(non_blocking=True)", rate(lambda b: [t.to("cuda", non_blocking=True) for t in b], pinned)),
+        ("pinned", "torch .to(non_blocking=True)",
+         rate(lambda b: [t.to("cuda", non_blocking=True) for t in b], pinned)),
         ("pageable", "tesscpp transfer_h2d", rate(lambda b: transfer_h2d(b), pageable)),
         ("pageable", "torch .to('cuda')", rate(lambda b: [t.to("cuda") for t in b], pageable)),
         ("pageable", "torch .pin_memory().to(non_blocking=True)",

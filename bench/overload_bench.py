@@ -111,7 +111,8 @@ def main() -> None:
     }
     print(f"# Overload: 200 connections declaring 1 GiB and sending 1 KiB, {time.strftime('%Y-%m-%d')}")
     print(f"\n{platform.machine()}, {os.cpu_count()} cores; tesscpp serve noop, one worker.\n")
-    print("| server | RSS growth | attackers answered 503 | /health p50 | /health p99 | apply calls/s (4 threads) | apply p99 |")
+    print("| server | RSS growth | attackers answered 503 | /health p50 | /health p99 "
+          "| apply calls/s (4 threads) | apply p99 |")
     print("|---|---|---|---|---|---|---|")
     for name, r in runs.items():
         print(f"| {name} | {r['grown']:.1f} MiB | {r['refused']} | {r['health_p50'] * 1e6:.0f} µs | "

@@ -62,21 +62,23 @@ def main() -> int:
         raw = np.random.default_rng(1).integers(0, 256, size, dtype=np.uint8).tobytes()
         dst = np.empty(size, dtype=np.uint8)
         src = np.frombuffer(raw, dtype=np.uint8)
-        record(f"numpy_copy/{tag}", best_of(lambda: np.copyto(dst, src)), size)
+        record(f"numpy_copy/{tag}", best_of(lambda dst=dst, src=src: np.copyto(dst, src)), size)
         text = pybase64.b64encode(raw)
-        record(f"pybase64_encode/{tag}", best_of(lambda: pybase64.b64encode(raw)), size)
-        record(f"pybase64_decode_validate/{tag}", best_of(lambda: pybase64.b64decode(text, validate=True)), size)
+        record(f"pybase64_encode/{tag}", best_of(lambda raw=raw: pybase64.b64encode(raw)), size)
+        record(
+            f"pybase64_decode_validate/{tag}", best_of(lambda text=text: pybase64.b64decode(text, validate=True)), size
+        )
         record(
             f"numpy_frombuffer_b64decode/{tag}",
-            best_of(lambda: np.frombuffer(base64.b64decode(text), dtype=np.float32)),
+            best_of(lambda text=text: np.frombuffer(base64.b64decode(text), dtype=np.float32)),
             size,
         )
 
     for quantized, label in ((False, "random"), (True, "quantized")):
         data = float32(64 * MIB, quantized).tobytes()
         frame = lz4.frame.compress(data)
-        record(f"lz4_compress/{label}", best_of(lambda: lz4.frame.compress(data)), len(data))
-        record(f"lz4_decompress/{label}", best_of(lambda: lz4.frame.decompress(frame)), len(data))
+        record(f"lz4_compress/{label}", best_of(lambda data=data: lz4.frame.compress(data)), len(data))
+        record(f"lz4_decompress/{label}", best_of(lambda frame=frame: lz4.frame.decompress(frame)), len(data))
 
     # tesseract-core's array encoders/decoders on one 256 MiB float32 array ...
     arr = float32(DRAM)
@@ -112,11 +114,11 @@ def main() -> int:
 
             record(f"tesseract_core_body_encode_binref_{label}", best_of(encode_binref, repeat=3), arr.nbytes)
             binref_body = encode_binref()
-            record(
-                f"tesseract_core_body_decode_binref_{label}",
-                best_of(lambda: Model.model_validate_json(binref_body, context={"base_dir": scratch}), repeat=3),
-                arr.nbytes,
-            )
+
+            def decode_binref(binref_body=binref_body, scratch=scratch):
+                return Model.model_validate_json(binref_body, context={"base_dir": scratch})
+
+            record(f"tesseract_core_body_decode_binref_{label}", best_of(decode_binref, repeat=3), arr.nbytes)
     small = Model(result=float32(4 * MIB))
     small_body = output_to_bytes(small, "json")
     record("tesseract_core_body_encode_json", best_of(lambda: output_to_bytes(small, "json"), repeat=3), 4 * MIB)

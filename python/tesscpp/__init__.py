@@ -10,8 +10,8 @@ installed with the package is found with ``tesscpp.cmake_dir()`` (or
 ``python -m tesscpp --cmake-dir``).
 """
 
-from ._tesscpp import DeviceArray
 from ._sdk import cmake_dir
+from ._tesscpp import DeviceArray
 from ._tesseract import ContainerInfo, RequestedEncoding, ServerCapabilities, Tesseract
 
 __version__ = "0.1.0"

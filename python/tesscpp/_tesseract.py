@@ -367,7 +367,7 @@ class Tesseract:
             str(path),
             str(output_path or ""),
             gpu_transport,
-            {k: v for k, v in (runtime_config or {}).items()},
+            dict(runtime_config or {}),
             _log_sink(stream_logs),
         )
         return cls._wrap(core, in_process=True)

@@ -58,9 +58,8 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
             source = value.detach().contiguous().resolve_conj().resolve_neg()
             destination = torch.empty(source.shape, dtype=source.dtype, device=target)
             if source.numel():
-                copies.append(
-                    (source.data_ptr(), destination.data_ptr(), source.numel() * source.element_size(), source.is_pinned())
-                )
+                nbytes = source.numel() * source.element_size()
+                copies.append((source.data_ptr(), destination.data_ptr(), nbytes, source.is_pinned()))
                 sources.append(source)
             return destination
         if dataclasses.is_dataclass(value) and not isinstance(value, type):

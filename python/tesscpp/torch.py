@@ -107,7 +107,7 @@ class _Templates:
             if len(template) != len(path):
                 continue
             parts = []
-            for t, segment in zip(template, path):
+            for t, segment in zip(template, path, strict=True):
                 if t == _DICT_WILDCARD and isinstance(segment, str):
                     parts.append("{" + _escape_key(segment) + "}")
                 elif t == _LIST_WILDCARD and isinstance(segment, int):
@@ -370,7 +370,7 @@ class _Call:
         """The inputs as sent: static leaves as given, tensors converted."""
         converted = {
             path: _to_sendable(tensor, self.on_device, dtype)
-            for path, tensor, dtype in zip(self.slot_paths, tensors, self.slot_dtypes)
+            for path, tensor, dtype in zip(self.slot_paths, tensors, self.slot_dtypes, strict=True)
         }
         return _unflatten(
             [(path, converted[path] if path in converted else self.static[path]) for path in self.order]
@@ -380,8 +380,8 @@ class _Call:
         """Wire name -> array for the (co)tangents that are present and non-zero."""
         return {
             wire: _to_sendable(tensor, self.on_device, None)
-            for wire, tensor in zip(wires, tensors)
-            if not _is_zero(tensor)
+            for wire, tensor in zip(wires, tensors, strict=True)
+            if tensor is not None and not _is_zero(tensor)
         }
 
 
@@ -426,7 +426,7 @@ class _TesseractFunction(torch.autograd.Function):
         saved = ctx.saved_tensors
         needs = ctx.needs_input_grad[1:]
         sent = call.sendable(call.output_wires, cotangents)
-        wanted = [wire for wire, need in zip(call.slot_wires, needs) if need]
+        wanted = [wire for wire, need in zip(call.slot_wires, needs, strict=True) if need]
         vjp = {}
         if sent and wanted:
             vjp = call.client().vector_jacobian_product(
@@ -436,7 +436,7 @@ class _TesseractFunction(torch.autograd.Function):
                 cotangent_vector=sent,
             )
         grads: list[torch.Tensor | None] = []
-        for wire, need, tensor in zip(call.slot_wires, needs, saved):
+        for wire, need, tensor in zip(call.slot_wires, needs, saved, strict=True):
             if not need:
                 grads.append(None)
             elif wire in vjp:
@@ -466,7 +466,7 @@ class _TesseractFunction(torch.autograd.Function):
         )
         return tuple(
             _as_tensor(jvp[wire]).to(device)
-            for wire, (_, _, device) in zip(call.output_wires, ctx.output_specs)
+            for wire, (_, _, device) in zip(call.output_wires, ctx.output_specs, strict=True)
         )
 
     @staticmethod
@@ -568,7 +568,7 @@ def apply_tesseract(tesseract: Any, inputs: dict[str, Any], *, gpu_transport: st
         slot_dtypes=slot_dtypes,
     )
     output_tensors = _TesseractFunction.apply(call, *slot_tensors)
-    by_path = dict(zip(call.output_paths, output_tensors))
+    by_path = dict(zip(call.output_paths, output_tensors, strict=True))
     return _unflatten(
         [(path, by_path[path] if path in by_path else _adopt_device_arrays(value)) for path, value in call.flat_result]
     )

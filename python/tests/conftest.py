@@ -136,7 +136,7 @@ def assert_same_observables(ours: Any, theirs: Any, where: str = "result") -> No
         return
     if isinstance(ours, (list, tuple)):
         assert isinstance(theirs, (list, tuple)) and len(ours) == len(theirs), f"{where}: {ours!r} vs {theirs!r}"
-        for i, (a, b) in enumerate(zip(ours, theirs)):
+        for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
             assert_same_observables(a, b, f"{where}[{i}]")
         return
     if _is_numpy_scalar(ours) and _is_numpy_scalar(theirs):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 import torch.autograd.forward_ad as fwAD
-from conftest import BACKENDS
 
 import tesscpp.torch
+from conftest import BACKENDS
 
 F32 = torch.float32
 F64 = torch.float64
@@ -640,7 +640,7 @@ def test_torch_compile_gives_the_eager_results(backends, backend, client):
     compiled = torch.compile(f)(a, b)
     compiled_grads = torch.autograd.grad(compiled, (a, b))
     assert torch.allclose(compiled, eager, rtol=0, atol=1e-10), (compiled, eager)
-    for g, e in zip(compiled_grads, eager_grads):
+    for g, e in zip(compiled_grads, eager_grads, strict=True):
         assert torch.allclose(g, e, rtol=0, atol=1e-10), (g, e)
 
 

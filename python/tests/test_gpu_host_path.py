@@ -76,7 +76,9 @@ def test_mixed_devices_get_gradients_on_their_own_device(tesseracts):
 
 def test_forward_mode_tangent_lives_on_the_output_device(tesseracts):
     with fwAD.dual_level():
-        a = fwAD.make_dual(torch.tensor([1.0, 2.0, 3.0], dtype=F64, device="cuda"), torch.ones(3, dtype=F64, device="cuda"))
+        a = fwAD.make_dual(
+            torch.tensor([1.0, 2.0, 3.0], dtype=F64, device="cuda"), torch.ones(3, dtype=F64, device="cuda")
+        )
         out = apply_tesseract(tesseracts["nl"], {"a": a, "b": torch.zeros(3, dtype=F64)})
         primal, tangent = fwAD.unpack_dual(out["y"])
     assert primal.device.type == tangent.device.type == "cpu"

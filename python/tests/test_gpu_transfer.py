@@ -41,7 +41,7 @@ def test_nested_batches_arrive_whole():
     assert isinstance(out["sample"], Sample) and out["sample"].label == 3
     assert isinstance(out["pair"], Pair)
     for got, want in [
-        *zip(out["images"], batch["images"]),
+        *zip(out["images"], batch["images"], strict=True),
         (out["pinned"], batch["pinned"]),
         (out["big"], batch["big"]),
         (out["sample"].image, batch["sample"].image),

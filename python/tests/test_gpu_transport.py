@@ -544,7 +544,7 @@ def test_wire_bytes_match_tesseract_core(noop):
         assert re.fullmatch(r"[0-9a-f]{32}", our_headers["tesseract-exports"])
         assert re.fullmatch(r"[0-9a-f]{32}", their_headers["tesseract-exports"])
         assert _normalised(bodies[0][0]) == _normalised(bodies[1][0])
-        for body, headers in bodies:
+        for _body, headers in bodies:
             assert re.fullmatch(r"[0-9a-f]{32}", headers["tesseract-exports"])
             assert headers["content-type"] == "application/json+base64"
             assert "tesscpp-ipc-events" not in headers and "tesscpp-exports-event" not in headers

@@ -95,7 +95,10 @@ def test_arrays_cross_without_copies_in_process():
         np.float32(2.5),  # NumPy scalar: an array on the wire, as the SDK sends it
         torch.arange(10.0)[::3],  # strided tensor
     ],
-    ids=["strided", "big-endian", "bool", "float16", "uint64", "complex", "0-d", "empty", "numpy-scalar", "torch-strided"],
+    ids=[
+        "strided", "big-endian", "bool", "float16", "uint64", "complex", "0-d", "empty", "numpy-scalar",
+        "torch-strided",
+    ],
 )
 @pytest.mark.parametrize("how", ["in-process", "served"])
 def test_every_array_kind_round_trips(array, how, request):
@@ -159,7 +162,9 @@ def test_encoding_views_and_capabilities(served_vectoradd):
     view = served_vectoradd.with_encoding(output_format="json", compression="none")
     assert view.current_encoding == RequestedEncoding("json", None, "none")
     assert served_vectoradd.current_encoding == RequestedEncoding("json+base64", None, None)
-    np.testing.assert_array_equal(view.apply(VECTORADD_INPUTS)["result"], served_vectoradd.apply(VECTORADD_INPUTS)["result"])
+    np.testing.assert_array_equal(
+        view.apply(VECTORADD_INPUTS)["result"], served_vectoradd.apply(VECTORADD_INPUTS)["result"]
+    )
     assert Tesseract.from_library(example("vectoradd")).server_capabilities is None
     assert served_vectoradd.resolve_gpu_transport() == "none"
 

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TEST_CASES, _tool
 from pydantic import ValidationError
 from tesseract_core import Tesseract
+
+from conftest import TEST_CASES, _tool
 
 BACKENDS = ("tesscpp", "python")
 # (output_format, compression); None: the server's default / no compression asked for.
@@ -238,12 +239,12 @@ def test_b41_capabilities_refused_locally(servers):
     for backend in BACKENDS:
         server = servers.get("vectoradd", backend=backend)
         payload = {"inputs": {"a": [1.0], "b": [2.0]}}
-        before = set(p.name for p in server.output_path.iterdir())
+        before = {p.name for p in server.output_path.iterdir()}
         for args in (["--output-format", "json+msgpack"], ["--compression", "zstd"], ["--gpu-transport", "cuda_ipc"]):
             command = [str(_tool("TESSCPP_CLI")), "call", server.url, "apply", json.dumps(payload), *args]
             done = subprocess.run(command, capture_output=True, timeout=60, check=False)
             assert done.returncode == 2 and b"does not accept" in done.stderr, done.stderr
-        assert set(p.name for p in server.output_path.iterdir()) == before  # nothing ran
+        assert {p.name for p in server.output_path.iterdir()} == before  # nothing ran
 
 
 def test_b45_binref_inputs_go_through_files_and_are_removed(servers):

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_tool
 from pydantic import ConfigDict, create_model
 from tesseract_core.runtime.file_interactions import output_to_bytes
 from tesseract_core.runtime.schema_types import Array
 from tesseract_core.sdk.tesseract import _decode_array, _encode_array
+
+from conftest import run_tool
 
 DTYPES = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -60,7 +61,7 @@ def random_arrays(seed: int) -> dict[str, np.ndarray]:
 
 
 def model_for(arrays: dict[str, np.ndarray]):
-    fields = {name: (Array[..., None], ...) for name in arrays}
+    fields = dict.fromkeys(arrays, (Array[..., None], ...))
     return create_model("Arrays", __config__=ConfigDict(arbitrary_types_allowed=True), **fields)
 
 

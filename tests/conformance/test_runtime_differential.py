@@ -22,12 +22,14 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
 import lz4.frame
 import numpy as np
 import pytest
 import requests
-from conftest import EXAMPLES, GOLDEN_RUNTIME, TEST_CASES
 from tesseract_core.sdk.tesseract import _decode_array
+
+from conftest import EXAMPLES, GOLDEN_RUNTIME, TEST_CASES
 
 # 422 messages that may differ, with why. Everything else compares verbatim
 # (after the servers' own input/output paths are replaced by placeholders).

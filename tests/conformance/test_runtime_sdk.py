@@ -25,10 +25,11 @@ import lz4.frame
 import numpy as np
 import pytest
 import requests
-from conftest import EXAMPLES, TEST_CASES, free_port
 from pydantic import ValidationError
 from tesseract_core import Tesseract
 from tesseract_core.sdk.tesseract import HTTPClient, _decode_array
+
+from conftest import EXAMPLES, TEST_CASES, free_port
 
 UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 PATHS = {

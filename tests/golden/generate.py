@@ -29,7 +29,7 @@ from pathlib import Path
 import lz4.frame
 import numpy as np
 import pybase64
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import ConfigDict, create_model
 from tesseract_core.runtime.file_interactions import output_to_bytes
 from tesseract_core.runtime.schema_types import Array
 from tesseract_core.sdk.tesseract import _decode_array
@@ -53,7 +53,7 @@ def write_casts() -> None:
 
 def write_base64() -> None:
     rng = np.random.default_rng(64)
-    sizes = list(range(0, 70)) + [95, 96, 97, 255, 256, 1000, 4097]
+    sizes = list(range(70)) + [95, 96, 97, 255, 256, 1000, 4097]
     lines = []
     for n in sizes:
         raw = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
@@ -109,8 +109,8 @@ def golden_arrays() -> dict[str, np.ndarray]:
         elif dt.kind == "f":
             finfo = np.finfo(dt)
             values = np.array(
-                [0.0, -0.0, 1.5, np.nan, np.inf, -np.inf, finfo.tiny, finfo.max, 0.1, 1e-7 if name != "float16" else 1e-3,
-                 123.456, -2.5e-5, 1e4],
+                [0.0, -0.0, 1.5, np.nan, np.inf, -np.inf, finfo.tiny, finfo.max, 0.1,
+                 1e-7 if name != "float16" else 1e-3, 123.456, -2.5e-5, 1e4],
                 dtype=dt,
             )  # fmt: skip
             values = np.concatenate([values, rng.standard_normal(5).astype(dt) * 1000])
@@ -137,7 +137,7 @@ FORMATS = {
 
 
 def write_docs(arrays: dict[str, np.ndarray]) -> None:
-    fields = {name: (Array[..., None], ...) for name in arrays}
+    fields = dict.fromkeys(arrays, (Array[..., None], ...))
     Model = create_model(  # noqa: N806 - a class
         "GoldenArrays", __config__=ConfigDict(arbitrary_types_allowed=True), **fields
     )

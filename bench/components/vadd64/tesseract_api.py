@@ -18,7 +18,7 @@ def apply(inputs: InputSchema) -> OutputSchema:
 
 
 def vector_jacobian_product(inputs, vjp_inputs, vjp_outputs, cotangent_vector):
-    return {name: cotangent_vector["c"] for name in vjp_inputs}
+    return dict.fromkeys(vjp_inputs, cotangent_vector["c"])
 
 
 def jacobian_vector_product(inputs, jvp_inputs, jvp_outputs, tangent_vector):

@@ -1,4 +1,4 @@
-"""The bridge's behaviour cases (README, "Python and PyTorch") that need no GPU, on every backend,
+"""The bridge's behaviour cases (docs/compatibility.md, "Torch bridge") that need no GPU, on every backend,
 each compared with tesseract-torch 0.2.0 (see conftest.py)."""
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ Value Parse(std::string_view text) {
   return ::testing::AssertionFailure() << where << ": values differ";
 }
 
-// Messages whose text is ours (README, "Compatibility notes"): decode errors
+// Messages whose text is ours (docs/compatibility.md, "Wire protocol and server"): decode errors
 // name our decoder's problem; value errors that quote pydantic internals or
 // end with the shape NumPy detected in a ragged list.
 bool MessageIsOurs(const std::string& type, const std::string& msg) {

@@ -446,7 +446,7 @@ def test_c17_input_forms(servers):
     for form, a in _input_forms(server).items():
         r = post(server, "/apply", {"inputs": {"a": a, "b": I64_456}}, accept="application/json+base64")
         if form == "binref_absolute" and server.backend == "tesscpp":
-            # Deliberate difference (README, "Compatibility notes"): tesscpp confines
+            # Deliberate difference (docs/compatibility.md): tesscpp confines
             # binref paths to the input directory; tesseract-core follows absolute ones.
             assert r.status_code == 422 and "absolute" in r.text, r.text
             continue

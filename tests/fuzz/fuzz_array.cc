@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "gpu_transport/ipc_arrays.h"
 #include "tesscpp/json.h"
 
 namespace {
@@ -37,7 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // cuda_ipc buffers are parsed either way; with the transport on, the import
   // is attempted too, copying or borrowing (and fails cleanly where there is
   // no device).
-  const CudaIpcRead modes[] = {CudaIpcRead::kRefused, CudaIpcRead::kCopied, CudaIpcRead::kBorrowed};
+  gpu_transport::IpcArrays copying = gpu_transport::IpcArrays::Copying();
+  gpu_transport::IpcArrays borrowing = gpu_transport::IpcArrays::Borrowing();
+  CudaIpcArrays* const modes[] = {nullptr, &copying, &borrowing};
   options.array_options.cuda_ipc = modes[(size / 6) % 3];  // independent of the choices above
   auto value = ReadJson(std::string_view(reinterpret_cast<const char*>(data), size), options);
   if (!value.ok()) return 0;

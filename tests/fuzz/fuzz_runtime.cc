@@ -60,10 +60,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   request.content_type = data[0] & 0x40 ? "text/plain" : "application/json";
   if (const size_t nl = rest.find('\n'); nl != std::string_view::npos) {
     request.accept = std::string(rest.substr(0, nl));
-    if (data[0] & 0x10) request.exports_done = request.accept;
-    if (data[0] & 0x08) request.borrower = request.accept;  // a lease asked for (any text)
-    request.ipc_events = (data[0] & 0x04) != 0;
-    if (data[0] & 0x02) request.inputs_event = request.accept;  // IPC events (any text)
+    // The GPU transport's headers, any text (names in any case).
+    if (data[0] & 0x10) request.headers.emplace_back("Tesseract-Exports-Done", *request.accept);
+    if (data[0] & 0x08) request.headers.emplace_back("tesscpp-borrower", *request.accept);
+    if (data[0] & 0x04) request.headers.emplace_back("Tesscpp-Ipc-Events", "1");
+    if (data[0] & 0x02) request.headers.emplace_back("Tesscpp-Inputs-Event", *request.accept);
     rest.remove_prefix(nl + 1);
   }
   request.body = tesscpp::Buffer::FromString(std::string(rest));

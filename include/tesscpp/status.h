@@ -2,9 +2,9 @@
 //
 // Every function that can fail across a module boundary returns a Status (or a
 // Result<T>, see result.h). A Status is either OK or carries a code and a message
-// that names what was wrong ("inputs.a: dtype 'float8' is not one of ..."). The
-// runtime maps codes to HTTP statuses in one table; the Python layer maps them to
-// exceptions. No exception crosses a module boundary.
+// that names what was wrong ("inputs.a: dtype 'float8' is not one of ...").
+// Codes map to HTTP statuses and to Python exceptions in one table each (see
+// docs/architecture.md). No exception crosses a module boundary.
 //
 //   tesscpp::Status Check(int n) {
 //     if (n < 0) return tesscpp::Status::InvalidArgument("n must be >= 0, got ", n);
@@ -21,8 +21,8 @@
 
 namespace tesscpp {
 
-/// \brief What kind of failure a Status reports. Stable: the runtime maps each
-/// code to one HTTP status (see the runtime's error table).
+/// \brief What kind of failure a Status reports. Stable: each code has one
+/// HTTP status and one Python exception per context.
 enum class StatusCode : int {
   kOk = 0,
   kInvalidArgument,    ///< the caller passed something malformed (a bad path, a bad option)

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/python_exception.h"
 #include "tesscpp/client.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/cuda_transfer.h"
@@ -79,21 +80,16 @@ std::string ValidationTitle(const std::string& message) {
     PyErr_SetObject(ValidationFailureType().ptr(), args.ptr());
     throw nb::python_error();
   }
-  PyObject* type = PyExc_RuntimeError;
-  switch (status.code()) {
-    case StatusCode::kUnimplemented: type = PyExc_NotImplementedError; break;
-    case StatusCode::kInvalidArgument: type = PyExc_ValueError; break;
-    case StatusCode::kDeadlineExceeded: type = PyExc_TimeoutError; break;
-    case StatusCode::kUnavailable: type = PyExc_ConnectionError; break;
-    default: break;
-  }
-  nb::object error = nb::handle(type)(nb::str(message.c_str()));
+  const PythonContext context =
+      GetHttpErrorDetail(status) != nullptr ? PythonContext::kServerAnswer : PythonContext::kCall;
+  const nb::object type = nb::module_::import_("builtins").attr(PythonExceptionName(status.code(), context));
+  nb::object error = type(nb::str(message.c_str()));
   // Detail that is not part of the message, as an exception note (the
   // message stays what callers match on).
   if (const ServedEndpointsDetail* served = GetServedEndpointsDetail(status); served != nullptr) {
     error.attr("add_note")(nb::str(served->ToString().c_str()));
   }
-  PyErr_SetObject(type, error.ptr());
+  PyErr_SetObject(type.ptr(), error.ptr());
   throw nb::python_error();
 }
 

@@ -393,3 +393,8 @@ def test_from_source_with_a_token_serves_and_calls_with_it():
         assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
         assert requests.get(f"{t.url}/health", headers={"Authorization": "Bearer t0ken with spaces"},
                             timeout=10).status_code == 200  # fmt: skip
+        # An error answer (here 401) raises what tesseract-core's SDK raises for it.
+        for client in (Tesseract.from_url(t.url), tesseract_core.Tesseract.from_url(t.url)):
+            with pytest.raises(RuntimeError, match="401") as refused_call:
+                client.apply(VECTORADD_INPUTS)
+            assert type(refused_call.value) is RuntimeError

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "core/http_status.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validation.h"
 
@@ -65,17 +66,6 @@ std::string ListOf(const Value::Dict& detail, std::string_view key) {
   return "[" + out + "]";
 }
 
-StatusCode CodeForHttpStatus(int status) {
-  switch (status) {
-    case 404: return StatusCode::kNotFound;
-    case 406: return StatusCode::kNotAcceptable;
-    case 413: return StatusCode::kPayloadTooLarge;
-    case 422: return StatusCode::kValidationError;
-    default: return status >= 500 ? StatusCode::kInternal : StatusCode::kInvalidArgument;
-  }
-}
-
-// The error a non-2xx answer becomes.
 }  // namespace
 
 Status ErrorFromResponse(const HttpResponse& response, std::string_view endpoint,
@@ -100,7 +90,7 @@ Status ErrorFromResponse(const HttpResponse& response, std::string_view endpoint
           .WithDetail(http);
     }
   }
-  return Status(CodeForHttpStatus(response.status), http->ToString()).WithDetail(http);
+  return Status(internal::StatusCodeForHttp(response.status), http->ToString()).WithDetail(http);
 }
 
 }  // namespace tesscpp::client

@@ -6,6 +6,7 @@
 
 #include "codec/array_cuda_ipc.h"
 #include "codec/base64.h"
+#include "core/python_exception.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/cuda_ipc.h"
 #include "tesscpp/json.h"
@@ -85,11 +86,7 @@ Value AnswerTransportCheck(const Value& request, const std::string& enabled_tran
 }
 
 const char* TransportCheckExceptionName(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kValidationError: return "ValueError";
-    default: return "RuntimeError";
-  }
+  return internal::PythonExceptionName(status.code(), internal::PythonContext::kTransportCheck);
 }
 
 }  // namespace tesscpp::gpu_transport

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <typeinfo>
 
+#include "core/http_status.h"
 #include "gpu_transport/server_transport.h"
 #include "platform/uuid.h"
 #include "runtime/docs_page.h"
@@ -383,7 +384,7 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   std::optional<gpu_transport::ServerTransport::Call> gpu;
   if (transport != nullptr) {
     auto begun = transport->Begin(request.headers);
-    if (!begun.ok()) return Detail(400, begun.status().message());
+    if (!begun.ok()) return Detail(internal::HttpStatusFor(begun.status().code()), begun.status().message());
     gpu.emplace(*std::move(begun));
   }
   EndpointFailure failure;

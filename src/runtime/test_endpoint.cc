@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/python_exception.h"
 #include "schema/array_coercion.h"
 #include "tesscpp/validate.h"
 #include "tesscpp/validation.h"
@@ -231,18 +232,7 @@ std::string PythonExceptionFor(const std::string& cpp_exception_type, StatusCode
     }
     return "RuntimeError";
   }
-  switch (code) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kValidationError:
-    case StatusCode::kDecodeError:
-    case StatusCode::kOutOfRange: return "ValueError";
-    case StatusCode::kNotFound: return "KeyError";
-    case StatusCode::kUnimplemented: return "NotImplementedError";
-    case StatusCode::kIoError: return "OSError";
-    case StatusCode::kResourceExhausted: return "MemoryError";
-    case StatusCode::kDeadlineExceeded: return "TimeoutError";
-    default: return "RuntimeError";
-  }
+  return internal::PythonExceptionName(code, internal::PythonContext::kTestEndpoint);
 }
 
 Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& endpoints,

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "client/http_connection.h"
+#include "core/status_matchers.h"
 #include "support/test_tensors.h"
 #include "tesscpp/client.h"
 #include "tesscpp/json.h"
@@ -102,7 +103,7 @@ TEST(FromImageOptions, AMissingEngineCommandIsUnavailable) {
   auto t = Tesseract::FromImage("any:tag");
   ::unsetenv("TESSERACT_DOCKER_EXECUTABLE");
   ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), StatusCode::kUnavailable) << t.status().ToString();
+  EXPECT_STATUS(t, StatusCode::kUnavailable);
   EXPECT_NE(t.status().message().find("TESSERACT_DOCKER_EXECUTABLE"), std::string::npos);
 }
 
@@ -124,7 +125,7 @@ TEST(RequestedEncoding, CheckedAgainstWhatTheServerAdvertises) {
                                 std::vector<std::string>{"none"}, std::vector<std::string>{"none", "lz4"}};
   EXPECT_TRUE(FitEncodingToServer({"json+binref", "none", "lz4"}, v115).ok());
   auto format = FitEncodingToServer({"json+msgpack", "none", std::nullopt}, v115);
-  EXPECT_EQ(format.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(format, StatusCode::kInvalidArgument);
   EXPECT_NE(format.status().message().find("output_format='json+msgpack'"), std::string::npos);
   EXPECT_FALSE(FitEncodingToServer({std::nullopt, "cuda_ipc", std::nullopt}, v115).ok());
   EXPECT_FALSE(FitEncodingToServer({std::nullopt, "none", "zstd"}, v115).ok());
@@ -141,7 +142,7 @@ TEST(RequestedEncoding, CheckedAgainstWhatTheServerAdvertises) {
   // Older than 1.13: no parameters at all; gpu_transport=none goes unsaid.
   const ServerCapabilities old{};
   auto dropped = FitEncodingToServer({"json", "none", std::nullopt}, old);
-  ASSERT_TRUE(dropped.ok());
+  ASSERT_OK(dropped);
   EXPECT_EQ(dropped->gpu_transport, std::nullopt);
   EXPECT_EQ(dropped->AcceptHeader(), "application/json");
   EXPECT_NE(
@@ -288,10 +289,10 @@ TEST(ClientErrors, DeadPortIsUnavailableAtOnce) {
     port = std::stoi(gone.url().substr(gone.url().rfind(':') + 1));
   }
   auto t = Tesseract::FromUrl("127.0.0.1:" + std::to_string(port));
-  ASSERT_TRUE(t.ok());
+  ASSERT_OK(t);
   const auto start = Clock::now();
   auto health = t->Health();
-  EXPECT_EQ(health.status().code(), StatusCode::kUnavailable) << health.status();
+  EXPECT_STATUS(health, StatusCode::kUnavailable);
   EXPECT_LT(SecondsSince(start), 2.0);
 }
 
@@ -300,7 +301,7 @@ TEST(ClientErrors, SilentServerTimesOut) {
   auto t = Tesseract::FromUrl(silent.url(), {.read_timeout_s = 1});
   const auto start = Clock::now();
   auto health = t->Health();
-  EXPECT_EQ(health.status().code(), StatusCode::kDeadlineExceeded) << health.status();
+  EXPECT_STATUS(health, StatusCode::kDeadlineExceeded);
   EXPECT_LT(SecondsSince(start), 4.0);
 }
 
@@ -317,7 +318,7 @@ TEST(ClientErrors, InvalidJsonIsADecodeErrorNamingTheEndpoint) {
   ScriptedServer server(WithOpenApi(ScriptedServer::Http(200, R"({"result": [1, 2,)")));
   auto t = Tesseract::FromUrl(server.url());
   auto out = t->Apply(VectorAddInputs());
-  EXPECT_EQ(out.status().code(), StatusCode::kDecodeError) << out.status();
+  EXPECT_STATUS(out, StatusCode::kDecodeError);
   EXPECT_NE(out.status().message().find("answer of apply"), std::string::npos) << out.status();
 }
 
@@ -351,7 +352,7 @@ TEST(ClientErrors, StatusesBecomeStructuredErrors) {
       R"({"detail":[{"type":"missing","loc":["body","inputs","a"],"msg":"Field required","input":{}},)"
       R"({"type":"value_error","loc":["body","inputs"],"msg":"Value error, bad","input":1,"ctx":{"error":{}}}]})")));
   auto invalid = Tesseract::FromUrl(s422.url())->Apply(Value::Dict{});
-  ASSERT_EQ(invalid.status().code(), StatusCode::kValidationError);
+  ASSERT_STATUS(invalid, StatusCode::kValidationError);
   const ValidationDetail* detail = GetValidationDetail(invalid.status());
   ASSERT_NE(detail, nullptr);
   ASSERT_EQ(detail->issues().size(), 2U);
@@ -366,7 +367,7 @@ TEST(ClientErrors, StatusesBecomeStructuredErrors) {
       406, R"({"detail":{"message":"no","available_formats":["json"],"available_gpu_transports":["none"],)"
            R"("available_compressions":["none"]}})")));
   auto refused = Tesseract::FromUrl(s406.url())->Apply(Value::Dict{});
-  EXPECT_EQ(refused.status().code(), StatusCode::kNotAcceptable);
+  EXPECT_STATUS(refused, StatusCode::kNotAcceptable);
   EXPECT_NE(
       refused.status().message().find("output formats [json], gpu transports [none], compressions [none]"),
       std::string::npos)
@@ -374,7 +375,7 @@ TEST(ClientErrors, StatusesBecomeStructuredErrors) {
 
   ScriptedServer s500(WithOpenApi(ScriptedServer::Http(500, "Internal Server Error", "text/plain")));
   auto failed = Tesseract::FromUrl(s500.url())->Apply(Value::Dict{});
-  EXPECT_EQ(failed.status().code(), StatusCode::kInternal);
+  EXPECT_STATUS(failed, StatusCode::kInternal);
   EXPECT_EQ(failed.status().message(), "Error 500 from Tesseract: Internal Server Error");
   const HttpErrorDetail* http = GetHttpErrorDetail(failed.status());
   ASSERT_NE(http, nullptr);
@@ -392,11 +393,11 @@ TEST(GpuTransportClient, AcknowledgesFromTheFirstRequestAndOffersToBorrow) {
     return ScriptedServer::Http(200, R"({"y":1})");
   });
   auto t = Tesseract::FromUrl(server.url());
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   RequestedEncoding encoding;
   encoding.gpu_transport = "cuda_ipc";
   auto gpu = t->WithEncoding(encoding);
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ASSERT_OK(gpu);
   ASSERT_TRUE(gpu->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
   const std::vector<std::string> heads = server.heads();
   ASSERT_EQ(heads.size(), 2U);
@@ -424,9 +425,9 @@ TEST(GpuTransportClient, LeasedExportsWithNothingBorrowedAreAcknowledgedAtOnce) 
   RequestedEncoding encoding;
   encoding.gpu_transport = "cuda_ipc";
   auto t = Tesseract::FromUrl(server.url());
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   auto gpu = t->WithEncoding(encoding);
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ASSERT_OK(gpu);
   ASSERT_TRUE(gpu->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
   ASSERT_TRUE(gpu->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
   const std::vector<std::string> heads = server.heads();
@@ -451,7 +452,7 @@ TEST(GpuTransportClient, OffersIpcEventsOnlyWhenAskedAndChecksTheServersEvents) 
   options.encoding.gpu_transport = "cuda_ipc";
   options.cuda_ipc_events = true;
   auto t = Tesseract::FromUrl(server.url(), options);
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   ASSERT_TRUE(t->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
   ASSERT_TRUE(t->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
   std::vector<std::string> heads = server.heads();
@@ -470,7 +471,7 @@ TEST(GpuTransportClient, OffersIpcEventsOnlyWhenAskedAndChecksTheServersEvents) 
   plain.encoding.gpu_transport = "cuda_ipc";
   exports_event.clear();
   auto quiet = Tesseract::FromUrl(server.url(), plain);
-  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  ASSERT_OK(quiet);
   ASSERT_TRUE(quiet->Apply(Value::Dict{{"x", Value(1.0)}}).ok());
   EXPECT_EQ(server.heads().back().find("Tesscpp-Ipc-Events"), std::string::npos) << server.heads().back();
 }
@@ -479,7 +480,7 @@ TEST(ClientErrors, MissingEndpointsFailBeforeAnyRequest) {
   ScriptedServer server(WithOpenApi(ScriptedServer::Http(200, "{}")));
   auto t = Tesseract::FromUrl(server.url());
   auto jac = t->Jacobian(VectorAddInputs(), {"a"}, {"result"});
-  EXPECT_EQ(jac.status().code(), StatusCode::kUnimplemented);
+  EXPECT_STATUS(jac, StatusCode::kUnimplemented);
   EXPECT_EQ(jac.status().message(), "Jacobian not implemented for this Tesseract.");
   const ServedEndpointsDetail* served = GetServedEndpointsDetail(jac.status());
   ASSERT_NE(served, nullptr);
@@ -495,7 +496,7 @@ TEST(ClientErrors, ServerClosingAKeptConnectionIsRetried) {
     return ScriptedServer::Http(200, R"({"status":"ok"})", "application/json", false);
   });
   auto t = Tesseract::FromUrl(server.url());
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(t->Health().ok()) << i;
+  for (int i = 0; i < 5; ++i) ASSERT_OK(t->Health()) << i;
   EXPECT_EQ(server.requests().size(), 5U);
 }
 
@@ -503,18 +504,18 @@ TEST(ClientErrors, ServerClosingAKeptConnectionIsRetried) {
 
 TEST(FromLibrary, CallsTheComponentInProcess) {
   auto t = Tesseract::FromLibrary(kExamples + "/libvectoradd.so");
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   auto out = t->Apply(VectorAddInputs());
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   EXPECT_EQ(Values(out->as_dict().at("result")), (std::vector<double>{5, 7, 9}));
 
   auto jac = t->Jacobian(VectorAddInputs(), {"a"}, {"result"});
-  ASSERT_TRUE(jac.ok()) << jac.status();
+  ASSERT_OK(jac);
   const auto dims = jac->as_dict().at("result").as_dict().at("a").as_tensor().shape().dims();
   EXPECT_EQ(std::vector<int64_t>(dims.begin(), dims.end()), (std::vector<int64_t>{3, 3}));
 
   auto invalid = t->Apply(Value::Dict{{"a", Vector({1, 2, 3})}, {"b", Vector({1, 2})}});
-  ASSERT_EQ(invalid.status().code(), StatusCode::kValidationError);
+  ASSERT_STATUS(invalid, StatusCode::kValidationError);
   ASSERT_NE(GetValidationDetail(invalid.status()), nullptr);
   EXPECT_EQ(GetValidationDetail(invalid.status())->issues()[0].type, "value_error");
 
@@ -533,18 +534,18 @@ TEST(FromLibrary, TestCasesAndLogStreaming) {
     std::stringstream text;
     text << in.rdbuf();
     auto spec = ReadJson(text.str(), {.arrays = ArrayDetection::kShaped});
-    ASSERT_TRUE(spec.ok());
+    ASSERT_OK(spec);
     auto outcome = t->Test(*spec);
-    ASSERT_TRUE(outcome.ok()) << outcome.status();
+    ASSERT_OK(outcome);
     EXPECT_TRUE(outcome->passed()) << entry.path() << ": " << outcome->message;
   }
   std::vector<std::string> lines;
   LibraryOptions options;
   options.stream_logs = [&](std::string_view line) { lines.emplace_back(line); };
   auto t = Tesseract::FromLibrary(kExamples + "/libcollections.so", options);
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   auto out = t->Apply(CollectionsInputs(), "streamed");
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   EXPECT_EQ(lines,
             (std::vector<std::string>{"collections: summing 3 arrays of length 2", "collections: done"}));
 }
@@ -554,7 +555,7 @@ TEST(FromLibrary, TestCasesAndLogStreaming) {
 // The answers of `t` to the collections and noop cases, for comparison across constructors.
 void ExpectCollectionsAnswer(const Tesseract& t) {
   auto out = t.Apply(CollectionsInputs());
-  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_OK(out);
   const Value::Dict& d = out->as_dict();
   EXPECT_EQ(Values(d.at("total")), (std::vector<double>{27, 36}));
   EXPECT_EQ(Values(d.at("weighted").as_dict().at("w1")), (std::vector<double>{13.5, 72}));
@@ -568,18 +569,18 @@ TEST(FromSource, ServesAComponentLibraryAndTearsItDown) {
   options.output_format = "json+binref";
   options.client.stream_logs = [&](std::string_view line) { lines.emplace_back(line); };
   auto t = Tesseract::FromSource(kExamples + "/libcollections.so", options);
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   ExpectCollectionsAnswer(*t);
   EXPECT_EQ(lines,
             (std::vector<std::string>{"collections: summing 3 arrays of length 2", "collections: done"}));
   auto lz4 = t->WithEncoding({std::nullopt, std::nullopt, "lz4"});
-  ASSERT_TRUE(lz4.ok());
+  ASSERT_OK(lz4);
   ExpectCollectionsAnswer(*lz4);
   EXPECT_NE(t->ServerLogs()->find("tesscpp: serving collections on http://127.0.0.1:"), std::string::npos);
   const std::string url = t->url();
-  ASSERT_TRUE(t->Teardown().ok());
+  ASSERT_OK(t->Teardown());
   EXPECT_FALSE(Tesseract::FromUrl(url, {.connect_timeout_s = 1})->Health().ok());
-  EXPECT_EQ(t->Health().status().code(), StatusCode::kUnavailable);
+  EXPECT_STATUS(t->Health(), StatusCode::kUnavailable);
   EXPECT_NE(t->ServerLogs()->find("serving collections"), std::string::npos);  // kept after teardown
 }
 
@@ -591,7 +592,7 @@ TEST(FromSource, ServesAPythonTesseractApi) {
   options.client.binref_pool = true;
   options.client.stream_logs = [&](std::string_view line) { lines.emplace_back(line); };
   auto t = Tesseract::FromSource(kFixtures + "/python/collections/tesseract_api.py", options);
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   ExpectCollectionsAnswer(*t);
   ExpectCollectionsAnswer(*t);  // pool slots reused
   EXPECT_EQ(lines.size(), 4U);
@@ -601,7 +602,7 @@ TEST(FromSource, ServesAPythonTesseractApi) {
   EXPECT_EQ((*caps)->compressions, (std::vector<std::string>{"none", "lz4"}));
   auto out = t->Apply(
       Value::Dict{{"arrays", Value::List{Vector({1e308}), Vector({1e308})}}, {"weights", Value::Dict{}}});
-  EXPECT_EQ(out.status().code(), StatusCode::kInternal);
+  EXPECT_STATUS(out, StatusCode::kInternal);
   EXPECT_NE(out.status().message().find("Error 500 from Tesseract"), std::string::npos);
   EXPECT_NE(out.status().message().find("not finite"), std::string::npos);  // debug mode: the traceback
 }
@@ -625,7 +626,7 @@ TEST(FromSource, BadSourcesFailClearlyWithinTheirTimeouts) {
   SourceOptions exits;
   exits.python_executable = "false";
   auto gone = Tesseract::FromSource(kFixtures + "/python/noop/tesseract_api.py", exits);
-  EXPECT_EQ(gone.status().code(), StatusCode::kUnavailable) << gone.status();
+  EXPECT_STATUS(gone, StatusCode::kUnavailable);
   EXPECT_NE(gone.status().message().find("stopped before it was healthy"), std::string::npos);
 
   // One that never becomes healthy: kDeadlineExceeded after startup_timeout_s.
@@ -637,7 +638,7 @@ TEST(FromSource, BadSourcesFailClearlyWithinTheirTimeouts) {
   slow.startup_timeout_s = 1;
   const auto start = Clock::now();
   auto late = Tesseract::FromSource(kFixtures + "/python/noop/tesseract_api.py", slow);
-  EXPECT_EQ(late.status().code(), StatusCode::kDeadlineExceeded) << late.status();
+  EXPECT_STATUS(late, StatusCode::kDeadlineExceeded);
   EXPECT_NE(late.status().message().find("starting slowly"), std::string::npos);
   EXPECT_LT(SecondsSince(start), 15.0);  // 1 s of waiting, then SIGTERM
   fs::remove(script);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/status_matchers.h"
 #include "platform/subprocess.h"
 #include "support/test_tensors.h"
 #include "tesscpp/client.h"
@@ -32,7 +33,7 @@ using testing::Vector;
 // Containers of any state whose name is `name`, as the engine lists them.
 std::string ContainersNamed(const std::string& name) {
   auto listed = internal::RunChecked({"docker", "ps", "-aq", "--filter", "name=^" + name + "$"});
-  EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_OK(listed);
   return listed.ok() ? *listed : "?";
 }
 
@@ -46,9 +47,9 @@ TEST(FromImage, AppliesInEveryOutputFormatAndLeavesNothingBehind) {
     options.output_format = format;
     options.output_path = output.string();
     auto t = Tesseract::FromImage(image, options);
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    ASSERT_OK(t);
     auto info = t->GetContainerInfo();
-    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    ASSERT_OK(info);
     EXPECT_EQ(info->status, "running");
     EXPECT_EQ(info->image, image);
     EXPECT_EQ(info->url, t->url());
@@ -56,20 +57,20 @@ TEST(FromImage, AppliesInEveryOutputFormatAndLeavesNothingBehind) {
     EXPECT_FALSE(ContainersNamed(info->name).empty());
 
     auto out = t->Apply(inputs, std::string("cpp"));
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_OK(out);
     EXPECT_EQ(Values(out->as_dict().at("result")), (std::vector<double>{6, 9, 12}));
     EXPECT_TRUE(fs::is_directory(output / "run_cpp")) << "run directories land in the mounted output path";
     auto lz4 = t->WithEncoding({std::nullopt, std::nullopt, "lz4"});
-    ASSERT_TRUE(lz4.ok()) << lz4.status().ToString();
+    ASSERT_OK(lz4);
     auto compressed = lz4->Apply(inputs);
-    ASSERT_TRUE(compressed.ok()) << compressed.status().ToString();
+    ASSERT_OK(compressed);
     EXPECT_EQ(Values(compressed->as_dict().at("result")), (std::vector<double>{6, 9, 12}));
 
-    ASSERT_TRUE(t->Teardown().ok());
+    ASSERT_OK(t->Teardown());
     EXPECT_EQ(ContainersNamed(info->name), "") << "teardown removes the container";
-    EXPECT_EQ(t->GetContainerInfo().status().code(), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(t->GetContainerInfo(), StatusCode::kInvalidArgument);
     auto logs = t->ServerLogs();
-    ASSERT_TRUE(logs.ok());
+    ASSERT_OK(logs);
     EXPECT_NE(logs->find("serving vectoradd"), std::string::npos) << *logs;
     std::error_code ec;
     fs::remove_all(output, ec);
@@ -80,7 +81,7 @@ TEST(FromImage, TheLastHandleRemovesTheContainer) {
   std::string name;
   {
     auto t = Tesseract::FromImage(Required("TESSCPP_TEST_IMAGE"));
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    ASSERT_OK(t);
     name = t->GetContainerInfo()->name;
     EXPECT_FALSE(ContainersNamed(name).empty());
   }
@@ -92,22 +93,22 @@ TEST(FromImage, StreamsTheLogsOfARun) {
   ImageOptions options;
   options.client.stream_logs = [&](std::string_view line) { lines.emplace_back(line); };
   auto t = Tesseract::FromImage(Required("TESSCPP_TEST_COLLECTIONS_IMAGE"), options);
-  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_OK(t);
   const Value inputs = Value::Dict{{"arrays", Value::List{Vector({1, 2}), Vector({3, 4})}},
                                    {"weights", Value::Dict{{"w1", Vector({0.5, 2})}}},
                                    {"scale", 3.0}};
   auto out = t->Apply(inputs);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   ASSERT_FALSE(lines.empty());
   EXPECT_NE(lines.front().find("collections: summing 2 arrays"), std::string::npos) << lines.front();
 }
 
 TEST(FromImage, MissingAndForeignImagesAreNamed) {
   auto missing = Tesseract::FromImage("tesscpp-no-such-image:1");
-  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status().ToString();
+  EXPECT_STATUS(missing, StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("no image 'tesscpp-no-such-image:1'"), std::string::npos);
   auto foreign = Tesseract::FromImage(Required("TESSCPP_TEST_FOREIGN_IMAGE"));
-  EXPECT_EQ(foreign.status().code(), StatusCode::kInvalidArgument) << foreign.status().ToString();
+  EXPECT_STATUS(foreign, StatusCode::kInvalidArgument);
   EXPECT_NE(foreign.status().message().find("not a Tesseract image"), std::string::npos);
 }
 
@@ -116,7 +117,7 @@ TEST(FromImage, AContainerThatExitsEarlyReportsItsLog) {
   options.environment = {{"TESSCPP_COMPONENT", "/no/such/libcomponent.so"}};
   auto t = Tesseract::FromImage(Required("TESSCPP_TEST_IMAGE"), options);
   ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), StatusCode::kUnavailable) << t.status().ToString();
+  EXPECT_STATUS(t, StatusCode::kUnavailable);
   EXPECT_NE(t.status().message().find("stopped before it was healthy"), std::string::npos);
   EXPECT_NE(t.status().message().find("/no/such/libcomponent.so"), std::string::npos) << t.status().message();
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/status_matchers.h"
 #include "tesscpp/json.h"
 
 namespace tesscpp {
@@ -13,7 +14,7 @@ const std::string kFixtures =                     // NOLINT(cert-err58-cpp)
 
 Value Payload(std::string_view json) {
   auto value = ReadJson(json);
-  EXPECT_TRUE(value.ok()) << value.status();
+  EXPECT_OK(value);
   return *value;
 }
 
@@ -21,9 +22,9 @@ Value Rosenbrock() { return Payload(R"({"inputs": {"x": 1.5, "y": 2.0}})"); }
 
 TEST(CheckGradients, RightDerivativesPassEveryEndpoint) {
   auto t = Tesseract::FromLibrary(kExamples + "/libunivariate.so");
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   auto results = CheckGradients(*t, Rosenbrock(), {});
-  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_OK(results);
   ASSERT_EQ(results->size(), 3U);
   const char* endpoints[] = {"jacobian", "jacobian_vector_product", "vector_jacobian_product"};
   for (size_t i = 0; i < 3; ++i) {
@@ -35,19 +36,19 @@ TEST(CheckGradients, RightDerivativesPassEveryEndpoint) {
 
 TEST(CheckGradients, SamplesArraysBySizeAndHonoursTheSelection) {
   auto t = Tesseract::FromLibrary(kExamples + "/libvectoradd.so");
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   GradientCheckOptions options;
   options.max_evals = 7;
   options.seed = 3;
   const Value payload = Payload(R"({"inputs": {"a": [1, 2, 3], "b": [4, 5, 6], "s": 2.0}})");
   auto results = CheckGradients(*t, payload, options);
-  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_OK(results);
   ASSERT_EQ(results->size(), 1U);              // vectoradd has a jacobian only
   EXPECT_EQ((*results)[0].checks, 3 + 3 + 1);  // 7 * 3/7 for a and b, one for the scalar s
   EXPECT_TRUE((*results)[0].passed());
   options.input_paths = {"b"};
   results = CheckGradients(*t, payload, options);
-  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_OK(results);
   EXPECT_EQ((*results)[0].checks, 7);
 }
 
@@ -55,9 +56,9 @@ TEST(CheckGradients, AWrongVjpFailsNamingItsPath) {
   SourceOptions options;
   options.python_executable = TESS_VENV_PYTHON;
   auto t = Tesseract::FromSource(kFixtures + "/wrong_vjp/tesseract_api.py", options);
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   auto results = CheckGradients(*t, Rosenbrock(), {});
-  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_OK(results);
   ASSERT_EQ(results->size(), 2U);
   EXPECT_TRUE((*results)[0].passed()) << "the jacobian is right";
   const EndpointCheck& vjp = (*results)[1];
@@ -78,12 +79,12 @@ TEST(CheckGradients, ANonSymmetricJacobianIsReadTheRightWayRound) {
   SourceOptions options;
   options.python_executable = TESS_VENV_PYTHON;
   auto t = Tesseract::FromSource(kFixtures + "/matvec/tesseract_api.py", options);
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   GradientCheckOptions check;
   check.seed = 7;
   check.max_evals = 9;
   auto results = CheckGradients(*t, Payload(R"({"inputs": {"x": [0.5, -1.0, 2.0]}})"), check);
-  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_OK(results);
   ASSERT_EQ(results->size(), 3U);
   for (const EndpointCheck& r : *results) {
     EXPECT_EQ(r.checks, 9) << r.endpoint;
@@ -93,10 +94,10 @@ TEST(CheckGradients, ANonSymmetricJacobianIsReadTheRightWayRound) {
 
 TEST(CheckGradients, BadRequestsAreErrorsNamingWhatIsWrong) {
   auto t = Tesseract::FromLibrary(kExamples + "/libunivariate.so");
-  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_OK(t);
   const auto message = [&](const Value& payload, const GradientCheckOptions& options) {
     auto results = CheckGradients(*t, payload, options);
-    EXPECT_EQ(results.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(results, StatusCode::kInvalidArgument);
     return results.status().message();
   };
   EXPECT_NE(message(Payload(R"({"x": 1})"), {}).find("{\"inputs\""), std::string::npos);
@@ -110,7 +111,7 @@ TEST(CheckGradients, BadRequestsAreErrorsNamingWhatIsWrong) {
   step.eps_for = {{"a", 1e-3}};  // a is not differentiable
   EXPECT_NE(message(Rosenbrock(), step).find("eps_for names input path a"), std::string::npos);
   auto no_derivatives = Tesseract::FromLibrary(kExamples + "/libnoop.so");
-  ASSERT_TRUE(no_derivatives.ok());
+  ASSERT_OK(no_derivatives);
   EXPECT_EQ(CheckGradients(*no_derivatives, Payload(R"({"inputs": {"x": [1.0]}})"), {}).status().code(),
             StatusCode::kInvalidArgument);
 }

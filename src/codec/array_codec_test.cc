@@ -9,6 +9,7 @@
 #include <random>
 
 #include "codec/array_cuda_ipc.h"
+#include "core/status_matchers.h"
 #include "tesscpp/encoding.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validation.h"
@@ -156,8 +157,7 @@ TEST(ArrayCodec, EveryDtypeEncodingAndCompressionRoundTrips) {
           enc.compression = compression;
           enc.binref = &binref;
           auto back = RoundTrip(Value::Dict{{"t", t}}, enc, dir.path());
-          ASSERT_TRUE(back.ok()) << DtypeName(dtype) << " " << ArrayEncodingName(encoding) << ": "
-                                 << back.status();
+          ASSERT_OK(back) << DtypeName(dtype) << " " << ArrayEncodingName(encoding) << ": " << back.status();
           const Value& got = back->as_dict().at("t");
           ASSERT_TRUE(got.is_tensor()) << DtypeName(dtype) << " " << ArrayEncodingName(encoding);
           EXPECT_TRUE(got.as_tensor().Equals(t))
@@ -289,7 +289,7 @@ TEST(ArrayCodec, EscapedBase64IsUnescapedLikePython) {
   auto v = ReadJson(
       R"({"x":{"shape":[1],"dtype":"float32","data":{"buffer":"AACAPw\u003d\u003d","encoding":"base64"}}})",
       read);
-  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_OK(v);
   EXPECT_EQ(v->as_dict().at("x").as_tensor().data_as<float>()[0], 1.0f);
 }
 
@@ -395,7 +395,7 @@ TEST(CudaIpcBuffer, MatchesTheReferenceSpelling) {
             "q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urqw==:4096:"
             "2097152");
   auto parsed = ParseCudaIpcBuffer(text);
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_OK(parsed);
   EXPECT_EQ(parsed->handle, d.handle);
   EXPECT_EQ(parsed->offset, 4096);
   EXPECT_EQ(parsed->allocation_size, 2097152);
@@ -404,7 +404,7 @@ TEST(CudaIpcBuffer, MatchesTheReferenceSpelling) {
   empty.device_uuid = d.device_uuid;
   EXPECT_EQ(FormatCudaIpcBuffer(empty), "00010203-0405-0607-0809-0a0b0c0d0e0f::0:0");
   auto parsed_empty = ParseCudaIpcBuffer(FormatCudaIpcBuffer(empty));
-  ASSERT_TRUE(parsed_empty.ok());
+  ASSERT_OK(parsed_empty);
   EXPECT_FALSE(parsed_empty->has_handle);
 }
 

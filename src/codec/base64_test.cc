@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/status_matchers.h"
 #include "support/test_files.h"
 #include "tesscpp/json.h"
 
@@ -45,7 +46,7 @@ TEST(Base64, MatchesPybase64OnGoldenVectors) {
     for (const Base64Codec* codec : Codecs()) {
       EXPECT_EQ(Encode(*codec, raw), encoded) << codec->name << " n=" << raw.size();
       auto decoded = Decode(*codec, encoded);
-      ASSERT_TRUE(decoded.ok()) << decoded.status();
+      ASSERT_OK(decoded);
       EXPECT_EQ(*decoded, raw) << codec->name;
     }
     ++count;
@@ -69,7 +70,7 @@ TEST(Base64, StrictAcceptanceMatchesPybase64) {
         EXPECT_EQ(*decoded, FromHex(line.substr(split + 4))) << line;
       }
       if (!decoded.ok()) {
-        EXPECT_EQ(decoded.status().code(), StatusCode::kDecodeError);
+        EXPECT_STATUS(decoded, StatusCode::kDecodeError);
       }
     }
     ++count;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "core/status_matchers.h"
 #include "support/test_files.h"
 #include "tesscpp/json.h"
 
@@ -61,7 +62,7 @@ TEST_P(Golden, DecodesLikeTesseractCore) {
     read.arrays = detection;
     read.array_options.binref_dir = BinrefDir();
     auto decoded = ReadJson(body, read);
-    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    ASSERT_OK(decoded);
     for (const auto& [field, want] : expected) {
       const Value* got = decoded->as_dict().find(field);
       ASSERT_NE(got, nullptr) << field;
@@ -82,7 +83,7 @@ TEST_P(Golden, EncodesTheSameBytes) {
   write.arrays.compression = f.compression;
   write.arrays.binref = &binref;
   auto ours = WriteJson(Value(Expected(f)), write);
-  ASSERT_TRUE(ours.ok()) << ours.status();
+  ASSERT_OK(ours);
   if (f.encoding != ArrayEncoding::kBinref) {
     EXPECT_EQ(ours->string_view(), body);
     return;

@@ -1,4 +1,5 @@
 #include "tesscpp/json.h"
+#include "core/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,7 @@ namespace {
 
 std::string Write(const Value& v) {
   auto out = WriteJson(v);
-  EXPECT_TRUE(out.ok()) << out.status();
+  EXPECT_OK(out);
   return out.ok() ? std::string(out->string_view()) : "";
 }
 

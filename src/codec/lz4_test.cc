@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "core/status_matchers.h"
 #include "support/test_files.h"
 
 namespace tesscpp::internal {
@@ -31,7 +32,7 @@ TEST(Lz4, InteroperatesWithPythonLz4) {
     EXPECT_TRUE(out == raw) << name;
 
     auto ours = Lz4FrameCompress(Bytes(raw));
-    ASSERT_TRUE(ours.ok());
+    ASSERT_OK(ours);
     EXPECT_EQ(ours->string_view(), frame) << name;
   }
 }
@@ -86,7 +87,7 @@ TEST(Lz4, RoundTripsLargeData) {
   std::mt19937 rng(1);
   for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<uint8_t>(i % 251 == 0 ? rng() : i / 1000);
   auto frame = Lz4FrameCompress(raw);
-  ASSERT_TRUE(frame.ok());
+  ASSERT_OK(frame);
   EXPECT_LT(frame->size(), static_cast<int64_t>(raw.size()));
   std::vector<uint8_t> out(raw.size());
   ASSERT_TRUE(Lz4FrameDecompress(frame->span(), out).ok());

@@ -1,4 +1,5 @@
 #include "tesscpp/buffer_pool.h"
+#include "core/status_matchers.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -20,7 +21,7 @@ TEST(BufferPool, AlignedWithZeroedReadableTail) {
   BufferPool pool;
   for (int64_t size : {0, 1, 63, 64, 4095, 1 << 20, (1 << 20) + 17, 5 << 20}) {
     auto b = pool.Allocate(size);
-    ASSERT_TRUE(b.ok());
+    ASSERT_OK(b);
     EXPECT_EQ(b->size(), size);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(b->data()) % Buffer::kAlignment, 0u) << size;
     EXPECT_TRUE(b->padded()) << size;
@@ -129,7 +130,7 @@ TEST(BufferPool, BuffersOutliveThePool) {
 
 TEST(BufferPool, RejectsNegativeSizes) {
   BufferPool pool;
-  EXPECT_EQ(pool.Allocate(-1).status().code(), StatusCode::kOutOfRange);
+  EXPECT_STATUS(pool.Allocate(-1), StatusCode::kOutOfRange);
 }
 
 TEST(BufferPool, ConcurrentUse) {

@@ -1,4 +1,5 @@
 #include "tesscpp/dtype.h"
+#include "core/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +12,7 @@ namespace {
 TEST(Dtype, NamesRoundTrip) {
   for (Dtype d : kAllDtypes) {
     auto parsed = DtypeFromName(DtypeName(d));
-    ASSERT_TRUE(parsed.ok());
+    ASSERT_OK(parsed);
     EXPECT_EQ(*parsed, d);
   }
 }
@@ -20,7 +21,7 @@ TEST(Dtype, UnknownNameIsValidationErrorListingAllowed) {
   for (const char* name : {"float8", "bfloat16", "<f4", "Float32", "", "object"}) {
     auto r = DtypeFromName(name);
     ASSERT_FALSE(r.ok()) << name;
-    EXPECT_EQ(r.status().code(), StatusCode::kValidationError);
+    EXPECT_STATUS(r, StatusCode::kValidationError);
     EXPECT_NE(r.status().message().find(std::string("'") + name + "'"), std::string::npos);
     EXPECT_NE(r.status().message().find("complex128"), std::string::npos);
   }

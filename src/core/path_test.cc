@@ -1,4 +1,5 @@
 #include "tesscpp/path.h"
+#include "core/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -44,7 +45,7 @@ TEST(Path, RejectsMalformed) {
     auto r = Path::Parse(text);
     EXPECT_FALSE(r.ok()) << text;
     if (!r.ok()) {
-      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << text;
+      EXPECT_STATUS(r, StatusCode::kInvalidArgument) << text;
     }
   }
 }

@@ -1,4 +1,5 @@
 #include "tesscpp/shape.h"
+#include "core/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +23,7 @@ TEST(Shape, CountsAndPrintsLikeNumpy) {
 TEST(Shape, RejectsNegativeDims) {
   auto r = Shape::Make({2, -1});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kValidationError);
+  EXPECT_STATUS(r, StatusCode::kValidationError);
   EXPECT_NE(r.status().message().find("-1"), std::string::npos);
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/status_matchers.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp {
@@ -9,7 +10,7 @@ namespace {
 
 TEST(Status, OkHasNoMessage) {
   Status s;
-  EXPECT_TRUE(s.ok());
+  EXPECT_OK(s);
   EXPECT_EQ(s.code(), StatusCode::kOk);
   EXPECT_EQ(s.message(), "");
   EXPECT_EQ(s.ToString(), "OK");
@@ -63,7 +64,7 @@ Status FailsThrough() {
 
 TEST(Result, ValueAndError) {
   Result<int> ok = Half(8);
-  ASSERT_TRUE(ok.ok());
+  ASSERT_OK(ok);
   EXPECT_EQ(*ok, 4);
   Result<int> bad = Half(3);
   EXPECT_FALSE(bad.ok());
@@ -81,7 +82,7 @@ TEST(Result, Macros) {
 
 TEST(Result, OkStatusBecomesInternalError) {
   Result<int> r{Status::OK()};
-  EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+  EXPECT_STATUS(r, StatusCode::kInternal);
 }
 
 TEST(ResultDeathTest, ValueOfErrorAborts) {

@@ -3,6 +3,7 @@
 
 #include <regex>
 
+#include "core/status_matchers.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/cuda_ipc.h"
 #include "tesscpp/cuda_transfer.h"
@@ -34,7 +35,7 @@ TEST(CudaWithoutDevice, HostTensorsAreNotDeviceTensors) {
   Tensor host = *Tensor::Allocate(Dtype::kFloat64, *Shape::Make({3}));
   // A host tensor needs no device to be "copied" to the host...
   auto same = CopyToHost(host);
-  ASSERT_TRUE(same.ok()) << same.status();
+  ASSERT_OK(same);
   EXPECT_EQ(same->data(), host.data());
   // ...and is refused by the export, with or without a device.
   std::vector<std::shared_ptr<void>> pins;
@@ -67,10 +68,10 @@ TEST_F(CudaDevice, CopiesRoundTrip) {
   Tensor host = *Tensor::Allocate(Dtype::kInt32, *Shape::Make({1000}));
   for (int i = 0; i < 1000; ++i) host.data_as<int32_t>()[i] = i * 7 - 3;
   auto device = CopyToDevice(host, 0);
-  ASSERT_TRUE(device.ok()) << device.status();
+  ASSERT_OK(device);
   EXPECT_EQ(device->device(), Device::CUDA(0));
   auto back = CopyToHost(*device);
-  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_OK(back);
   EXPECT_TRUE(back->Equals(host));
 }
 
@@ -81,7 +82,7 @@ TEST_F(CudaDevice, ExportNamesTheAllocationBaseAndOffset) {
       *Tensor::Make(Dtype::kFloat32, *Shape::Make({256}), whole.buffer().Slice(4096, 1024), Device::CUDA(0));
   std::vector<std::shared_ptr<void>> pins;
   auto exported = ExportIpc(inner, pins);
-  ASSERT_TRUE(exported.ok()) << exported.status();
+  ASSERT_OK(exported);
   EXPECT_TRUE(exported->has_handle);
   EXPECT_EQ(exported->offset, 4096);
   EXPECT_GE(exported->allocation_size, 1 << 20);
@@ -94,14 +95,14 @@ TEST_F(CudaDevice, EmptyTensorsCarryNoHandle) {
   Tensor empty = *AllocateDevice(Dtype::kFloat32, *Shape::Make({0, 3}), 0);
   std::vector<std::shared_ptr<void>> pins;
   auto exported = ExportIpc(empty, pins);
-  ASSERT_TRUE(exported.ok()) << exported.status();
+  ASSERT_OK(exported);
   EXPECT_FALSE(exported->has_handle);
   EXPECT_TRUE(pins.empty());
   auto imported = ImportIpc(*exported, Dtype::kFloat32, *Shape::Make({0, 3}));
-  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_OK(imported);
   EXPECT_EQ(imported->nbytes(), 0);
   auto borrowed = BorrowIpc(*exported, Dtype::kFloat32, *Shape::Make({0, 3}));
-  ASSERT_TRUE(borrowed.ok()) << borrowed.status();
+  ASSERT_OK(borrowed);
   EXPECT_EQ(borrowed->nbytes(), 0);
   // A handle-less descriptor for a non-empty array is refused.
   EXPECT_FALSE(ImportIpc(*exported, Dtype::kFloat32, *Shape::Make({3})).ok());
@@ -128,7 +129,7 @@ TEST_F(CudaDevice, HostToDeviceThroughStagingSlots) {
   Tensor device = *AllocateDevice(Dtype::kUInt8, *Shape::Make({n}), 0);
   const HostToDeviceCopy copies[] = {{host.data(), device.data(), n, false}, {nullptr, nullptr, 0, false}};
   auto done = CopyHostToDevice(copies, 0, /*legacy default stream*/ 0);
-  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_OK(done);
   ASSERT_TRUE((*done)->Wait().ok());
   EXPECT_TRUE(CopyToHost(device)->Equals(host));
   const HostToDeviceCopy broken[] = {{nullptr, device.data(), 8, false}};

@@ -1,4 +1,5 @@
 #include "gpu_transport/ipc_events.h"
+#include "core/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +21,7 @@ TEST(IpcEventsHeader, RoundTripsAndRefusesMalformedValues) {
   EXPECT_EQ(text.substr(0, 37), first.device_uuid + ":");
   EXPECT_EQ(std::count(text.begin(), text.end(), ','), 1);
   auto parsed = ParseIpcEvents(text);
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_OK(parsed);
   EXPECT_EQ(*parsed, (std::vector<cuda::IpcEvent>{first, second}));
   const std::string one = FormatIpcEvents({first});
   for (const std::string& bad : {

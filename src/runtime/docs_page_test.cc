@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/status_matchers.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
@@ -27,7 +28,7 @@ constexpr std::string_view kRefPrefix = "#/components/schemas/";
 
 Value LoadDocument(const std::string& name) {
   Result<Value> document = ReadJson(ReadFile(DataPath("golden/runtime/" + name + ".openapi.json")));
-  EXPECT_TRUE(document.ok()) << name << ": " << document.status();
+  EXPECT_OK(document) << name << ": " << document.status();
   return document.ok() ? *document : Value();
 }
 
@@ -212,7 +213,7 @@ TEST_P(DocsPageGolden, HasAParseableExampleWithTheRequiredFieldsPerPost) {
     if (post == nullptr) continue;
     ++posts;
     Result<Value> example = ExampleRequest(page_, "post", path);
-    ASSERT_TRUE(example.ok()) << path << ": " << example.status();
+    ASSERT_OK(example) << path << ": " << example.status();
     ASSERT_TRUE(example->is_dict()) << path;
     const Value::Dict& schema = RequestSchema(document_, post->as_dict());
     for (const std::string& field : Required(schema)) {
@@ -235,12 +236,12 @@ TEST_P(DocsPageGolden, HasAParseableExampleWithTheRequiredFieldsPerPost) {
 // example must pass the component's own input validation (model checks too).
 TEST_P(DocsPageGolden, ApplyExampleValidatesAgainstTheComponent) {
   auto library = ComponentLibrary::Open(std::string(TESS_EXAMPLES_DIR) + "/lib" + GetParam() + ".so");
-  ASSERT_TRUE(library.ok()) << library.status();
+  ASSERT_OK(library);
   Result<Value> example = ExampleRequest(page_, "post", "/apply", {.arrays = ArrayDetection::kShaped});
-  ASSERT_TRUE(example.ok()) << example.status();
+  ASSERT_OK(example);
   Result<Value> valid =
       ValidateModel(*(*library)->component().input_schema(), example->as_dict().at("inputs"));
-  EXPECT_TRUE(valid.ok()) << valid.status();
+  EXPECT_OK(valid);
 }
 
 INSTANTIATE_TEST_SUITE_P(Recorded, DocsPageGolden,
@@ -269,7 +270,7 @@ TEST(DocsPage, ArrayLeavesShowDtypeShapeAndFlags) {
 TEST(DocsPage, ExampleArraysAreJsonArraydictsOfTheDeclaredShape) {
   const std::string page = RenderDocsPage(LoadDocument("meshstats"));
   Result<Value> example = ExampleRequest(page, "post", "/apply");
-  ASSERT_TRUE(example.ok()) << example.status();
+  ASSERT_OK(example);
   const Value::Dict& mesh = example->as_dict().at("inputs").as_dict().at("mesh").as_dict();
   const Value::Dict& points = mesh.at("points").as_dict();
   EXPECT_EQ(points.at("shape"), Value(Value::List{Value(1), Value(3)}));
@@ -281,14 +282,14 @@ TEST(DocsPage, ExampleArraysAreJsonArraydictsOfTheDeclaredShape) {
 
   // The reader a server uses takes them for arrays.
   Result<Value> decoded = ExampleRequest(page, "post", "/apply", {.arrays = ArrayDetection::kShaped});
-  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_OK(decoded);
   const Value& tensor = decoded->as_dict().at("inputs").as_dict().at("mesh").as_dict().at("points");
   ASSERT_TRUE(tensor.is_tensor());
   EXPECT_EQ(tensor.as_tensor().num_elements(), 3);
 
   // Defaults win: vectoradd's s defaults to 1, normalize to false.
   Result<Value> vectoradd = ExampleRequest(RenderDocsPage(LoadDocument("vectoradd")), "post", "/apply");
-  ASSERT_TRUE(vectoradd.ok()) << vectoradd.status();
+  ASSERT_OK(vectoradd);
   const Value::Dict& inputs = vectoradd->as_dict().at("inputs").as_dict();
   EXPECT_EQ(inputs.at("s"), Value(1));
   EXPECT_EQ(inputs.at("normalize"), Value(false));
@@ -298,12 +299,12 @@ TEST(DocsPage, ExampleArraysAreJsonArraydictsOfTheDeclaredShape) {
 TEST(DocsPage, GradientExamplesUseThePathLiteralsAndMatchingVectors) {
   const std::string page = RenderDocsPage(LoadDocument("univariate"));
   Result<Value> jacobian = ExampleRequest(page, "post", "/jacobian");
-  ASSERT_TRUE(jacobian.ok()) << jacobian.status();
+  ASSERT_OK(jacobian);
   EXPECT_EQ(jacobian->as_dict().at("jac_inputs"), Value(Value::List{Value("x"), Value("y")}));
   EXPECT_EQ(jacobian->as_dict().at("jac_outputs"), Value(Value::List{Value("result")}));
 
   Result<Value> jvp = ExampleRequest(page, "post", "/jacobian_vector_product");
-  ASSERT_TRUE(jvp.ok()) << jvp.status();
+  ASSERT_OK(jvp);
   const Value::Dict& tangent = jvp->as_dict().at("tangent_vector").as_dict();
   ASSERT_EQ(tangent.size(), 2u);
   for (const Value& name : jvp->as_dict().at("jvp_inputs").as_list()) {
@@ -314,19 +315,19 @@ TEST(DocsPage, GradientExamplesUseThePathLiteralsAndMatchingVectors) {
   }
 
   Result<Value> vjp = ExampleRequest(page, "post", "/vector_jacobian_product");
-  ASSERT_TRUE(vjp.ok()) << vjp.status();
+  ASSERT_OK(vjp);
   const Value::Dict& cotangent = vjp->as_dict().at("cotangent_vector").as_dict();
   ASSERT_EQ(cotangent.size(), 1u);
   EXPECT_TRUE(cotangent.contains("result"));
 
   Result<Value> mesh = ExampleRequest(RenderDocsPage(LoadDocument("meshstats")), "post", "/jacobian");
-  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  ASSERT_OK(mesh);
   EXPECT_EQ(mesh->as_dict().at("jac_inputs"), Value(Value::List{Value("mesh.points")}));
 }
 
 TEST(DocsPage, AbstractExamplesTakeShapesFromTheApplyInputs) {
   Result<Value> mesh = ExampleRequest(RenderDocsPage(LoadDocument("meshstats")), "post", "/abstract_eval");
-  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  ASSERT_OK(mesh);
   const Value::Dict& fields = mesh->as_dict().at("inputs").as_dict().at("mesh").as_dict();
   EXPECT_EQ(fields.at("points"), Value(Value::Dict{{"shape", Value(Value::List{Value(1), Value(3)})},
                                                    {"dtype", Value("float32")}}));
@@ -335,7 +336,7 @@ TEST(DocsPage, AbstractExamplesTakeShapesFromTheApplyInputs) {
   // Where the schema has defaults (univariate's scalars) they stay.
   Result<Value> univariate =
       ExampleRequest(RenderDocsPage(LoadDocument("univariate")), "post", "/abstract_eval");
-  ASSERT_TRUE(univariate.ok()) << univariate.status();
+  ASSERT_OK(univariate);
   EXPECT_EQ(univariate->as_dict().at("inputs").as_dict().at("x"),
             Value(Value::Dict{{"shape", Value(Value::List{})}, {"dtype", Value("float32")}}));
 }
@@ -368,7 +369,7 @@ TEST(DocsPage, EscapesEverythingTakenFromTheDocument) {
   EXPECT_EQ(CheckNesting(page), "");
   // The example still parses, the hostile field name included.
   Result<Value> example = ExampleRequest(page, "post", "/apply");
-  ASSERT_TRUE(example.ok()) << example.status();
+  ASSERT_OK(example);
   EXPECT_TRUE(example->as_dict().at("inputs").as_dict().contains(attack));
 }
 
@@ -389,13 +390,13 @@ TEST(DocsPage, SyntheticSchemasRenderAndTerminate) {
         "children": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}},
         "loop": {"$ref": "#/components/schemas/Loop"}}},
       "Loop": {"$ref": "#/components/schemas/Loop"}}}})");
-  ASSERT_TRUE(document.ok()) << document.status();
+  ASSERT_OK(document);
   const std::string page = RenderDocsPage(*document);
   EXPECT_EQ(CheckNesting(page), "");
   EXPECT_NE(page.find("<code>list[Node]</code>"), std::string::npos);
   EXPECT_NE(page.find("Type: <code>Missing</code>"), std::string::npos);
   Result<Value> example = ExampleRequest(page, "post", "/apply");
-  ASSERT_TRUE(example.ok()) << example.status();
+  ASSERT_OK(example);
   EXPECT_EQ(example->as_dict().at("value"), Value(3));
   EXPECT_EQ(example->as_dict().at("ratio"), Value(0.25));
   // A million numbers would swamp the page; size-1 axes broadcast instead.

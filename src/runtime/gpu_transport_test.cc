@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "core/status_matchers.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
 #include "tesscpp/cuda.h"
@@ -20,14 +21,14 @@ namespace {
 
 std::unique_ptr<Runtime> ServeNoop(const std::string& gpu_transport) {
   auto library = ComponentLibrary::Open(std::string(TESS_EXAMPLES_DIR) + "/libnoop.so");
-  EXPECT_TRUE(library.ok()) << library.status();
+  EXPECT_OK(library);
   RuntimeConfig config;
   config.gpu_transport = gpu_transport;
   config.output_path = (std::filesystem::temp_directory_path() / "tesscpp_gpu_transport_test").string();
   std::filesystem::create_directories(config.output_path);
   std::shared_ptr<const Component> component(*library, &(*library)->component());
   auto runtime = Runtime::Make(component, config);
-  EXPECT_TRUE(runtime.ok()) << runtime.status();
+  EXPECT_OK(runtime);
   return runtime.ok() ? *std::move(runtime) : nullptr;
 }
 

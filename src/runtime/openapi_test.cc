@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/status_matchers.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
@@ -48,7 +49,7 @@ OpenApiInput InputFor(const Component& c) {
 
 Value ParseJson(std::string_view text) {
   auto v = ReadJson(text);
-  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_OK(v);
   return v.ok() ? *v : Value();
 }
 
@@ -58,7 +59,7 @@ Value Golden(const std::string& name) {
 
 std::string Serialized(const Value& v) {
   auto bytes = WriteJson(v);
-  EXPECT_TRUE(bytes.ok());
+  EXPECT_OK(bytes);
   return bytes.ok() ? std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size()) : "";
 }
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/status_matchers.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
@@ -30,14 +31,14 @@ std::filesystem::path TempDir(const std::string& name) {
 
 std::unique_ptr<Runtime> Serve(const std::string& example, RuntimeConfig config = {}) {
   auto library = ComponentLibrary::Open(std::string(TESS_EXAMPLES_DIR) + "/lib" + example + ".so");
-  EXPECT_TRUE(library.ok()) << library.status();
+  EXPECT_OK(library);
   if (!library.ok()) return nullptr;
   config.name = example;
   config.version = "unknown";
   config.output_path = TempDir(example).string();
   std::shared_ptr<const Component> component(*library, &(*library)->component());
   auto runtime = Runtime::Make(component, config);
-  EXPECT_TRUE(runtime.ok()) << runtime.status();
+  EXPECT_OK(runtime);
   return runtime.ok() ? *std::move(runtime) : nullptr;
 }
 
@@ -56,7 +57,7 @@ Value Parse(std::string_view text) {
   JsonReadOptions read;
   read.arrays = ArrayDetection::kTagged;
   auto v = ReadJson(text, read);
-  EXPECT_TRUE(v.ok()) << v.status() << " in " << text;
+  EXPECT_OK(v) << v.status() << " in " << text;
   return v.ok() ? *v : Value();
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/status_matchers.h"
 #include "support/test_files.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validate.h"
@@ -99,7 +100,7 @@ void CheckFixture(const char* fixture, const std::shared_ptr<const ModelSchema>&
     if (status == 500) continue;  // the component failed, not validation
     auto result = ReadAndValidate(*request, recorded.at("body"));
     if (status == 200) {
-      EXPECT_TRUE(result.ok()) << fixture << "/" << name << ": " << result.status();
+      EXPECT_OK(result) << fixture << "/" << name << ": " << result.status();
       ++checked;
       continue;
     }

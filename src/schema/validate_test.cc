@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/status_matchers.h"
 #include "tesscpp/json.h"
 
 namespace tesscpp {
@@ -19,7 +20,7 @@ std::string FirstIssue(const SchemaType& type, std::string_view json) {
 
 Value Valid(const SchemaType& type, std::string_view json) {
   auto r = ValidateValue(type, *ReadJson(json, JsonReadOptions{ArrayDetection::kShaped, {}, 256}));
-  EXPECT_TRUE(r.ok()) << json << ": " << r.status();
+  EXPECT_OK(r) << json << ": " << r.status();
   return r.ok() ? *r : Value();
 }
 

@@ -300,7 +300,7 @@ def test_the_clients_send_the_token(server, tmp_path):
     token_file.write_text("another token")
     port, _ = server("vectoradd", "--token-file", str(token_file))
     url = f"http://127.0.0.1:{port}"
-    with pytest.raises(ValueError, match="Error 401 from Tesseract"):
+    with pytest.raises(RuntimeError, match="Error 401 from Tesseract"):
         tesscpp.Tesseract.from_url(url).apply({"a": [1.0], "b": [2.0]})
     out = tesscpp.Tesseract.from_url(url, token="another token").apply({"a": [1.0], "b": [2.0]})
     assert list(out["result"]) == [3.0]

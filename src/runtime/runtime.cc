@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <typeinfo>
 
 #include "core/http_status.h"
@@ -151,6 +152,19 @@ bool IsJsonContentType(const std::optional<std::string>& content_type) {
   return subtype == "json" || (subtype.size() > 5 && subtype.compare(subtype.size() - 5, 5, "+json") == 0);
 }
 
+// A served endpoint that runs the component: how its request is validated
+// and run. Built once per Runtime; the HTTP path, the in-process path and
+// /test all dispatch through it.
+struct ServedEndpoint {
+  using Call = std::function<Result<Value>()>;
+  /// apply and the gradients: run in a run directory with stdio captured,
+  /// outputs encoded as the client's Accept asks; abstract_eval answers plain JSON.
+  bool wrapped = false;
+  /// Validates a request body into the call that runs it; kValidationError
+  /// with the issues (from the body's root) otherwise.
+  std::function<Result<Call>(const Value& body)> prepare;
+};
+
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -168,7 +182,8 @@ struct Runtime::Impl {
   GradientModels jacobian{GradientKind::kJacobian, nullptr, {}, {}};
   GradientModels jvp{GradientKind::kJvp, nullptr, {}, {}};
   GradientModels vjp{GradientKind::kVjp, nullptr, {}, {}};
-  std::vector<std::string> endpoints;
+  std::vector<std::string> endpoints;                        // served names, in the OpenAPI document's order
+  std::map<std::string, ServedEndpoint, std::less<>> table;  // those that run the component
   // Built once; every response shares these bytes.
   Buffer openapi_body;
   Buffer docs_body;
@@ -196,9 +211,7 @@ struct Runtime::Impl {
   static std::optional<RuntimeResponse> InvalidRunId(const std::string& run_id);
   Result<Value> CallInProcess(std::string_view endpoint, const Value& payload,
                               const std::optional<std::string>& run_id) const;
-  const GradientModels& GradientModelsFor(std::string_view endpoint) const {
-    return endpoint == "jacobian" ? jacobian : endpoint == "jacobian_vector_product" ? jvp : vjp;
-  }
+  void AddEndpoints();
   // CallApply and CallGradient hand a component that does not accept device
   // arrays host copies of any CUDA tensors in the request.
   Result<Value> CallApply(const Value& inputs) const;
@@ -281,11 +294,42 @@ Result<Value> Runtime::Impl::CallGradient(const GradientModels& models,
   return runtime::ValidateProductResult(models, request, result);
 }
 
+void Runtime::Impl::AddEndpoints() {
+  using Invoke = Result<Value> (Impl::*)(const Value& inputs) const;
+  // apply and abstract_eval: a model {inputs}, validated, then the inputs run.
+  auto model_endpoint = [this](bool wrapped, std::shared_ptr<const ModelSchema> model, Invoke invoke) {
+    return ServedEndpoint{
+        wrapped, [this, model = std::move(model), invoke](const Value& body) -> Result<ServedEndpoint::Call> {
+          TESS_ASSIGN_OR_RETURN(Value validated, ValidateModel(*model, body));
+          return ServedEndpoint::Call([this, invoke, validated = std::move(validated)] {
+            return (this->*invoke)(validated.as_dict().at("inputs"));
+          });
+        }};
+  };
+  table.emplace("apply", model_endpoint(true, apply_request, &Impl::CallApply));
+  if (abstract_request) {
+    table.emplace("abstract_eval", model_endpoint(false, abstract_request, &Impl::CallAbstractEval));
+  }
+  const std::pair<const char*, const GradientModels*> gradients[] = {
+      {"jacobian", &jacobian}, {"jacobian_vector_product", &jvp}, {"vector_jacobian_product", &vjp}};
+  for (const auto& [name, models] : gradients) {
+    if (models->inputs == nullptr) continue;  // the component does not have it
+    table.emplace(name, ServedEndpoint{
+                            true, [this, models = models](const Value& body) -> Result<ServedEndpoint::Call> {
+                              TESS_ASSIGN_OR_RETURN(GradientRequest validated,
+                                                    runtime::ValidateGradientRequest(*models, body));
+                              return ServedEndpoint::Call([this, models, validated = std::move(validated)] {
+                                return CallGradient(*models, validated);
+                              });
+                            }});
+  }
+}
+
 runtime::EndpointOutcome Runtime::Impl::RunForTest(const std::string& endpoint, const Value& payload) const {
   runtime::EndpointOutcome outcome;
   // Validates `payload` with `validate`, then runs `call` on the result.
   auto run = [&](const auto& validate, const auto& call) {
-    auto validated = validate();
+    auto validated = validate();  // the call, or the payload's validation issues
     if (!validated.ok()) {
       const ValidationDetail* detail = GetValidationDetail(validated.status());
       outcome.invalid_payload = true;
@@ -302,17 +346,8 @@ runtime::EndpointOutcome Runtime::Impl::RunForTest(const std::string& endpoint, 
     outcome.exception = runtime::PythonExceptionFor(exception_type, outputs.status().code());
     outcome.message = outputs.status().message();
   };
-  if (endpoint == "apply") {
-    run([&] { return ValidateModel(*apply_request, payload); },
-        [&](const Value& v) { return CallApply(v.as_dict().at("inputs")); });
-  } else if (endpoint == "abstract_eval") {
-    run([&] { return ValidateModel(*abstract_request, payload); },
-        [&](const Value& v) { return CallAbstractEval(v.as_dict().at("inputs")); });
-  } else {
-    const GradientModels& models = GradientModelsFor(endpoint);
-    run([&] { return runtime::ValidateGradientRequest(models, payload); },
-        [&](const GradientRequest& r) { return CallGradient(models, r); });
-  }
+  const ServedEndpoint& entry = table.find(endpoint)->second;  // RunTestSpec names served ones only
+  run([&] { return entry.prepare(payload); }, [](const ServedEndpoint::Call& call) { return call(); });
   return outcome;
 }
 
@@ -459,17 +494,9 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
     return Status(outputs.status().code(),
                   "Error running Tesseract API " + name + ": " + failure.type + ": " + failure.message);
   };
-  if (endpoint == "apply") {
-    TESS_ASSIGN_OR_RETURN(Value validated, ValidateModel(*apply_request, payload));
-    return run([&] { return CallApply(validated.as_dict().at("inputs")); }, true);
-  }
-  if (endpoint == "abstract_eval") {
-    TESS_ASSIGN_OR_RETURN(Value validated, ValidateModel(*abstract_request, payload));
-    return run([&] { return CallAbstractEval(validated.as_dict().at("inputs")); }, false);
-  }
-  const GradientModels& models = GradientModelsFor(endpoint);
-  TESS_ASSIGN_OR_RETURN(GradientRequest validated, runtime::ValidateGradientRequest(models, payload));
-  return run([&] { return CallGradient(models, validated); }, true);
+  const ServedEndpoint& entry = table.find(endpoint)->second;
+  TESS_ASSIGN_OR_RETURN(ServedEndpoint::Call call, entry.prepare(payload));
+  return run(call, entry.wrapped);
 }
 
 RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRequest& request,
@@ -513,12 +540,6 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
   if (body->is_null()) return Unprocessable(missing_body);  // FastAPI: a null body is no body
   if (config.tracing) std::cerr << "tesscpp: " << endpoint << " called\n";
 
-  if (endpoint == "apply") {
-    auto validated = ValidateModel(*apply_request, *body);
-    if (!validated.ok()) return Unprocessable(validated.status());
-    const Value& inputs = validated->as_dict().at("inputs");
-    return RunWrapped(endpoint, request, query, *body, [&] { return CallApply(inputs); });
-  }
   if (endpoint == "test") {
     auto result = runtime::RunTestSpec(*body, endpoints, [this](const std::string& e, const Value& payload) {
       return RunForTest(e, payload);
@@ -528,22 +549,16 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
     if (!result.ok()) return Unprocessable(result.status());
     return JsonResponse(200, *result);
   }
-  if (endpoint == "abstract_eval") {
-    auto validated = ValidateModel(*abstract_request, *body);
-    if (!validated.ok()) return Unprocessable(validated.status());
-    std::string exception_type;
-    auto outputs =
-        Guarded([&] { return CallAbstractEval(validated->as_dict().at("inputs")); }, &exception_type);
-    if (!outputs.ok()) {
-      return Failure(endpoint,
-                     {exception_type.empty() ? "Error" : exception_type, outputs.status().message()});
-    }
-    return JsonResponse(200, *outputs);
+  const ServedEndpoint& entry = table.find(endpoint)->second;  // Route passes served endpoints only
+  auto call = entry.prepare(*body);
+  if (!call.ok()) return Unprocessable(call.status());
+  if (entry.wrapped) return RunWrapped(endpoint, request, query, *body, *call);
+  std::string exception_type;
+  auto outputs = Guarded(*call, &exception_type);
+  if (!outputs.ok()) {
+    return Failure(endpoint, {exception_type.empty() ? "Error" : exception_type, outputs.status().message()});
   }
-  const GradientModels& models = GradientModelsFor(endpoint);
-  auto validated = runtime::ValidateGradientRequest(models, *body);
-  if (!validated.ok()) return Unprocessable(validated.status());
-  return RunWrapped(endpoint, request, query, *body, [&] { return CallGradient(models, *validated); });
+  return JsonResponse(200, *outputs);
 }
 
 RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
@@ -656,6 +671,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> 
     docs["abstract_eval"] = c.abstract_eval().doc;
   }
   if (config.debug) impl->endpoints.push_back("test");
+  impl->AddEndpoints();
 
   runtime::OpenApiInput doc;
   doc.title = config.name.value_or(c.name());

@@ -39,6 +39,25 @@ std::string_view CompressionName(Compression compression);
 /// \brief Parses "lz4" (and "none"); kValidationError otherwise.
 Result<Compression> CompressionFromName(std::string_view name);
 
+/// \brief A response body's format, as the Accept header and
+/// TESSERACT_OUTPUT_FORMAT name it: JSON with arrays as nested lists,
+/// base64 strings, or references to binary files.
+enum class OutputFormat : uint8_t { kJson, kJsonBase64, kJsonBinref };
+/// \brief "json", "json+base64", "json+binref".
+std::string_view OutputFormatName(OutputFormat format);
+/// \brief Parses a format name; kInvalidArgument listing the valid ones.
+Result<OutputFormat> OutputFormatFromName(std::string_view name);
+/// \brief The array encoding a body format writes arrays with.
+ArrayEncoding ArrayEncodingOf(OutputFormat format);
+
+/// \brief How CUDA arrays cross between client and server: copied through
+/// the host, or by CUDA IPC handle.
+enum class GpuTransport : uint8_t { kNone, kCudaIpc };
+/// \brief "none", "cuda_ipc".
+std::string_view GpuTransportName(GpuTransport transport);
+/// \brief Parses a transport name; kInvalidArgument listing the valid ones.
+Result<GpuTransport> GpuTransportFromName(std::string_view name);
+
 /// \brief How the codec reaches CUDA memory for the cuda_ipc transport. The
 /// codec links no CUDA: the GPU transport layer implements this (one object
 /// per message, see src/gpu_transport/ipc_arrays.h), and callers that enabled

@@ -51,6 +51,40 @@ using gpu_transport::ExportAcks;
 using gpu_transport::ExportsDoneHeader;
 using gpu_transport::IpcArrays;
 
+// How a request body is written, parsed once from the encoding fitted to
+// the server; a name this client does not implement is refused here.
+struct BodyEncoding {
+  GpuTransport transport = GpuTransport::kNone;  // cuda_ipc: CUDA tensors by IPC handle
+  Compression compression = Compression::kNone;  // of base64 and binref arrays
+  bool binref = false;                           // json+binref asked for: inputs as files too
+};
+
+Result<BodyEncoding> BodyEncodingOf(const RequestedEncoding& encoding) {
+  BodyEncoding body;
+  if (encoding.gpu_transport) {
+    auto transport = GpuTransportFromName(*encoding.gpu_transport);
+    if (!transport.ok()) {
+      return Status::InvalidArgument("gpu_transport: this client does not implement '",
+                                     *encoding.gpu_transport, "' (none, cuda_ipc)");
+    }
+    body.transport = *transport;
+  }
+  if (encoding.compression) {
+    auto compression = CompressionFromName(*encoding.compression);
+    if (!compression.ok()) {
+      return Status::InvalidArgument("compression: this client does not implement '", *encoding.compression,
+                                     "' (none, lz4)");
+    }
+    body.compression = *compression;
+  }
+  if (encoding.output_format) {
+    auto format = OutputFormatFromName(*encoding.output_format);
+    if (!format.ok()) return format.status().WithContext("output_format");
+    body.binref = *format == OutputFormat::kJsonBinref;
+  }
+  return body;
+}
+
 class HttpSession final : public TesseractSession {
  public:
   HttpSession(std::unique_ptr<HttpConnection> connection, ClientOptions options,
@@ -111,7 +145,7 @@ class HttpSession final : public TesseractSession {
     std::lock_guard<std::mutex> lock(openapi_mutex_);
     return &*capabilities_;
   }
-  Result<Buffer> EncodeBody(const Value& payload, const RequestedEncoding& encoding, BinrefSink** sink,
+  Result<Buffer> EncodeBody(const Value& payload, const BodyEncoding& encoding, BinrefSink** sink,
                             std::unique_ptr<BinrefWriter>* files,
                             std::unique_ptr<client::BinrefPool::Lease>* lease, CudaIpcArrays* device_exports);
   // `cuda_ipc`: how cuda_ipc outputs are read (null: refused).
@@ -163,18 +197,18 @@ Result<std::shared_ptr<const Value>> HttpSession::OpenApi() {
   return openapi_;
 }
 
-Result<Buffer> HttpSession::EncodeBody(const Value& payload, const RequestedEncoding& encoding,
-                                       BinrefSink** sink, std::unique_ptr<BinrefWriter>* files,
+Result<Buffer> HttpSession::EncodeBody(const Value& payload, const BodyEncoding& encoding, BinrefSink** sink,
+                                       std::unique_ptr<BinrefWriter>* files,
                                        std::unique_ptr<client::BinrefPool::Lease>* lease,
                                        CudaIpcArrays* device_exports) {
   JsonWriteOptions write;
   write.arrays.object_type = false;  // as the SDK sends them
   // CUDA tensors go by IPC handle when the transport is requested, else as host copies.
-  if (encoding.gpu_transport == "cuda_ipc") write.arrays.cuda_ipc = device_exports;
+  if (encoding.transport == GpuTransport::kCudaIpc) write.arrays.cuda_ipc = device_exports;
   write.arrays.device_to_host = cuda::ImplicitCopyToHost;
   write.arrays.encoding = ArrayEncoding::kBase64;
-  if (encoding.compression == "lz4") write.arrays.compression = Compression::kLz4;
-  if (encoding.output_format == "json+binref" && (pool_ != nullptr || !options_.server_input_path.empty())) {
+  write.arrays.compression = encoding.compression;
+  if (encoding.binref && (pool_ != nullptr || !options_.server_input_path.empty())) {
     if (pool_ != nullptr) {
       *lease = std::make_unique<client::BinrefPool::Lease>(pool_.get());
       *sink = lease->get();
@@ -205,7 +239,8 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   const std::optional<std::string> accept = is_get ? std::nullopt : encoding.AcceptHeader();
   if (accept) headers.push_back("Accept: " + *accept);
   if (!is_get) headers.emplace_back("Content-Type: application/json");
-  const bool gpu_request = encoding.gpu_transport && *encoding.gpu_transport != "none";
+  TESS_ASSIGN_OR_RETURN(const BodyEncoding body_encoding, BodyEncodingOf(encoding));
+  const bool gpu_request = body_encoding.transport != GpuTransport::kNone;
 
   std::optional<std::string> run_id = given_run_id;
   std::optional<client::LogStreamer> streamer;
@@ -225,7 +260,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   std::unique_ptr<BinrefWriter> files;
   std::unique_ptr<client::BinrefPool::Lease> lease;
   Buffer body;
-  const bool cuda_ipc = encoding.gpu_transport == "cuda_ipc";
+  const bool cuda_ipc = body_encoding.transport == GpuTransport::kCudaIpc;
   // IPC events (our extension) are offered on every cuda_ipc request, and our
   // inputs go without a device synchronisation once the server has said that
   // it waits for their event.
@@ -236,7 +271,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   IpcArrays input_exports = IpcArrays::Exporting(inputs_by_event ? cuda::ExportOrdering::kLegacyStream
                                                                  : cuda::ExportOrdering::kSynchronised);
   if (payload != nullptr) {
-    auto encoded = EncodeBody(*payload, encoding, &sink, &files, &lease, &input_exports);
+    auto encoded = EncodeBody(*payload, body_encoding, &sink, &files, &lease, &input_exports);
     if (inputs_by_event && encoded.ok() && !input_exports.pins().empty()) {
       auto recorded = gpu_transport::RecordIpcEvents(cuda::DevicesOf(*payload));
       if (recorded.ok()) {

@@ -12,6 +12,7 @@
 #include "client/served_server.h"
 #include "client/session.h"
 #include "platform/uuid.h"
+#include "tesscpp/encoding.h"
 
 namespace tesscpp {
 namespace {
@@ -63,16 +64,17 @@ Status CheckOptions(const std::string& image, const ImageOptions& o) {
   if (!o.network_alias.empty() && o.network.empty())
     return Status::InvalidArgument("from_image: network_alias needs a network");
   const std::string transport = client::RequestedTransport(o).value_or("none");
-  if (transport != "none" && transport != "cuda_ipc") {
+  const Result<GpuTransport> parsed = GpuTransportFromName(transport);
+  if (!parsed.ok()) {
     return Status::InvalidArgument("from_image: gpu_transport '", transport,
                                    "' is not one of 'none', 'cuda_ipc'");
   }
-  if (transport != "none" && o.num_workers > 1) {
+  if (*parsed != GpuTransport::kNone && o.num_workers > 1) {
     return Status::InvalidArgument("from_image: gpu_transport='", transport,
                                    "' cannot be served by more than one worker (num_workers=", o.num_workers,
                                    ")");
   }
-  if (transport == "cuda_ipc" && o.gpus.empty()) {
+  if (*parsed == GpuTransport::kCudaIpc && o.gpus.empty()) {
     return Status::InvalidArgument(
         "from_image: gpu_transport='cuda_ipc' needs GPU access: pass gpus (\"all\" or device ids)");
   }

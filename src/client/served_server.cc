@@ -17,6 +17,7 @@
 #include "client/http_connection.h"
 #include "client/session.h"
 #include "platform/file.h"
+#include "tesscpp/encoding.h"
 
 namespace tesscpp {
 
@@ -52,8 +53,8 @@ const std::string* RuntimeConfigTransport(const ServeOptions& options) {
 
 Result<std::pair<std::string, std::string>> PrepareServeDirs(const ServeOptions& options,
                                                              ServedServer& server, std::string_view who) {
-  if (options.output_format != "json" && options.output_format != "json+base64" &&
-      options.output_format != "json+binref") {
+  const Result<OutputFormat> format = OutputFormatFromName(options.output_format);
+  if (!format.ok()) {
     return Status::InvalidArgument(who, ": output_format '", options.output_format,
                                    "' is not one of 'json', 'json+base64', 'json+binref'");
   }
@@ -68,7 +69,7 @@ Result<std::pair<std::string, std::string>> PrepareServeDirs(const ServeOptions&
     output_path = fs::absolute(output_path).lexically_normal().string();
   }
   std::string input_path = options.input_path;
-  if (input_path.empty() && options.output_format == "json+binref") {
+  if (input_path.empty() && *format == OutputFormat::kJsonBinref) {
     TESS_ASSIGN_OR_RETURN(input_path, internal::MakeTempDir("tesseract_input_"));
     server.scratch_dirs.insert(server.scratch_dirs.begin(), input_path);
   } else if (!input_path.empty()) {

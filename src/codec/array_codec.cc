@@ -11,35 +11,6 @@
 
 namespace tesscpp {
 
-std::string_view ArrayEncodingName(ArrayEncoding encoding) {
-  switch (encoding) {
-    case ArrayEncoding::kJson: return "json";
-    case ArrayEncoding::kBase64: return "base64";
-    case ArrayEncoding::kBinref: return "binref";
-    case ArrayEncoding::kCudaIpc: return "cuda_ipc";
-  }
-  return "unknown";
-}
-
-Result<ArrayEncoding> ArrayEncodingFromName(std::string_view name) {
-  for (ArrayEncoding e :
-       {ArrayEncoding::kJson, ArrayEncoding::kBase64, ArrayEncoding::kBinref, ArrayEncoding::kCudaIpc}) {
-    if (ArrayEncodingName(e) == name) return e;
-  }
-  return Status::ValidationError("unknown array encoding '", name,
-                                 "' (expected 'json', 'base64', 'binref' or 'cuda_ipc')");
-}
-
-std::string_view CompressionName(Compression compression) {
-  return compression == Compression::kLz4 ? "lz4" : "none";
-}
-
-Result<Compression> CompressionFromName(std::string_view name) {
-  if (name == "lz4") return Compression::kLz4;
-  if (name == "none") return Compression::kNone;
-  return Status::ValidationError("unknown compression '", name, "' (expected 'lz4')");
-}
-
 namespace internal {
 
 Status WithArrayIssue(const Status& cause, std::string_view type, Value ctx, std::string msg) {

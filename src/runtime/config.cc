@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "tesscpp/cuda.h"
+#include "tesscpp/encoding.h"
 #include "tesscpp/runtime.h"
 
 namespace tesscpp {
@@ -94,17 +95,12 @@ Result<RuntimeConfig> RuntimeConfig::FromSettings(
 }
 
 Status RuntimeConfig::Validate() const {
-  if (output_format != "json" && output_format != "json+base64" && output_format != "json+binref") {
-    return Status::InvalidArgument("output format '", output_format,
-                                   "' is not one of json, json+base64, json+binref");
-  }
-  if (compression != "none" && compression != "lz4") {
+  TESS_RETURN_IF_ERROR(OutputFormatFromName(output_format).status());
+  if (!CompressionFromName(compression).ok()) {
     return Status::InvalidArgument("compression '", compression, "' is not one of none, lz4");
   }
-  if (gpu_transport != "none" && gpu_transport != "cuda_ipc") {
-    return Status::InvalidArgument("gpu transport '", gpu_transport, "' is not one of none, cuda_ipc");
-  }
-  if (gpu_transport == "cuda_ipc" && !cuda::BuiltWithCuda()) {
+  TESS_ASSIGN_OR_RETURN(const GpuTransport transport, GpuTransportFromName(gpu_transport));
+  if (transport == GpuTransport::kCudaIpc && !cuda::BuiltWithCuda()) {
     return Status::InvalidArgument("gpu transport 'cuda_ipc' is not available: ",
                                    cuda::CheckAvailable().message());
   }

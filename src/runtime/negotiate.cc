@@ -65,8 +65,16 @@ MediaRange ParseRange(std::string_view piece) {
   return range;
 }
 
-bool Contains(const std::vector<std::string>& list, const std::string& value) {
+template <typename T>
+bool Contains(const std::vector<T>& list, T value) {
   return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+template <typename T, typename Name>
+std::vector<std::string> Names(const std::vector<T>& items, Name name) {
+  std::vector<std::string> names;
+  for (T item : items) names.emplace_back(name(item));
+  return names;
 }
 
 Value StringList(const std::vector<std::string>& items) {
@@ -77,9 +85,13 @@ Value StringList(const std::vector<std::string>& items) {
 
 }  // namespace
 
+std::vector<std::string> Offer::FormatNames() const { return Names(formats, OutputFormatName); }
+std::vector<std::string> Offer::GpuTransportNames() const { return Names(gpu_transports, GpuTransportName); }
+std::vector<std::string> Offer::CompressionNames() const { return Names(compressions, CompressionName); }
+
 std::optional<Encoding> NegotiateEncoding(std::optional<std::string_view> accept, const Offer& offer) {
   if (!accept || accept->empty()) {  // Python's `if not accept`: "  " is a header with no ranges
-    return Encoding{offer.default_format, "none", offer.default_compression};
+    return Encoding{offer.default_format, GpuTransport::kNone, offer.default_compression};
   }
   std::vector<MediaRange> ranges;
   for (std::string_view piece : Split(*accept, ',')) {
@@ -88,20 +100,30 @@ std::optional<Encoding> NegotiateEncoding(std::optional<std::string_view> accept
   }
   std::stable_sort(ranges.begin(), ranges.end(),
                    [](const MediaRange& a, const MediaRange& b) { return a.q > b.q; });
+  // A range naming what is not offered (or not known at all) is passed over.
   for (const MediaRange& range : ranges) {
     Encoding e;
     if (range.type == "*/*" || range.type == "application/*") {
       e.format = offer.default_format;
     } else {
       const size_t slash = range.type.rfind('/');
-      e.format = slash == std::string::npos ? range.type : range.type.substr(slash + 1);
+      auto format =
+          OutputFormatFromName(slash == std::string::npos ? std::string_view(range.type)
+                                                          : std::string_view(range.type).substr(slash + 1));
+      if (!format.ok()) continue;
+      e.format = *format;
     }
-    e.gpu_transport = range.gpu_transport.value_or("none");
-    e.compression = range.compression.value_or(offer.default_compression);
-    if (Contains(offer.formats, e.format) && Contains(offer.gpu_transports, e.gpu_transport) &&
-        (e.compression == "none" || e.compression == "lz4")) {
-      return e;
+    auto transport = GpuTransportFromName(range.gpu_transport.value_or("none"));
+    if (!transport.ok()) continue;
+    e.gpu_transport = *transport;
+    if (range.compression) {
+      auto compression = CompressionFromName(*range.compression);
+      if (!compression.ok()) continue;
+      e.compression = *compression;
+    } else {
+      e.compression = offer.default_compression;
     }
+    if (Contains(offer.formats, e.format) && Contains(offer.gpu_transports, e.gpu_transport)) return e;
   }
   return std::nullopt;
 }
@@ -109,9 +131,9 @@ std::optional<Encoding> NegotiateEncoding(std::optional<std::string_view> accept
 Value NotAcceptableBody(std::string_view accept, const Offer& offer) {
   Value::Dict detail{
       {"message", Value("Cannot produce any encoding accepted by " + PyRepr(accept))},
-      {"available_formats", StringList(offer.formats)},
-      {"available_gpu_transports", StringList(offer.gpu_transports)},
-      {"available_compressions", StringList(offer.compressions)},
+      {"available_formats", StringList(offer.FormatNames())},
+      {"available_gpu_transports", StringList(offer.GpuTransportNames())},
+      {"available_compressions", StringList(offer.CompressionNames())},
   };
   return Value::Dict{{"detail", Value(std::move(detail))}};
 }

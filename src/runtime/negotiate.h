@@ -9,23 +9,29 @@
 #include <string_view>
 #include <vector>
 
+#include "tesscpp/encoding.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp::runtime {
 
 struct Encoding {
-  std::string format;         ///< "json", "json+base64", "json+binref"
-  std::string gpu_transport;  ///< "none" (or an enabled transport)
-  std::string compression;    ///< "none" or "lz4"
+  OutputFormat format = OutputFormat::kJson;
+  GpuTransport gpu_transport = GpuTransport::kNone;  ///< none, or an enabled transport
+  Compression compression = Compression::kNone;
 };
 
 struct Offer {
-  std::string default_format;       ///< config output_format
-  std::string default_compression;  ///< config compression ("none" or "lz4")
-  std::vector<std::string> formats;
-  std::vector<std::string> gpu_transports;
-  std::vector<std::string> compressions;
+  OutputFormat default_format = OutputFormat::kJson;     ///< config output_format
+  Compression default_compression = Compression::kNone;  ///< config compression
+  std::vector<OutputFormat> formats;
+  std::vector<GpuTransport> gpu_transports;
+  std::vector<Compression> compressions;
+
+  /// \brief The lists by name, as /openapi.json and the 406 body show them.
+  std::vector<std::string> FormatNames() const;
+  std::vector<std::string> GpuTransportNames() const;
+  std::vector<std::string> CompressionNames() const;
 };
 
 /// \brief The encoding to answer with, or nullopt when none is acceptable.

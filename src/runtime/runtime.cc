@@ -125,12 +125,6 @@ struct EndpointFailure {
   std::string message;
 };
 
-ArrayEncoding EncodingOf(const std::string& format) {
-  if (format == "json+base64") return ArrayEncoding::kBase64;
-  if (format == "json+binref") return ArrayEncoding::kBinref;
-  return ArrayEncoding::kJson;
-}
-
 ValidationIssue RunIdIssue(const std::string& run_id) {
   return {"value_error",
           {Value("query"), Value("run_id")},
@@ -428,11 +422,12 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   Result<Buffer> body = Status::Internal("not written");
   if (outputs.ok()) {
     JsonWriteOptions write;
-    write.arrays.encoding = EncodingOf(encoding->format);
+    write.arrays.encoding = ArrayEncodingOf(encoding->format);
+    // json arrays are never compressed (as the reference).
     write.arrays.compression =
-        encoding->compression == "lz4" && encoding->format != "json" ? Compression::kLz4 : Compression::kNone;
+        encoding->format != OutputFormat::kJson ? encoding->compression : Compression::kNone;
     write.arrays.binref = &binref;
-    if (gpu && encoding->gpu_transport != "none") write.arrays.cuda_ipc = gpu->outputs();
+    if (gpu && encoding->gpu_transport != GpuTransport::kNone) write.arrays.cuda_ipc = gpu->outputs();
     write.arrays.device_to_host = cuda::ImplicitCopyToHost;
     body = WriteJson(*outputs, write);
   }
@@ -444,7 +439,7 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   }
   if (!outputs.ok()) return Failure(endpoint, failure);
   if (!body.ok()) return Failure(endpoint, {"SerializationError", body.status().message()});
-  r.content_type = "application/" + encoding->format;
+  r.content_type = "application/" + std::string(OutputFormatName(encoding->format));
   r.body = *std::move(body);
   return r;
 }
@@ -619,13 +614,15 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> 
   const Component& c = *component;
   const auto inputs = c.input_schema();
   const auto outputs = c.output_schema();
-  impl->offer = {config.output_format,
-                 config.compression,
-                 {"json", "json+base64", "json+binref"},
-                 {"none"},
-                 {"none", "lz4"}};
-  if (config.gpu_transport != "none") {
-    impl->offer.gpu_transports.push_back(config.gpu_transport);
+  // Validate() checked the names.
+  impl->offer = {*OutputFormatFromName(config.output_format),
+                 *CompressionFromName(config.compression),
+                 {OutputFormat::kJson, OutputFormat::kJsonBase64, OutputFormat::kJsonBinref},
+                 {GpuTransport::kNone},
+                 {Compression::kNone, Compression::kLz4}};
+  if (const GpuTransport transport = *GpuTransportFromName(config.gpu_transport);
+      transport != GpuTransport::kNone) {
+    impl->offer.gpu_transports.push_back(transport);
     impl->transport = std::make_unique<gpu_transport::ServerTransport>(config.gpu_transport);
     cuda::SetPoolFraction(config.cuda_ipc_pool_fraction);
   }
@@ -681,9 +678,9 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> 
   doc.outputs = outputs;
   doc.endpoint_docs = docs;
   doc.debug = config.debug;
-  doc.output_formats = impl->offer.formats;
-  doc.gpu_transports = impl->offer.gpu_transports;
-  doc.compressions = impl->offer.compressions;
+  doc.output_formats = impl->offer.FormatNames();
+  doc.gpu_transports = impl->offer.GpuTransportNames();
+  doc.compressions = impl->offer.CompressionNames();
   const Value openapi = runtime::BuildOpenApiDocument(doc);
   TESS_ASSIGN_OR_RETURN(impl->openapi_body, WriteJson(openapi));
   impl->docs_body = Buffer::FromString(runtime::RenderDocsPage(openapi));

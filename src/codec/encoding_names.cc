@@ -1,54 +1,65 @@
 // encoding_names.cc: the wire names of encodings, body formats, compressions
 // and GPU transports, parsed once where they enter (config, Accept, arraydict)
 // and compared as enums everywhere else.
-#include <array>
+#include <optional>
+#include <utility>
 
 #include "tesscpp/encoding.h"
 
 namespace tesscpp {
+namespace {
 
-std::string_view ArrayEncodingName(ArrayEncoding encoding) {
-  switch (encoding) {
-    case ArrayEncoding::kJson: return "json";
-    case ArrayEncoding::kBase64: return "base64";
-    case ArrayEncoding::kBinref: return "binref";
-    case ArrayEncoding::kCudaIpc: return "cuda_ipc";
+template <typename E>
+using Names = std::pair<E, std::string_view>;
+
+constexpr Names<ArrayEncoding> kArrayEncodings[] = {{ArrayEncoding::kJson, "json"},
+                                                    {ArrayEncoding::kBase64, "base64"},
+                                                    {ArrayEncoding::kBinref, "binref"},
+                                                    {ArrayEncoding::kCudaIpc, "cuda_ipc"}};
+constexpr Names<Compression> kCompressions[] = {{Compression::kNone, "none"}, {Compression::kLz4, "lz4"}};
+constexpr Names<OutputFormat> kOutputFormats[] = {{OutputFormat::kJson, "json"},
+                                                  {OutputFormat::kJsonBase64, "json+base64"},
+                                                  {OutputFormat::kJsonBinref, "json+binref"}};
+constexpr Names<GpuTransport> kGpuTransports[] = {{GpuTransport::kNone, "none"},
+                                                  {GpuTransport::kCudaIpc, "cuda_ipc"}};
+
+template <typename E, size_t N>
+std::string_view NameIn(const Names<E> (&table)[N], E value) {
+  for (const auto& [entry, name] : table) {
+    if (entry == value) return name;
   }
   return "unknown";
 }
 
-Result<ArrayEncoding> ArrayEncodingFromName(std::string_view name) {
-  for (ArrayEncoding e :
-       {ArrayEncoding::kJson, ArrayEncoding::kBase64, ArrayEncoding::kBinref, ArrayEncoding::kCudaIpc}) {
-    if (ArrayEncodingName(e) == name) return e;
+template <typename E, size_t N>
+std::optional<E> FindIn(const Names<E> (&table)[N], std::string_view name) {
+  for (const auto& [entry, entry_name] : table) {
+    if (entry_name == name) return entry;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view ArrayEncodingName(ArrayEncoding encoding) { return NameIn(kArrayEncodings, encoding); }
+
+Result<ArrayEncoding> ArrayEncodingFromName(std::string_view name) {
+  if (auto found = FindIn(kArrayEncodings, name)) return *found;
   return Status::ValidationError("unknown array encoding '", name,
                                  "' (expected 'json', 'base64', 'binref' or 'cuda_ipc')");
 }
 
-std::string_view CompressionName(Compression compression) {
-  return compression == Compression::kLz4 ? "lz4" : "none";
-}
+std::string_view CompressionName(Compression compression) { return NameIn(kCompressions, compression); }
 
 Result<Compression> CompressionFromName(std::string_view name) {
-  if (name == "lz4") return Compression::kLz4;
-  if (name == "none") return Compression::kNone;
+  if (auto found = FindIn(kCompressions, name)) return *found;
   return Status::ValidationError("unknown compression '", name, "' (expected 'lz4')");
 }
 
-std::string_view OutputFormatName(OutputFormat format) {
-  switch (format) {
-    case OutputFormat::kJson: return "json";
-    case OutputFormat::kJsonBase64: return "json+base64";
-    case OutputFormat::kJsonBinref: return "json+binref";
-  }
-  return "unknown";
-}
+std::string_view OutputFormatName(OutputFormat format) { return NameIn(kOutputFormats, format); }
 
 Result<OutputFormat> OutputFormatFromName(std::string_view name) {
-  for (OutputFormat f : {OutputFormat::kJson, OutputFormat::kJsonBase64, OutputFormat::kJsonBinref}) {
-    if (OutputFormatName(f) == name) return f;
-  }
+  if (auto found = FindIn(kOutputFormats, name)) return *found;
   return Status::InvalidArgument("output format '", name, "' is not one of json, json+base64, json+binref");
 }
 
@@ -61,13 +72,10 @@ ArrayEncoding ArrayEncodingOf(OutputFormat format) {
   return ArrayEncoding::kJson;
 }
 
-std::string_view GpuTransportName(GpuTransport transport) {
-  return transport == GpuTransport::kCudaIpc ? "cuda_ipc" : "none";
-}
+std::string_view GpuTransportName(GpuTransport transport) { return NameIn(kGpuTransports, transport); }
 
 Result<GpuTransport> GpuTransportFromName(std::string_view name) {
-  if (name == "none") return GpuTransport::kNone;
-  if (name == "cuda_ipc") return GpuTransport::kCudaIpc;
+  if (auto found = FindIn(kGpuTransports, name)) return *found;
   return Status::InvalidArgument("gpu transport '", name, "' is not one of none, cuda_ipc");
 }
 

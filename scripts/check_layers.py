@@ -33,7 +33,7 @@ RANK = {
 PUBLIC = {
     "buffer": "core", "buffer_pool": "core", "device": "core", "dtype": "core", "ipc_descriptor": "core",
     "path": "core", "result": "core", "shape": "core", "status": "core", "tensor": "core",
-    "type_fwd": "core", "validation": "core", "value": "core",
+    "type_fwd": "core", "validation_issue": "core", "value": "core",
     "cuda": "cuda", "cuda_ipc": "cuda", "cuda_transfer": "cuda",
     "encoding": "codec", "json": "codec",
     "schema": "schema", "validate": "schema",

@@ -4,7 +4,7 @@
 // arrays with shape and dtype constraints, scalars (int, float, bool, string),
 // and containers (list, dict with string keys, optional). It is what a pydantic
 // model is to tesseract-core, and it drives three things here: validating and
-// coercing request Values (with pydantic-shaped issues, see validation.h), the
+// coercing request Values (with pydantic-shaped issues, see validation_issue.h), the
 // JSON Schema in /openapi.json, and the differentiable paths of the gradient
 // endpoints.
 //

@@ -13,7 +13,7 @@
 
 #include "tesscpp/result.h"
 #include "tesscpp/schema.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp {

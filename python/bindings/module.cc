@@ -29,7 +29,7 @@
 #include "tesscpp/client.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/cuda_transfer.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"
 
 namespace nb = nanobind;

@@ -22,7 +22,7 @@
 #include "support/test_tensors.h"
 #include "tesscpp/client.h"
 #include "tesscpp/json.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp {
 namespace {

@@ -26,7 +26,7 @@
 #include "platform/uuid.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp {
 namespace client {

@@ -7,7 +7,7 @@
 
 #include "core/http_status.h"
 #include "tesscpp/json.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp::client {
 namespace {

@@ -9,7 +9,7 @@
 #include "codec/json_writer.h"
 #include "tesscpp/encoding.h"
 #include "tesscpp/tensor.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp::internal {

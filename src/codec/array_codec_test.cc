@@ -12,7 +12,7 @@
 #include "core/status_matchers.h"
 #include "tesscpp/encoding.h"
 #include "tesscpp/json.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp {
 namespace {

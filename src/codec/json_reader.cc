@@ -20,7 +20,7 @@
 #include "tesscpp/buffer_pool.h"
 #include "tesscpp/json.h"
 #include "tesscpp/path.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "runtime/py_text.h"
 #include "tesscpp/validate.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp::runtime {
 namespace {

@@ -30,7 +30,7 @@
 #include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validate.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp {
 

@@ -9,7 +9,7 @@
 #include "core/python_exception.h"
 #include "schema/array_coercion.h"
 #include "tesscpp/validate.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp::runtime {
 namespace {

@@ -15,7 +15,7 @@
 #include "codec/array_codec.h"
 #include "core/float16.h"
 #include "tesscpp/buffer_pool.h"
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp::internal {
 namespace {

@@ -1,5 +1,5 @@
-// validation.cc: ValidationDetail and the helpers that build, prefix and print it.
-#include "tesscpp/validation.h"
+// validation_issue.cc: ValidationDetail and the helpers that build, prefix and print it.
+#include "tesscpp/validation_issue.h"
 
 #include <sstream>
 

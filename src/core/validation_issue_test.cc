@@ -1,4 +1,4 @@
-#include "tesscpp/validation.h"
+#include "tesscpp/validation_issue.h"
 
 #include <gtest/gtest.h>
 

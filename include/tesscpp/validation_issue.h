@@ -1,4 +1,4 @@
-// validation.h: validation issues shaped like pydantic's, carried by a Status.
+// validation_issue.h: validation issues shaped like pydantic's, carried by a Status.
 //
 // A request that does not fit its schema fails with kValidationError and a
 // ValidationDetail listing every problem as pydantic reports it: a type

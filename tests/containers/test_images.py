@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import json
+import sys
 import tarfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +13,10 @@ import pydantic
 import pytest
 import requests
 
-from conftest import TEST_CASES, containers_of, docker, required, run
+from conftest import ROOT, TEST_CASES, containers_of, docker, required, run
+
+sys.path.insert(0, str(ROOT / "tests" / "deploy"))
+from haproxy import wait_for_health  # noqa: E402
 
 
 def test_the_image_holds_the_cli_the_component_and_their_libraries_only(vectoradd, tmp_path):
@@ -82,14 +85,7 @@ def test_it_runs_unprivileged_and_stops_cleanly_on_sigterm(vectoradd):
                        "--host", "0.0.0.0").stdout.strip()  # fmt: skip
     try:
         port = docker("port", container, "8000/tcp").stdout.split(":")[-1].strip()
-        for _ in range(300):
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/health", timeout=2).ok:
-                    break
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        else:
+        if not wait_for_health(f"http://127.0.0.1:{port}", 30):
             pytest.fail(docker("logs", container).stdout)
         assert docker("exec", container, "/usr/local/bin/tesscpp", "health").stdout.strip() == '{"status":"ok"}'
         state = json.loads(docker("inspect", container, "--format", "{{json .Config}}").stdout)

@@ -16,6 +16,19 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def wait_for_health(url: str, seconds: float) -> bool:
+    """Polls `url`/health until it answers 2xx (True) or `seconds` pass (False)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"{url}/health", timeout=2).ok:
+                return True
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    return False
+
+
 def start_haproxy(replicas: list[str]) -> tuple[subprocess.Popen, str]:
     """HAProxy balancing over `replicas` ("host:port", three), once every replica
     is in its pool; returns the process and the URL to call."""
@@ -26,15 +39,7 @@ def start_haproxy(replicas: list[str]) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(["haproxy", "-db", "-f", ROOT / "deploy/haproxy/haproxy.cfg"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"{url}/health", timeout=2).ok:
-                break
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    else:
+    if not wait_for_health(url, 30):
         proc.kill()
         pytest.fail(f"HAProxy never answered: {proc.communicate()[0]}")
     time.sleep(1.5)  # health checks every 500 ms, two to rise: every replica is in the pool

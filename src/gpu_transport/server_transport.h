@@ -28,8 +28,6 @@ class ServerTransport {
   /// \brief `name`: the enabled transport ("cuda_ipc").
   explicit ServerTransport(std::string name) : name_(std::move(name)) {}
 
-  const std::string& name() const { return name_; }
-
   /// \brief Every request, before routing (tesseract-core's middleware):
   /// releases the exports Tesseract-Exports-Done names, and expired ones.
   void OnRequest(const Headers& request_headers);

@@ -1,0 +1,18 @@
+// from_python.h: Python objects as Value trees. Containers and scalars are
+// converted; arrays (anything with __dlpack__, __array__ or
+// __cuda_array_interface__: NumPy, torch, CuPy, ...) become Tensors that
+// borrow the caller's memory where it is C-contiguous and native-endian,
+// and are copied once through NumPy otherwise.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include "tesscpp/value.h"
+
+namespace tesscpp::bindings {
+
+/// \brief `handle` as a Value; raises TypeError naming the path of a value
+/// that cannot be sent.
+Value ToValue(nanobind::handle handle);
+
+}  // namespace tesscpp::bindings

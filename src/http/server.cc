@@ -19,6 +19,7 @@
 #include <optional>
 #include <thread>
 
+#include "http/http_head.h"
 #include "http/metrics.h"
 #include "tesscpp/buffer_pool.h"
 #include "tesscpp/json.h"
@@ -120,20 +121,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto it = header.find(http::field::accept); it != header.end())
       request_.accept = std::string(it->value());
     for (const auto& field : header) {
-      // The rest is for the Runtime's extensions; framing and connection
-      // headers are this server's business.
-      switch (field.name()) {
-        case http::field::accept:
-        case http::field::content_type:
-        case http::field::content_length:
-        case http::field::transfer_encoding:
-        case http::field::connection:
-        case http::field::host:
-        case http::field::authorization:
-        case http::field::user_agent:
-        case http::field::accept_encoding:
-        case http::field::expect: break;
-        default: request_.headers.emplace_back(field.name_string(), field.value());
+      if (!internal::IsServerHeader(field.name_string())) {
+        request_.headers.emplace_back(field.name_string(), field.value());
       }
     }
     if (auto it = header.find(http::field::content_type); it != header.end()) {
@@ -249,24 +238,9 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // "Authorization: Bearer <token>" with our token. Compared in constant
-  // time (every byte, whatever the first difference), so the answer's timing
-  // tells nothing about the token; hand-written, as the one comparison does
-  // not justify linking a crypto library for CRYPTO_memcmp.
   bool Authorized(const http::request<http::empty_body>& header) const {
     auto it = header.find(http::field::authorization);
-    if (it == header.end()) return false;
-    const beast::string_view value = it->value();
-    constexpr beast::string_view kScheme = "Bearer ";
-    if (value.size() < kScheme.size() || !beast::iequals(value.substr(0, kScheme.size()), kScheme))
-      return false;
-    const beast::string_view given = value.substr(kScheme.size());
-    const std::string& expected = options_.token;
-    unsigned char differ = given.size() == expected.size() ? 0 : 1;
-    for (size_t i = 0; i < expected.size(); ++i) {
-      differ |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-    }
-    return differ == 0;
+    return it != header.end() && internal::BearerTokenMatches(it->value(), options_.token);
   }
 
   static bool ExpectsContinue(const http::request<http::empty_body>& header) {
@@ -339,23 +313,8 @@ class Session : public std::enable_shared_from_this<Session> {
     request_.body = Buffer();  // the request's memory goes back to the pool before the write
     Release();
     if (state_.draining.load(std::memory_order_relaxed)) keep_alive_ = false;
-    header_text_ = "HTTP/1.1 ";
-    header_text_ += std::to_string(response_.status);
-    header_text_ += ' ';
-    header_text_ += http::obsolete_reason(static_cast<http::status>(response_.status));
-    header_text_ += "\r\ncontent-type: ";
-    header_text_ += response_.content_type;
-    header_text_ += "\r\ncontent-length: ";
-    header_text_ += std::to_string(response_.body.size());
-    header_text_ += "\r\n";
-    for (const auto& [name, value] : response_.headers) {
-      header_text_ += name;
-      header_text_ += ": ";
-      header_text_ += value;
-      header_text_ += "\r\n";
-    }
-    if (!keep_alive_) header_text_ += "connection: close\r\n";
-    header_text_ += "\r\n";
+    internal::WriteResponseHead(response_, http::obsolete_reason(static_cast<http::status>(response_.status)),
+                                keep_alive_, header_text_);
     const size_t body_size = head_ ? 0 : static_cast<size_t>(response_.body.size());
     const std::array<asio::const_buffer, 2> parts{asio::buffer(header_text_),
                                                   asio::buffer(response_.body.data(), body_size)};

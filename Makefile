@@ -6,7 +6,7 @@ BOOTSTRAP := scripts/bootstrap.sh
 PYTHON := .venv/bin/python
 FUZZ_SECONDS ?= 300
 
-.PHONY: all bootstrap build demo test check check-format check-layers check-python bench wheel fuzz asan tsan format lint clean
+.PHONY: all bootstrap build demo test check check-format check-layers check-namespaces check-python bench wheel fuzz asan tsan format lint clean
 
 all: build
 
@@ -58,7 +58,7 @@ format:
 	clang-format-14 -i $(SOURCES)
 
 # Part of `make test`: the rules a reviewer would otherwise have to enforce.
-check: check-format check-layers check-python
+check: check-format check-layers check-namespaces check-python
 
 # Every C++ file as clang-format leaves it (fix with `make format`).
 check-format: bootstrap
@@ -67,6 +67,10 @@ check-format: bootstrap
 # No library links or includes a layer above its own (scripts/check_layers.py has the order).
 check-layers: bootstrap
 	@$(PYTHON) scripts/check_layers.py
+
+# Namespaces follow the layers (docs/architecture.md §1; scripts/check_namespaces.py).
+check-namespaces: bootstrap
+	@$(PYTHON) scripts/check_namespaces.py
 
 # ruff and mypy on the Python package and its tests.
 check-python: bootstrap

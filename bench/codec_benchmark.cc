@@ -77,18 +77,18 @@ void BM_Memcpy(benchmark::State& state) {
 }
 BENCHMARK(BM_Memcpy)->Arg(kCache)->Arg(kDram)->Unit(benchmark::kMillisecond);
 
-const internal::Base64Codec& Codec(int64_t which) {
-  if (which == 1 && internal::Avx2Base64() != nullptr) return *internal::Avx2Base64();
-  return internal::ScalarBase64();
+const codec::Base64Codec& Codec(int64_t which) {
+  if (which == 1 && codec::Avx2Base64() != nullptr) return *codec::Avx2Base64();
+  return codec::ScalarBase64();
 }
 
 // Arguments: bytes, codec (0 scalar, 1 avx2). Throughput is of binary bytes.
 void BM_Base64Encode(benchmark::State& state) {
   const int64_t n = state.range(0);
-  const internal::Base64Codec& codec = Codec(state.range(1));
+  const codec::Base64Codec& codec = Codec(state.range(1));
   state.SetLabel(std::string(codec.name));
   Buffer src = RandomBytes(n);
-  Buffer dst = WarmBuffer(static_cast<int64_t>(internal::Base64EncodedSize(n)));
+  Buffer dst = WarmBuffer(static_cast<int64_t>(codec::Base64EncodedSize(n)));
   for (auto _ : state) {
     codec.encode(src.span(), reinterpret_cast<char*>(dst.data()));
     benchmark::ClobberMemory();
@@ -98,10 +98,10 @@ void BM_Base64Encode(benchmark::State& state) {
 
 void BM_Base64Decode(benchmark::State& state) {
   const int64_t n = state.range(0);
-  const internal::Base64Codec& codec = Codec(state.range(1));
+  const codec::Base64Codec& codec = Codec(state.range(1));
   state.SetLabel(std::string(codec.name));
   Buffer src = RandomBytes(n);
-  std::string text(internal::Base64EncodedSize(n), '\0');
+  std::string text(codec::Base64EncodedSize(n), '\0');
   codec.encode(src.span(), text.data());
   Buffer dst = WarmBuffer(n);
   for (auto _ : state) {
@@ -120,7 +120,7 @@ void BM_Lz4Compress(benchmark::State& state) {
   const int64_t before = BufferPool::Default()->stats().fresh_blocks;
   int64_t compressed = 0;
   for (auto _ : state) {
-    auto frame = internal::Lz4FrameCompress(t.bytes());
+    auto frame = codec::Lz4FrameCompress(t.bytes());
     compressed = frame->size();
     benchmark::DoNotOptimize(frame->data());
   }
@@ -132,10 +132,10 @@ void BM_Lz4Compress(benchmark::State& state) {
 void BM_Lz4Decompress(benchmark::State& state) {
   const Tensor t = Float32Tensor(state.range(0), state.range(1) == 1);
   state.SetLabel(state.range(1) == 1 ? "quantized" : "random");
-  const Buffer frame = *internal::Lz4FrameCompress(t.bytes());
+  const Buffer frame = *codec::Lz4FrameCompress(t.bytes());
   Buffer out = WarmBuffer(t.nbytes());
   for (auto _ : state) {
-    if (!internal::Lz4FrameDecompress(frame.span(), out.span()).ok()) state.SkipWithError("lz4 failed");
+    if (!codec::Lz4FrameDecompress(frame.span(), out.span()).ok()) state.SkipWithError("lz4 failed");
     benchmark::ClobberMemory();
   }
   SetBytes(state, t.nbytes());

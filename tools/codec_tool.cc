@@ -28,7 +28,7 @@
 #include "tesscpp/buffer_pool.h"
 #include "tesscpp/json.h"
 
-namespace tesscpp {
+namespace tesscpp::cli {
 namespace {
 
 int Usage() {
@@ -179,18 +179,18 @@ int Demo(const std::vector<std::string>& args) {
 }
 
 }  // namespace
-}  // namespace tesscpp
+}  // namespace tesscpp::cli
 
 int main(int argc, char** argv) {
-  if (argc < 2) return tesscpp::Usage();
+  if (argc < 2) return tesscpp::cli::Usage();
   try {
     const std::string command = argv[1];
     const std::vector<std::string> args(argv + 2, argv + argc);
-    if (command == "reencode") return tesscpp::Reencode(args);
-    if (command == "demo") return tesscpp::Demo(args);
+    if (command == "reencode") return tesscpp::cli::Reencode(args);
+    if (command == "demo") return tesscpp::cli::Demo(args);
   } catch (const std::exception& e) {  // std::bad_alloc, filesystem errors
     std::cerr << "tesscpp-codec: " << e.what() << "\n";
     return 1;
   }
-  return tesscpp::Usage();
+  return tesscpp::cli::Usage();
 }

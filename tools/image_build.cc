@@ -37,7 +37,7 @@ constexpr int kUid = 1000;  // the image's default user (tesseract-core's --user
 
 // name -> host path of every shared library `file` loads, and the loader.
 Status Closure(const std::string& file, std::map<std::string, std::string>& libs, std::string& loader) {
-  TESS_ASSIGN_OR_RETURN(std::string listing, internal::RunChecked({"ldd", file}));
+  TESS_ASSIGN_OR_RETURN(std::string listing, platform::RunChecked({"ldd", file}));
   std::istringstream lines(listing);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream words(line);
@@ -67,7 +67,7 @@ Status MakeDirs(const fs::path& dir) {
 
 Status Install(const std::string& from, const fs::path& to, mode_t mode) {
   TESS_RETURN_IF_ERROR(MakeDirs(to.parent_path()));
-  auto stripped = internal::RunCaptured({"strip", "--strip-debug", "-o", to.string(), from});
+  auto stripped = platform::RunCaptured({"strip", "--strip-debug", "-o", to.string(), from});
   if (!stripped.ok() || stripped->exit_code != 0) {
     std::error_code ec;
     fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
@@ -105,7 +105,7 @@ std::string Quoted(const std::string& value) {
 class ScratchDir {
  public:
   static Result<ScratchDir> Make() {
-    TESS_ASSIGN_OR_RETURN(std::string path, internal::MakeTempDir("tesscpp_build_"));
+    TESS_ASSIGN_OR_RETURN(std::string path, platform::MakeTempDir("tesscpp_build_"));
     return ScratchDir(path);
   }
   ScratchDir(ScratchDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
@@ -148,10 +148,10 @@ Result<std::string> BuildProject(const fs::path& dir, const std::string& cli) {
     return Status::NotFound("build: ", dir.string(), " is a folder without a CMakeLists.txt");
   TESS_ASSIGN_OR_RETURN(fs::path sdk, SdkCmakeDir(cli));
   const fs::path build = dir / "build-image";
-  auto configured = internal::RunChecked({"cmake", "-S", dir.string(), "-B", build.string(),
+  auto configured = platform::RunChecked({"cmake", "-S", dir.string(), "-B", build.string(),
                                           "-DCMAKE_BUILD_TYPE=Release", "-Dtesscpp_DIR=" + sdk.string()});
   if (!configured.ok()) return configured.status().WithContext("build: configuring " + dir.string());
-  auto built = internal::RunChecked({"cmake", "--build", build.string(), "--parallel"});
+  auto built = platform::RunChecked({"cmake", "--build", build.string(), "--parallel"});
   if (!built.ok()) return built.status().WithContext("build: compiling " + dir.string());
   std::vector<std::string> found;
   for (auto it = fs::recursive_directory_iterator(build); it != fs::recursive_directory_iterator(); ++it) {
@@ -217,7 +217,7 @@ Result<std::string> BuildImage(const ImageBuildOptions& options) {
   }
 
   const fs::path archive = scratch.path() / "rootfs.tar";
-  TESS_RETURN_IF_ERROR(internal::RunChecked({"tar", "--numeric-owner", "--owner=0", "--group=0", "-C",
+  TESS_RETURN_IF_ERROR(platform::RunChecked({"tar", "--numeric-owner", "--owner=0", "--group=0", "-C",
                                              root.string(), "-cf", archive.string(), "."})
                            .status());
   TESS_ASSIGN_OR_RETURN(Buffer metadata_json, WriteJson(Value::Dict{{"name", Value(name)},

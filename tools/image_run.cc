@@ -56,7 +56,7 @@ Result<int> RunImage(const ImageRunOptions& o) {
   if (!o.gpus.empty()) args.insert(args.end(), {"--gpus", client::GpuRequest(o.gpus)});
   args.push_back(o.image);
   args.insert(args.end(), command.begin(), command.end());
-  return internal::RunAttached(engine.Command(args));
+  return platform::RunAttached(engine.Command(args));
 }
 
 }  // namespace tesscpp::cli

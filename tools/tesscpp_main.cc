@@ -165,7 +165,7 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
   return 0;
 }
 
-int Serve(const CommonOptions& o, const tesscpp::HttpServerOptions& server_options) {
+int Serve(const CommonOptions& o, const tesscpp::http::HttpServerOptions& server_options) {
   std::shared_ptr<const tesscpp::ComponentLibrary> library;
   auto runtime = MakeRuntime(o, &library);
   if (!runtime.ok()) return Fail(runtime.status());
@@ -183,7 +183,7 @@ int Serve(const CommonOptions& o, const tesscpp::HttpServerOptions& server_optio
                 << "' is enabled, but GPU arrays cannot be read here: " << cuda.message() << "\n";
     }
   }
-  auto server = tesscpp::HttpServer::Start(**runtime, server_options);
+  auto server = tesscpp::http::HttpServer::Start(**runtime, server_options);
   if (!server.ok()) return Fail(server.status());
   std::cout << "tesscpp: serving " << library->component().name() << " on http://" << server_options.host
             << ":" << (*server)->port() << std::endl;
@@ -366,7 +366,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   CommonOptions serve_options;
-  tesscpp::HttpServerOptions server;
+  tesscpp::http::HttpServerOptions server;
   int64_t max_body_mib = server.max_body_bytes >> 20;
   CLI::App* serve = app.add_subcommand("serve", "Serve a component over HTTP (like tesseract-runtime serve)");
   AddCommonOptions(serve, serve_options);

@@ -44,11 +44,10 @@ std::string ValidationTitle(const std::string& message) {
     PyErr_SetObject(ValidationFailureType().ptr(), args.ptr());
     throw nb::python_error();
   }
-  const internal::PythonContext context = GetHttpErrorDetail(status) != nullptr
-                                              ? internal::PythonContext::kServerAnswer
-                                              : internal::PythonContext::kCall;
+  const core::PythonContext context =
+      GetHttpErrorDetail(status) != nullptr ? core::PythonContext::kServerAnswer : core::PythonContext::kCall;
   const nb::object type =
-      nb::module_::import_("builtins").attr(internal::PythonExceptionName(status.code(), context));
+      nb::module_::import_("builtins").attr(core::PythonExceptionName(status.code(), context));
   nb::object error = type(nb::str(message.c_str()));
   // Detail that is not part of the message, as an exception note (the
   // message stays what callers match on).

@@ -18,7 +18,7 @@ namespace tesscpp::client {
 struct BinrefPool::Slot {
   std::string name;  // relative to the pool's directory
   std::string path;
-  internal::Fd fd;
+  platform::Fd fd;
   void* map = nullptr;
   size_t capacity = 0;
 
@@ -53,9 +53,9 @@ Result<std::unique_ptr<BinrefPool::Slot>> BinrefPool::Take(size_t size) {
   size_t capacity = size_t{1} << 20;
   while (capacity < size) capacity *= 2;
   auto slot = std::make_unique<Slot>();
-  slot->name = "tesscpp-pool-" + internal::NewUuid4() + ".bin";
+  slot->name = "tesscpp-pool-" + platform::NewUuid4() + ".bin";
   slot->path = (std::filesystem::path(dir_) / slot->name).string();
-  TESS_ASSIGN_OR_RETURN(slot->fd, internal::Fd::Open(slot->path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+  TESS_ASSIGN_OR_RETURN(slot->fd, platform::Fd::Open(slot->path, O_RDWR | O_CREAT | O_TRUNC, 0644));
   if (::ftruncate(slot->fd.get(), static_cast<off_t>(capacity)) != 0) {
     return Status::IoError("cannot size binref pool file '", slot->path, "': ", std::strerror(errno));
   }

@@ -30,8 +30,8 @@ Status Container::StartWatcher() {
   int ends[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
     return Status::IoError("socketpair: ", std::strerror(errno));
-  internal::Fd watcher_end(ends[0]);
-  watcher_pipe_ = internal::Fd(ends[1]);
+  platform::Fd watcher_end(ends[0]);
+  watcher_pipe_ = platform::Fd(ends[1]);
   std::vector<std::string> argv = {"/bin/sh", "-c", kWatcherScript, "tesscpp-container-watcher"};
   for (const std::string& word : engine_.Command({"rm", "-f", name_})) argv.push_back(word);
   std::vector<char*> args;
@@ -59,7 +59,7 @@ Status Container::StartWatcher() {
   posix_spawnattr_destroy(&attributes);
   if (spawned != 0) {
     watcher_ = -1;
-    watcher_pipe_ = internal::Fd();
+    watcher_pipe_ = platform::Fd();
     return Status::IoError("cannot start the container watcher (/bin/sh): ", std::strerror(spawned));
   }
   return Status::OK();
@@ -69,7 +69,7 @@ void Container::ReleaseWatcher() {
   if (watcher_ <= 0) return;
   static constexpr char kKeep[] = "keep\n";
   (void)::send(watcher_pipe_.get(), kKeep, sizeof kKeep - 1, MSG_NOSIGNAL);
-  watcher_pipe_ = internal::Fd();
+  watcher_pipe_ = platform::Fd();
   int status = 0;
   while (::waitpid(watcher_, &status, 0) < 0 && errno == EINTR) {
   }

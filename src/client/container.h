@@ -58,7 +58,7 @@ class Container final : public OwnedServer {
   std::string host_ip_;
   int host_port_ = 0;
   std::string url_;
-  internal::Fd watcher_pipe_;  ///< write end; closing it without "keep" removes the container
+  platform::Fd watcher_pipe_;  ///< write end; closing it without "keep" removes the container
   pid_t watcher_ = -1;
 };
 

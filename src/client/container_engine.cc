@@ -25,8 +25,8 @@ std::vector<std::string> ContainerEngine::Command(const std::vector<std::string>
   return argv;
 }
 
-Result<internal::Finished> ContainerEngine::Run(const std::vector<std::string>& args) const {
-  auto finished = internal::RunCaptured(Command(args));
+Result<platform::Finished> ContainerEngine::Run(const std::vector<std::string>& args) const {
+  auto finished = platform::RunCaptured(Command(args));
   if (!finished.ok() && finished.status().code() == StatusCode::kNotFound) {
     return Status::Unavailable("no container engine: ", finished.status().message(),
                                " (set TESSERACT_DOCKER_EXECUTABLE to the engine's command)");
@@ -62,9 +62,9 @@ Status EngineError(const std::string& command_line, int exit_code, const std::st
 }
 
 Result<std::string> ContainerEngine::RunOk(const std::vector<std::string>& args) const {
-  TESS_ASSIGN_OR_RETURN(internal::Finished finished, Run(args));
+  TESS_ASSIGN_OR_RETURN(platform::Finished finished, Run(args));
   if (finished.exit_code != 0)
-    return EngineError(internal::CommandLine(Command(args)), finished.exit_code, finished.err);
+    return EngineError(platform::CommandLine(Command(args)), finished.exit_code, finished.err);
   return std::move(finished.out);
 }
 
@@ -72,7 +72,7 @@ Result<Value> ContainerEngine::Inspect(const std::vector<std::string>& args) con
   TESS_ASSIGN_OR_RETURN(std::string out, RunOk(args));
   auto parsed = ReadJson(std::string_view(out));
   if (!parsed.ok() || !parsed->is_list() || parsed->as_list().empty()) {
-    return Status::DecodeError("`", internal::CommandLine(Command(args)),
+    return Status::DecodeError("`", platform::CommandLine(Command(args)),
                                "` printed no inspect document: ", out);
   }
   return parsed->as_list().front();
@@ -103,7 +103,7 @@ Status ContainerEngine::RequireTesseractImage(const std::string& image, std::str
 
 std::string ContainerEngine::Describe() const {
   const char* host = std::getenv("DOCKER_HOST");
-  return internal::CommandLine(command_) + " (DOCKER_HOST=" + (host != nullptr ? host : "unset") + ")";
+  return platform::CommandLine(command_) + " (DOCKER_HOST=" + (host != nullptr ? host : "unset") + ")";
 }
 
 }  // namespace tesscpp::client

@@ -24,7 +24,7 @@ class ContainerEngine {
   std::vector<std::string> Command(const std::vector<std::string>& args) const;
 
   /// \brief Runs the engine with `args`, output captured.
-  Result<internal::Finished> Run(const std::vector<std::string>& args) const;
+  Result<platform::Finished> Run(const std::vector<std::string>& args) const;
 
   /// \brief Runs the engine with `args`; its stdout, or an error naming the
   /// command and what the engine said: kUnavailable when no engine answers,

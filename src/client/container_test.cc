@@ -32,7 +32,7 @@ using testing::Vector;
 
 // Containers of any state whose name is `name`, as the engine lists them.
 std::string ContainersNamed(const std::string& name) {
-  auto listed = internal::RunChecked({"docker", "ps", "-aq", "--filter", "name=^" + name + "$"});
+  auto listed = platform::RunChecked({"docker", "ps", "-aq", "--filter", "name=^" + name + "$"});
   EXPECT_OK(listed);
   return listed.ok() ? *listed : "?";
 }

@@ -123,7 +123,7 @@ V* Walk(V& root, const Path& path) {
 Result<Tensor> AsTensor(const Value& value, std::string_view context) {
   if (value.is_tensor()) return value.as_tensor();
   auto coerced =
-      internal::CoerceArray(SchemaType::Array(ShapeSpec::AnyRank(), Dtype::kFloat64), value, nullptr);
+      schema::CoerceArray(SchemaType::Array(ShapeSpec::AnyRank(), Dtype::kFloat64), value, nullptr);
   if (!coerced.ok()) return coerced.status().WithContext(context);
   return coerced->as_tensor();
 }
@@ -141,7 +141,7 @@ Result<std::vector<Leaf>> Leaves(const Value& tree, const std::vector<Pattern>& 
       const std::string name = path.ToString();
       const Dtype dtype =
           pattern.dtype.value_or(value->is_tensor() ? value->as_tensor().dtype() : Dtype::kFloat64);
-      auto coerced = internal::CoerceArray(SchemaType::Array(ShapeSpec::AnyRank(), dtype), *value, nullptr);
+      auto coerced = schema::CoerceArray(SchemaType::Array(ShapeSpec::AnyRank(), dtype), *value, nullptr);
       if (!coerced.ok()) return coerced.status().WithContext(name);
       leaves.push_back({name, path, coerced->as_tensor()});
     }
@@ -183,7 +183,7 @@ Result<std::vector<Leaf>> Select(std::vector<Leaf> leaves, const std::vector<std
   return selected;
 }
 
-double ElementOf(const Tensor& t, int64_t i) { return internal::ElementAt(t, i).real(); }
+double ElementOf(const Tensor& t, int64_t i) { return schema::ElementAt(t, i).real(); }
 
 // A copy of `t` whose element `i` is `value` (in t's dtype, as numpy's
 // in-place add on a float32 array rounds the step to float32).

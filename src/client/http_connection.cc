@@ -44,7 +44,7 @@ struct HeaderList {
 }  // namespace
 
 std::optional<std::string> HttpResponse::Header(std::string_view name) const {
-  const std::optional<std::string_view> value = internal::FindHeader(headers, name);
+  const std::optional<std::string_view> value = platform::FindHeader(headers, name);
   return value ? std::optional<std::string>(*value) : std::nullopt;
 }
 

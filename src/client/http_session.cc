@@ -28,8 +28,7 @@
 #include "tesscpp/json.h"
 #include "tesscpp/validation_issue.h"
 
-namespace tesscpp {
-namespace client {
+namespace tesscpp::client {
 
 std::string RunLogPath(const std::string& output_path, const std::string& run_id) {
   return (std::filesystem::path(output_path) / ("run_" + run_id) / "logs" / "tesseract.log").string();
@@ -39,8 +38,6 @@ bool IsWrappedEndpoint(std::string_view endpoint) {
   return endpoint == "apply" || endpoint == "jacobian" || endpoint == "jacobian_vector_product" ||
          endpoint == "vector_jacobian_product";
 }
-
-}  // namespace client
 
 namespace {
 
@@ -248,7 +245,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
     if (options_.server_output_path.empty()) {
       return Status::InvalidArgument("stream_logs needs server_output_path: the run log is read from there");
     }
-    if (!run_id) run_id = internal::NewUuid4();
+    if (!run_id) run_id = platform::NewUuid4();
   }
   std::string target = "/" + std::string(endpoint);
   if (run_id) target += "?run_id=" + *run_id;  // uuids and names: nothing to escape in practice
@@ -298,7 +295,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   const std::optional<std::vector<std::string>> exports_done = acks_->Take(gpu_request);
   if (exports_done) headers.push_back(ExportsDoneHeader(*exports_done));
   // Offer to borrow cuda_ipc outputs (our extension; other servers ignore it).
-  static const std::optional<internal::ProcessIdentity> kThisProcess = internal::ProcessIdentity::Self();
+  static const std::optional<platform::ProcessIdentity> kThisProcess = platform::ProcessIdentity::Self();
   if (cuda_ipc && exports_done && kThisProcess) {
     headers.push_back(std::string(gpu_transport::kBorrowerHeader) + ": " + kThisProcess->ToString());
   }
@@ -373,7 +370,7 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
     write.arrays.cuda_ipc = &exports;
     return WriteJson(Value::Dict{{"gpu_transport", transport},
                                  {"array", Value(device)},
-                                 {"expected", Value(internal::Base64String(sent.bytes()))}},
+                                 {"expected", Value(codec::Base64String(sent.bytes()))}},
                      write);
   }();
   if (!exported.ok()) {
@@ -469,4 +466,4 @@ Result<std::shared_ptr<TesseractSession>> MakeHttpSession(const std::string& url
       std::make_shared<HttpSession>(std::move(connection), std::move(options), std::move(server)));
 }
 
-}  // namespace tesscpp
+}  // namespace tesscpp::client

@@ -14,7 +14,7 @@
 #include "platform/uuid.h"
 #include "tesscpp/encoding.h"
 
-namespace tesscpp {
+namespace tesscpp::client {
 namespace {
 
 constexpr int kContainerPort = 8000;  // what tesseract-core's containers listen on
@@ -116,7 +116,7 @@ Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& im
   for (const client::Mount& m : mounts) common.insert(common.end(), {"--volume", m.Spec()});
   if (!o.network.empty()) {
     if (o.network != "host" && o.network != "bridge") {
-      TESS_ASSIGN_OR_RETURN(internal::Finished known, engine.Run({"network", "inspect", o.network}));
+      TESS_ASSIGN_OR_RETURN(platform::Finished known, engine.Run({"network", "inspect", o.network}));
       if (known.exit_code != 0) TESS_RETURN_IF_ERROR(engine.RunOk({"network", "create", o.network}).status());
     }
     common.insert(common.end(), {"--network", o.network});
@@ -143,7 +143,7 @@ Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& im
     if (o.num_workers > 1) args.insert(args.end(), {"--num-workers", std::to_string(o.num_workers)});
     args.insert(args.end(), {"--host", "0.0.0.0"});
 
-    std::string hex = internal::NewUuid4();
+    std::string hex = platform::NewUuid4();
     hex.erase(std::remove(hex.begin(), hex.end(), '-'), hex.end());
     const std::string name = "tesseract-" + hex.substr(0, 12);
     auto started = client::Container::Run(engine, name, args);
@@ -191,4 +191,4 @@ Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& im
   return last_failure;
 }
 
-}  // namespace tesscpp
+}  // namespace tesscpp::client

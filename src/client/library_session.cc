@@ -12,7 +12,7 @@
 #include "tesscpp/json.h"
 #include "tesscpp/runtime.h"
 
-namespace tesscpp {
+namespace tesscpp::client {
 namespace {
 
 class LibrarySession final : public TesseractSession {
@@ -37,7 +37,7 @@ class LibrarySession final : public TesseractSession {
     std::optional<std::string> run_id = given_run_id;
     std::optional<client::LogStreamer> streamer;
     if (stream_logs_ && client::IsWrappedEndpoint(endpoint)) {
-      if (!run_id) run_id = internal::NewUuid4();
+      if (!run_id) run_id = platform::NewUuid4();
       streamer.emplace(client::RunLogPath(runtime_->config().output_path, *run_id), stream_logs_);
     }
     if (payload == nullptr) return runtime_->Call(endpoint, Value(), run_id);
@@ -99,7 +99,7 @@ Result<std::shared_ptr<TesseractSession>> MakeLibrarySession(const std::string& 
   if (options.gpu_transport) settings.emplace_back("gpu_transport", *options.gpu_transport);
   std::string scratch;
   if (options.output_path.empty()) {
-    TESS_ASSIGN_OR_RETURN(scratch, internal::MakeTempDir("tesseract_output_"));
+    TESS_ASSIGN_OR_RETURN(scratch, platform::MakeTempDir("tesseract_output_"));
     settings.emplace_back("output_path", scratch);
   } else {
     std::error_code ec;
@@ -117,4 +117,4 @@ Result<std::shared_ptr<TesseractSession>> MakeLibrarySession(const std::string& 
       std::move(library), *std::move(runtime), config->gpu_transport, options.stream_logs, scratch));
 }
 
-}  // namespace tesscpp
+}  // namespace tesscpp::client

@@ -90,7 +90,7 @@ Status ErrorFromResponse(const HttpResponse& response, std::string_view endpoint
           .WithDetail(http);
     }
   }
-  return Status(internal::StatusCodeForHttp(response.status), http->ToString()).WithDetail(http);
+  return Status(core::StatusCodeForHttp(response.status), http->ToString()).WithDetail(http);
 }
 
 }  // namespace tesscpp::client

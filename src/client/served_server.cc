@@ -19,7 +19,7 @@
 #include "platform/file.h"
 #include "tesscpp/encoding.h"
 
-namespace tesscpp {
+namespace tesscpp::client {
 
 void ServedServer::Stop() {
   if (process != nullptr) {
@@ -32,7 +32,6 @@ void ServedServer::Stop() {
   scratch_dirs.clear();
 }
 
-namespace client {
 namespace {
 
 namespace fs = std::filesystem;
@@ -61,7 +60,7 @@ Result<std::pair<std::string, std::string>> PrepareServeDirs(const ServeOptions&
   std::error_code ec;
   std::string output_path = options.output_path;
   if (output_path.empty()) {
-    TESS_ASSIGN_OR_RETURN(output_path, internal::MakeTempDir("tesseract_output_"));
+    TESS_ASSIGN_OR_RETURN(output_path, platform::MakeTempDir("tesseract_output_"));
     server.scratch_dirs.insert(server.scratch_dirs.begin(), output_path);
   } else {
     fs::create_directories(output_path, ec);
@@ -70,7 +69,7 @@ Result<std::pair<std::string, std::string>> PrepareServeDirs(const ServeOptions&
   }
   std::string input_path = options.input_path;
   if (input_path.empty() && *format == OutputFormat::kJsonBinref) {
-    TESS_ASSIGN_OR_RETURN(input_path, internal::MakeTempDir("tesseract_input_"));
+    TESS_ASSIGN_OR_RETURN(input_path, platform::MakeTempDir("tesseract_input_"));
     server.scratch_dirs.insert(server.scratch_dirs.begin(), input_path);
   } else if (!input_path.empty()) {
     input_path = fs::absolute(input_path).lexically_normal().string();
@@ -137,7 +136,7 @@ Result<int> FreePort(const std::string& host_ip, int first, int last) {
   const int span = last - first + 1;
   const int offset = span > 1 ? static_cast<int>(std::random_device{}() % static_cast<unsigned>(span)) : 0;
   for (int i = 0; i < span; ++i) {
-    internal::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    platform::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return Status::IoError("socket: ", std::strerror(errno));
     address.sin_port = htons(static_cast<uint16_t>(first == 0 ? 0 : first + (offset + i) % span));
     socklen_t length = sizeof address;
@@ -168,5 +167,4 @@ Status StartupFailure(const std::string& what, bool exited, const std::string& s
   return Status(code, what + " " + why + "; its log:\n" + logs);
 }
 
-}  // namespace client
-}  // namespace tesscpp
+}  // namespace tesscpp::client

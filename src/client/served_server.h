@@ -35,10 +35,8 @@ class OwnedServer {
   }
 };
 
-}  // namespace client
-
 struct ServedServer {
-  std::unique_ptr<client::OwnedServer> process;
+  std::unique_ptr<OwnedServer> process;
   std::vector<std::string> scratch_dirs;  ///< removed on Stop (the log's own directory last)
   std::string last_logs;                  ///< what the server printed, kept after Stop
 
@@ -51,8 +49,6 @@ struct ServedServer {
   void Stop();
   std::string Logs() const { return process != nullptr ? process->Logs() : last_logs; }
 };
-
-namespace client {
 
 /// \brief The input and output directories of a served Tesseract, absolute,
 /// as ServeOptions asks: temporary ones (recorded in server.scratch_dirs)

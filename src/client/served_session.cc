@@ -17,7 +17,7 @@
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
 
-namespace tesscpp {
+namespace tesscpp::client {
 
 namespace {
 
@@ -87,7 +87,7 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
   auto server = std::make_unique<ServedServer>();
   TESS_ASSIGN_OR_RETURN(auto dirs, client::PrepareServeDirs(options, *server, "from_source"));
   const auto& [input_path, output_path] = dirs;
-  TESS_ASSIGN_OR_RETURN(std::string log_dir, internal::MakeTempDir("tesscpp_serve_"));
+  TESS_ASSIGN_OR_RETURN(std::string log_dir, platform::MakeTempDir("tesscpp_serve_"));
   server->scratch_dirs.push_back(log_dir);
 
   std::vector<std::pair<std::string, std::string>> settings = client::ServeSettings(options, std::nullopt);
@@ -145,4 +145,4 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
   return client::ConnectServed(url, options, input_path, output_path, std::move(server));
 }
 
-}  // namespace tesscpp
+}  // namespace tesscpp::client

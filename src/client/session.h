@@ -46,6 +46,8 @@ class TesseractSession {
   virtual std::optional<std::string> InProcessTransport() const { return std::nullopt; }
 };
 
+namespace client {
+
 /// \brief A session over HTTP; `server` (may be null) is the served process
 /// and directories it owns (FromSource).
 Result<std::shared_ptr<TesseractSession>> MakeHttpSession(const std::string& url, ClientOptions options,
@@ -61,8 +63,6 @@ Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& im
 
 Result<std::shared_ptr<TesseractSession>> MakeLibrarySession(const std::string& path,
                                                              const LibraryOptions& options);
-
-namespace client {
 
 /// \brief The run log that stream_logs follows: <output>/run_<id>/logs/tesseract.log.
 std::string RunLogPath(const std::string& output_path, const std::string& run_id);

@@ -23,24 +23,24 @@ Tesseract::Tesseract(std::shared_ptr<TesseractSession> session, RequestedEncodin
 
 Result<Tesseract> Tesseract::FromUrl(std::string_view url, ClientOptions options) {
   RequestedEncoding encoding = options.encoding;
-  TESS_ASSIGN_OR_RETURN(auto session, MakeHttpSession(std::string(url), std::move(options), nullptr));
+  TESS_ASSIGN_OR_RETURN(auto session, client::MakeHttpSession(std::string(url), std::move(options), nullptr));
   return Tesseract(std::move(session), std::move(encoding));
 }
 
 Result<Tesseract> Tesseract::FromSource(const std::string& path, const SourceOptions& options) {
-  TESS_ASSIGN_OR_RETURN(auto session, MakeServedSession(path, options));
+  TESS_ASSIGN_OR_RETURN(auto session, client::MakeServedSession(path, options));
   return Tesseract(std::move(session), RequestedEncoding{options.output_format,
                                                          client::RequestedTransport(options), std::nullopt});
 }
 
 Result<Tesseract> Tesseract::FromImage(const std::string& image, const ImageOptions& options) {
-  TESS_ASSIGN_OR_RETURN(auto session, MakeImageSession(image, options));
+  TESS_ASSIGN_OR_RETURN(auto session, client::MakeImageSession(image, options));
   return Tesseract(std::move(session), RequestedEncoding{options.output_format,
                                                          client::RequestedTransport(options), std::nullopt});
 }
 
 Result<Tesseract> Tesseract::FromLibrary(const std::string& path, const LibraryOptions& options) {
-  TESS_ASSIGN_OR_RETURN(auto session, MakeLibrarySession(path, options));
+  TESS_ASSIGN_OR_RETURN(auto session, client::MakeLibrarySession(path, options));
   return Tesseract(std::move(session), RequestedEncoding{std::nullopt, options.gpu_transport, std::nullopt});
 }
 

@@ -95,7 +95,7 @@ struct BinrefWriter::Impl {
   std::string subdir;
   int64_t max_file_size = 0;
   std::string current_name;  // relative to base_dir
-  internal::Fd current;
+  platform::Fd current;
   int64_t current_size = 0;
   std::vector<std::string> files;
 };
@@ -116,14 +116,14 @@ Result<std::string> BinrefWriter::Append(std::span<const uint8_t> bytes) {
   // Like the reference: a file that already exceeds the limit is closed, so one
   // file holds at most one array past the limit.
   if (!w.current.valid() || w.current_size > w.max_file_size) {
-    const std::string name = internal::NewUuid4() + ".bin";
+    const std::string name = platform::NewUuid4() + ".bin";
     w.current_name = w.subdir.empty() ? name : w.subdir + "/" + name;
     const fs::path dir = fs::path(w.base_dir) / w.subdir;
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) return Status::IoError("cannot create binref directory '", dir.string(), "': ", ec.message());
     TESS_ASSIGN_OR_RETURN(w.current,
-                          internal::Fd::Open((dir / name).string(), O_WRONLY | O_CREAT | O_APPEND | O_TRUNC));
+                          platform::Fd::Open((dir / name).string(), O_WRONLY | O_CREAT | O_APPEND | O_TRUNC));
     w.current_size = 0;
     w.files.push_back((dir / name).string());
   }
@@ -136,7 +136,7 @@ Result<std::string> BinrefWriter::Append(std::span<const uint8_t> bytes) {
 
 const std::vector<std::string>& BinrefWriter::files() const { return impl_->files; }
 
-namespace internal {
+namespace codec {
 
 Result<Tensor> ReadBinref(std::string_view spec_text, Compression compression, const std::string& binref_dir,
                           Dtype dtype, Shape shape, BufferPool* pool,
@@ -154,7 +154,7 @@ Result<Tensor> ReadBinref(std::string_view spec_text, Compression compression, c
     TESS_ASSIGN_OR_RETURN(length, ParseCount(spec.compressed_size, "compressed size"));
   }
   TESS_ASSIGN_OR_RETURN(std::string path, ResolveInside(binref_dir, spec.path));
-  TESS_ASSIGN_OR_RETURN(Fd fd, Fd::Open(path, O_RDONLY));
+  TESS_ASSIGN_OR_RETURN(platform::Fd fd, platform::Fd::Open(path, O_RDONLY));
   TESS_ASSIGN_OR_RETURN(int64_t file_size, fd.Size());
   if (offset > file_size || length > file_size - offset) {
     return Status::DecodeError("binref file '", spec.path, "' holds ", file_size, " bytes; ", length,
@@ -162,15 +162,16 @@ Result<Tensor> ReadBinref(std::string_view spec_text, Compression compression, c
   }
   if (compression == Compression::kLz4) {
     // lz4 decodes from the mapping straight into the tensor.
-    TESS_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Map(fd, offset, length));
+    TESS_ASSIGN_OR_RETURN(platform::MappedFile mapped, platform::MappedFile::Map(fd, offset, length));
     TESS_RETURN_IF_ERROR(Lz4CheckContentSize(mapped.bytes(), nbytes));
     TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, std::move(shape), pool));
     TESS_RETURN_IF_ERROR(Lz4FrameDecompress(mapped.bytes(), tensor.bytes()));
     return tensor;
   }
   if (borrowed_files != nullptr && nbytes > 0 && offset % ItemSize(dtype) == 0) {
-    TESS_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Map(fd, offset, length, MappedFile::kCopyOnWrite));
-    auto owner = std::make_shared<MappedFile>(std::move(mapped));
+    TESS_ASSIGN_OR_RETURN(platform::MappedFile mapped,
+                          platform::MappedFile::Map(fd, offset, length, platform::MappedFile::kCopyOnWrite));
+    auto owner = std::make_shared<platform::MappedFile>(std::move(mapped));
     uint8_t* data = owner->writable_data();
     borrowed_files->push_back(path);
     return Tensor::Make(dtype, std::move(shape), Buffer::Wrap(data, nbytes, std::move(owner)));
@@ -182,11 +183,11 @@ Result<Tensor> ReadBinref(std::string_view spec_text, Compression compression, c
   if (fd.OnTmpfs()) {
     TESS_RETURN_IF_ERROR(fd.ReadAt(offset, tensor.bytes()));
   } else {
-    TESS_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Map(fd, offset, length));
+    TESS_ASSIGN_OR_RETURN(platform::MappedFile mapped, platform::MappedFile::Map(fd, offset, length));
     std::memcpy(tensor.data(), mapped.bytes().data(), static_cast<size_t>(nbytes));
   }
   return tensor;
 }
 
-}  // namespace internal
+}  // namespace codec
 }  // namespace tesscpp

@@ -11,7 +11,7 @@
 
 namespace tesscpp {
 
-namespace internal {
+namespace codec {
 
 Status WithArrayIssue(const Status& cause, std::string_view type, Value ctx, std::string msg) {
   if (cause.ok() || GetValidationDetail(cause) != nullptr) return cause;
@@ -272,11 +272,11 @@ Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& optio
   return writer.status();
 }
 
-}  // namespace internal
+}  // namespace codec
 
 Result<Tensor> DecodeArray(const Value& arraydict, const ArrayDecodeOptions& options) {
   if (!arraydict.is_dict()) return Status::ValidationError("an array must be a JSON object");
-  internal::ArrayFields fields;
+  codec::ArrayFields fields;
   for (const auto& [key, value] : arraydict.as_dict()) {
     if (key == "shape") {
       fields.shape = &value;
@@ -308,7 +308,7 @@ Result<Tensor> DecodeArray(const Value& arraydict, const ArrayDecodeOptions& opt
     }
   }
   if (arraydict.as_dict().find("data") == nullptr) return Status::ValidationError("data: field required");
-  return internal::DecodeArrayFields(fields, options);
+  return codec::DecodeArrayFields(fields, options);
 }
 
 }  // namespace tesscpp

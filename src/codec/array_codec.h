@@ -12,7 +12,7 @@
 #include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 
 /// \brief `cause` (code and message kept) carrying one validation issue of
 /// pydantic type `type` with no location yet: the layers above prepend it. The
@@ -117,4 +117,4 @@ Result<Tensor> ReadBinref(std::string_view spec, Compression compression, const 
                           Dtype dtype, Shape shape, BufferPool* pool,
                           std::vector<std::string>* borrowed_files = nullptr);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

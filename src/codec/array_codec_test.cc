@@ -378,7 +378,7 @@ TEST(ArrayDetection, LookAlikesStayDicts) {
 }  // namespace
 }  // namespace tesscpp
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 namespace {
 
 // docs/gpu-transport.md 8: what tesseract-core 1.15 writes for these values.
@@ -426,4 +426,4 @@ TEST(CudaIpcBuffer, RefusesWhatThePatternRefuses) {
 }
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

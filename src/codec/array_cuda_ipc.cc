@@ -6,7 +6,7 @@
 
 #include "codec/base64.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 namespace {
 
 bool IsLowerHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
@@ -81,4 +81,4 @@ Result<cuda::IpcDescriptor> ParseCudaIpcBuffer(std::string_view text) {
   return descriptor;
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

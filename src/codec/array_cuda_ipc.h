@@ -15,7 +15,7 @@
 #include "tesscpp/ipc_descriptor.h"
 #include "tesscpp/result.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 
 std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor);
 
@@ -31,4 +31,4 @@ std::vector<std::string_view> SplitFields(std::string_view text, char separator)
 Status CheckDeviceUuid(std::string_view text);
 Status DecodeIpcHandle(std::string_view text, std::array<uint8_t, cuda::IpcDescriptor::kHandleSize>& handle);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

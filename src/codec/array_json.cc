@@ -20,7 +20,7 @@
 #include "codec/number_format.h"
 #include "core/float16.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 
 Status JsonLeavesBuilder::Ragged(int depth) {
   // NumPy's words, which the reference passes on as a pydantic value_error.
@@ -210,8 +210,8 @@ Status ToFloating(const JsonLeaves& l, Dtype dtype, uint8_t* data) {
     const double d = AsDouble(l, i);
     switch (dtype) {
       case Dtype::kFloat16: {
-        const uint16_t h = DoubleToHalf(d);
-        TESS_RETURN_IF_ERROR(CheckOverflow(d, HalfToFloat(h), dtype));
+        const uint16_t h = core::DoubleToHalf(d);
+        TESS_RETURN_IF_ERROR(CheckOverflow(d, core::HalfToFloat(h), dtype));
         Store<uint16_t>(data, i, h);
         break;
       }
@@ -309,7 +309,7 @@ char* FormatElement(const uint8_t* p, Dtype dtype, char* out) {
     case Dtype::kUInt16: return FormatInteger(Load<uint16_t>(p), out);
     case Dtype::kUInt32: return FormatInteger(Load<uint32_t>(p), out);
     case Dtype::kUInt64: return FormatInteger(Load<uint64_t>(p), out);
-    case Dtype::kFloat16: return FormatDouble(HalfToFloat(Load<uint16_t>(p)), out);
+    case Dtype::kFloat16: return FormatDouble(core::HalfToFloat(Load<uint16_t>(p)), out);
     case Dtype::kFloat32: return FormatDouble(Load<float>(p), out);
     default: return FormatDouble(Load<double>(p), out);
   }
@@ -433,4 +433,4 @@ Result<Tensor> JsonLeavesToTensor(const JsonLeaves& leaves, Dtype dtype, const S
 
 void WriteJsonBuffer(const Tensor& tensor, JsonWriter& writer) { WriteNested(tensor, 0, 0, writer); }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

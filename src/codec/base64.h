@@ -19,7 +19,7 @@
 
 #include "tesscpp/result.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 
 /// \brief Characters produced for `n` input bytes (padding included).
 constexpr size_t Base64EncodedSize(size_t n) { return (n + 2) / 3 * 4; }
@@ -59,4 +59,4 @@ inline std::string Base64String(std::span<const uint8_t> src) {
 /// exactly the decoded size (kDecodeError when it does not).
 Status Base64Decode(std::string_view src, std::span<uint8_t> dst);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

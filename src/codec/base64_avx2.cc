@@ -17,7 +17,7 @@
 #include "codec/base64.h"
 #include "codec/base64_internal.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 namespace {
 
 #define TESS_AVX2 __attribute__((target("avx2")))
@@ -135,4 +135,4 @@ const Base64Codec& ActiveBase64() {
   return *kActive;
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

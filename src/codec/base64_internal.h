@@ -7,7 +7,7 @@
 
 #include "tesscpp/status.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 
 /// \brief The error for the invalid byte at `offset`.
 Status BadBase64Character(std::string_view src, size_t offset);
@@ -17,4 +17,4 @@ Status BadBase64Character(std::string_view src, size_t offset);
 /// of a string and to locate errors precisely.
 Status Base64DecodeTail(std::string_view src, size_t from, uint8_t* dst);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

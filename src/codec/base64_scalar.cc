@@ -11,7 +11,7 @@
 #include "codec/base64.h"
 #include "codec/base64_internal.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -168,4 +168,4 @@ Status Base64Decode(std::string_view src, std::span<uint8_t> dst) {
   return ActiveBase64().decode(src, dst.data());
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

@@ -9,7 +9,7 @@
 #include "support/test_files.h"
 #include "tesscpp/json.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 namespace {
 
 using tesscpp::testing::DataPath;
@@ -139,4 +139,4 @@ TEST(Base64, ActiveCodecIsTheFastestAvailable) {
 }
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

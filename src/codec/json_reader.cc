@@ -86,7 +86,7 @@ struct PendingData {
   std::optional<std::string_view> buffer;  // raw text between the quotes
   // A list buffer parsed straight into compact leaves (only once shape and dtype
   // were seen, i.e. the object is almost surely an array).
-  std::optional<internal::JsonLeaves> leaves;
+  std::optional<codec::JsonLeaves> leaves;
   bool extra_keys = false;  // keys other than buffer/encoding/compression
 };
 
@@ -104,7 +104,7 @@ class Reader {
   Result<Value> ParseObject(od::object object, int depth);
   Result<Value> ParseArray(od::array array, int depth);
   Result<PendingData> ParseData(od::object object, int depth, bool buffer_as_leaves);
-  Status ParseLeaves(od::array array, internal::JsonLeavesBuilder& builder, int depth);
+  Status ParseLeaves(od::array array, codec::JsonLeavesBuilder& builder, int depth);
   Result<Value> FinishObject(Value::Dict dict, std::optional<PendingData> pending);
   Result<Tensor> DecodePending(const Value::Dict& dict, const PendingData& pending);
 
@@ -245,7 +245,7 @@ Result<Value> Reader::ParseObject(od::object object, int depth) {
   return FinishObject(std::move(dict), std::move(pending));
 }
 
-Status Reader::ParseLeaves(od::array array, internal::JsonLeavesBuilder& builder, int depth) {
+Status Reader::ParseLeaves(od::array array, codec::JsonLeavesBuilder& builder, int depth) {
   TESS_RETURN_IF_ERROR(CheckDepth(depth));
   builder.BeginList();
   int64_t count = 0;
@@ -321,7 +321,7 @@ Result<PendingData> Reader::ParseData(od::object object, int depth, bool buffer_
       if (type == od::json_type::array && buffer_as_leaves) {
         od::array array;
         if (auto error = value.get_array().get(array)) return JsonError(error);
-        internal::JsonLeavesBuilder builder;
+        codec::JsonLeavesBuilder builder;
         Status parsed = ParseLeaves(array, builder, depth + 1);
         if (!parsed.ok()) {
           // Untyped decode errors are the document's own (syntax, nesting depth).
@@ -329,7 +329,7 @@ Result<PendingData> Reader::ParseData(od::object object, int depth, bool buffer_
             error_path.push_back(PathSegment::Field("buffer"));
             return parsed;
           }
-          return internal::JsonBufferFailure(parsed).WithContext("data.buffer");
+          return codec::JsonBufferFailure(parsed).WithContext("data.buffer");
         }
         data.leaves = builder.Finish();
         data.fields.set("buffer", Value());
@@ -393,7 +393,7 @@ Result<Value> Reader::FinishObject(Value::Dict dict, std::optional<PendingData> 
       TESS_ASSIGN_OR_RETURN(std::string text, Unescape(*pending->buffer));
       pending->fields.set("buffer", Value(std::move(text)));
     } else if (pending->leaves) {
-      pending->fields.set("buffer", internal::JsonLeavesToValue(*pending->leaves));
+      pending->fields.set("buffer", codec::JsonLeavesToValue(*pending->leaves));
     }
     dict.set("data", Value(std::move(pending->fields)));
   }
@@ -404,12 +404,12 @@ Result<Tensor> Reader::DecodePending(const Value::Dict& dict, const PendingData&
   if (pending.extra_keys && options_.arrays == ArrayDetection::kShaped) {
     for (const auto& [key, value] : pending.fields) {
       if (key != "encoding" && key != "compression" && key != "buffer") {
-        return internal::NonNumericArray(
+        return codec::NonNumericArray(
             Status::ValidationError("data.", key, ": extra fields are not permitted"));
       }
     }
   }
-  internal::ArrayFields fields;
+  codec::ArrayFields fields;
   fields.shape = dict.find("shape");
   fields.dtype = dict.find("dtype");
   fields.encoding = pending.fields.find("encoding");
@@ -417,14 +417,14 @@ Result<Tensor> Reader::DecodePending(const Value::Dict& dict, const PendingData&
   fields.buffer_text = pending.buffer;
   if (pending.leaves) fields.buffer_leaves = &*pending.leaves;
   if (!pending.buffer && !pending.leaves) fields.buffer_value = pending.fields.find("buffer");
-  auto tensor = internal::DecodeArrayFields(fields, options_.array_options);
+  auto tensor = codec::DecodeArrayFields(fields, options_.array_options);
   if (tensor.ok() || !pending.buffer || pending.buffer->find('\\') == std::string_view::npos) {
     return tensor;
   }
   // The peer escaped characters inside the buffer string: decode the plain text.
   TESS_ASSIGN_OR_RETURN(std::string text, Unescape(*pending.buffer));
   fields.buffer_text = text;
-  return internal::DecodeArrayFields(fields, options_.array_options);
+  return codec::DecodeArrayFields(fields, options_.array_options);
 }
 
 Result<Value> Parse(const simdjson::padded_string_view& json, const JsonReadOptions& options) {

@@ -10,7 +10,7 @@
 #include "tesscpp/buffer_pool.h"
 #include "tesscpp/json.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 
 JsonWriter::JsonWriter(BufferPool* pool, int64_t initial_capacity)
     : pool_(pool != nullptr ? pool : BufferPool::Default()) {
@@ -167,12 +167,12 @@ Result<Buffer> JsonWriter::Finish() {
   return buffer_.Slice(0, size_);
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec
 
 namespace tesscpp {
 namespace {
 
-Status WriteValue(const Value& value, const ArrayEncodeOptions& arrays, internal::JsonWriter& w) {
+Status WriteValue(const Value& value, const ArrayEncodeOptions& arrays, codec::JsonWriter& w) {
   switch (value.kind()) {
     case Value::Kind::kNull: w.Null(); break;
     case Value::Kind::kBool: w.Bool(value.as_bool()); break;
@@ -198,7 +198,7 @@ Status WriteValue(const Value& value, const ArrayEncodeOptions& arrays, internal
       }
       w.EndObject();
       break;
-    case Value::Kind::kTensor: return internal::EncodeArray(value.as_tensor(), arrays, w);
+    case Value::Kind::kTensor: return codec::EncodeArray(value.as_tensor(), arrays, w);
   }
   return w.status();
 }
@@ -206,7 +206,7 @@ Status WriteValue(const Value& value, const ArrayEncodeOptions& arrays, internal
 }  // namespace
 
 Result<Buffer> WriteJson(const Value& value, const JsonWriteOptions& options) {
-  internal::JsonWriter writer(options.pool);
+  codec::JsonWriter writer(options.pool);
   TESS_RETURN_IF_ERROR(WriteValue(value, options.arrays, writer));
   return writer.Finish();
 }

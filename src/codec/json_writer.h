@@ -19,7 +19,7 @@ namespace tesscpp {
 class BufferPool;
 }
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 
 class JsonWriter {
  public:
@@ -76,4 +76,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

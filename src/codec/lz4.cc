@@ -7,7 +7,7 @@
 
 #include "tesscpp/buffer_pool.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 namespace {
 
 LZ4F_preferences_t PythonLz4Defaults(size_t content_size) {
@@ -97,4 +97,4 @@ Status Lz4FrameDecompress(std::span<const uint8_t> src, std::span<uint8_t> dst) 
   return Status::OK();
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

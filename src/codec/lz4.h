@@ -16,7 +16,7 @@ namespace tesscpp {
 class BufferPool;
 }
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 
 /// \brief Compresses `src` into one frame with python-lz4's default settings.
 /// The buffer comes from `pool` (the default pool if null).
@@ -33,4 +33,4 @@ Status Lz4CheckContentSize(std::span<const uint8_t> src, int64_t expected);
 /// it). Bytes after the end of the frame are ignored, as python-lz4 ignores them.
 Status Lz4FrameDecompress(std::span<const uint8_t> src, std::span<uint8_t> dst);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

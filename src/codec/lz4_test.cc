@@ -7,7 +7,7 @@
 #include "core/status_matchers.h"
 #include "support/test_files.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 namespace {
 
 using tesscpp::testing::DataPath;
@@ -95,4 +95,4 @@ TEST(Lz4, RoundTripsLargeData) {
 }
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

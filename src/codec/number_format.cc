@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 namespace {
 
 // The shortest round-trip digits of |v| and its decimal exponent: |v| = d.ddd x 10^exp.
@@ -179,4 +179,4 @@ bool ParseComplex(std::string_view text, std::complex<double>* out) {
   return true;
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

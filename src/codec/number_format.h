@@ -11,7 +11,7 @@
 #include <complex>
 #include <string>
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 
 /// \brief Room FormatJsonDouble needs.
 inline constexpr size_t kMaxJsonDoubleChars = 32;
@@ -35,4 +35,4 @@ void AppendPydanticComplex(std::complex<double> v, std::string& out);
 /// anything else.
 bool ParseComplex(std::string_view text, std::complex<double>* out);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

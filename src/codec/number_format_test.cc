@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-namespace tesscpp::internal {
+namespace tesscpp::codec {
 namespace {
 
 std::string Json(double v) {
@@ -101,4 +101,4 @@ TEST(NumberFormat, ComplexSpellingRoundTrips) {
 }
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::codec

@@ -8,7 +8,7 @@
 #define TESS_CPU_FEATURES ""
 #endif
 
-namespace tesscpp::internal {
+namespace tesscpp::core {
 
 const char* RequiredCpuFeatures() { return TESS_CPU_FEATURES; }
 
@@ -53,4 +53,4 @@ __attribute__((constructor(101))) void RefuseMissingCpuFeatures() {
 #endif
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::core

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace tesscpp::internal {
+namespace tesscpp::core {
 
 /// \brief The names in `required` (space-separated, as in TESS_CPU_FEATURES)
 /// that `has` denies, space-separated; empty when the CPU has them all.
@@ -22,4 +22,4 @@ const char* RequiredCpuFeatures();
 /// knows: "avx2", "bmi2", "fma", "pclmul", ...); false for unknown names.
 bool CpuHas(std::string_view feature);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::core

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tesscpp::internal {
+namespace tesscpp::core {
 namespace {
 
 bool OnlyAvx(std::string_view feature) { return feature == "avx"; }
@@ -20,4 +20,4 @@ TEST(CpuCheck, ThisMachineHasWhatTheBuildNeeds) {
 }
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::core

@@ -6,7 +6,7 @@
 #include "core/http_status.h"
 #include "core/python_exception.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::core {
 namespace {
 
 constexpr StatusCode kEveryCode[] = {
@@ -77,4 +77,4 @@ TEST(ErrorTables, PythonExceptionOfEveryCodeInEveryContext) {
 }
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::core

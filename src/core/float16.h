@@ -8,7 +8,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace tesscpp::internal {
+namespace tesscpp::core {
 
 /// \brief Exact widening of a binary16 bit pattern.
 inline float HalfToFloat(uint16_t h) {
@@ -65,4 +65,4 @@ inline uint16_t DoubleToHalf(double d) {
   return static_cast<uint16_t>(sign | round_shift(rebiased, 42));
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::core

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-namespace tesscpp::internal {
+namespace tesscpp::core {
 namespace {
 
 TEST(Float16, EveryHalfRoundTripsThroughFloat) {
@@ -40,4 +40,4 @@ TEST(Float16, KnownValues) {
 }
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::core

@@ -1,7 +1,7 @@
 // http_status.cc: the table of http_status.h.
 #include "core/http_status.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::core {
 
 int HttpStatusFor(StatusCode code) {
   switch (code) {
@@ -35,4 +35,4 @@ StatusCode StatusCodeForHttp(int http) {
   }
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::core

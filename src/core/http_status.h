@@ -8,7 +8,7 @@
 
 #include "tesscpp/status.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::core {
 
 /// \brief The HTTP status that answers a failure of `code` (200 for kOk).
 int HttpStatusFor(StatusCode code);
@@ -18,4 +18,4 @@ int HttpStatusFor(StatusCode code);
 /// kInternal / kInvalidArgument for other 5xx / 4xx answers.
 StatusCode StatusCodeForHttp(int http);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::core

@@ -1,7 +1,7 @@
 // python_exception.cc: the table of python_exception.h.
 #include "core/python_exception.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::core {
 
 const char* PythonExceptionName(StatusCode code, PythonContext context) {
   struct Row {
@@ -40,4 +40,4 @@ const char* PythonExceptionName(StatusCode code, PythonContext context) {
   return "RuntimeError";
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::core

@@ -4,7 +4,7 @@
 
 #include "tesscpp/status.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::core {
 
 /// \brief Where a Status meets Python code. The columns differ on purpose:
 /// each follows the Python code its users compare us with.
@@ -26,4 +26,4 @@ enum class PythonContext {
 /// \brief The name of a builtin exception class ("ValueError", ...).
 const char* PythonExceptionName(StatusCode code, PythonContext context);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::core

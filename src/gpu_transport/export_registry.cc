@@ -58,9 +58,9 @@ void ExportRegistry::BeforeEndpoint(bool acknowledged) {
 }
 
 std::optional<std::string> ExportRegistry::Keep(std::vector<std::shared_ptr<void>> pins, bool acknowledged,
-                                                std::optional<internal::ProcessIdentity> borrower) {
+                                                std::optional<platform::ProcessIdentity> borrower) {
   if (pins.empty()) return std::nullopt;
-  std::string id = internal::NewUuid4();  // uuid4().hex: the 32 hex digits
+  std::string id = platform::NewUuid4();  // uuid4().hex: the 32 hex digits
   id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
   std::lock_guard<std::mutex> lock(mutex_);
   groups_[id] = Group{std::move(pins), clock_(), acknowledged, borrower};

@@ -48,7 +48,7 @@ class ExportRegistry {
   /// or nullopt (nothing kept) when `pins` is empty. With a `borrower`, the
   /// group is kept for that process (see above).
   std::optional<std::string> Keep(std::vector<std::shared_ptr<void>> pins, bool acknowledged,
-                                  std::optional<internal::ProcessIdentity> borrower = std::nullopt);
+                                  std::optional<platform::ProcessIdentity> borrower = std::nullopt);
 
   /// \brief Groups held now (for tests and logs).
   size_t size() const;
@@ -58,7 +58,7 @@ class ExportRegistry {
     std::vector<std::shared_ptr<void>> pins;
     std::chrono::steady_clock::time_point kept_at;
     bool acknowledged = false;
-    std::optional<internal::ProcessIdentity> borrower;
+    std::optional<platform::ProcessIdentity> borrower;
   };
   // The groups past their lifetime (the timeout, or their borrower's) are
   // released along with those for which `drop` is true.

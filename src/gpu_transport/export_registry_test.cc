@@ -49,7 +49,7 @@ TEST(ExportRegistry, GroupsTimeOutUnlessALiveBorrowerHoldsThem) {
   auto plain = std::make_shared<int>(1);
   auto leased = std::make_shared<int>(2);
   ASSERT_TRUE(registry.Keep(Pins(plain), /*acknowledged=*/true).has_value());
-  ASSERT_TRUE(registry.Keep(Pins(leased), true, internal::ProcessIdentity::Self()).has_value());
+  ASSERT_TRUE(registry.Keep(Pins(leased), true, platform::ProcessIdentity::Self()).has_value());
   now += ExportRegistry::kTimeout;
   registry.BeforeEndpoint(/*acknowledged=*/true);  // not past the timeout yet
   EXPECT_EQ(plain.use_count(), 2);
@@ -63,7 +63,7 @@ TEST(ExportRegistry, GroupsTimeOutUnlessALiveBorrowerHoldsThem) {
 }
 
 TEST(ExportRegistry, BorrowedGroupsLiveAsLongAsTheirBorrower) {
-  using internal::ProcessIdentity;
+  using platform::ProcessIdentity;
   int hold[2];
   ASSERT_EQ(pipe(hold), 0);
   const pid_t child = fork();

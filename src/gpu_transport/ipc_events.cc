@@ -10,22 +10,22 @@ std::string FormatIpcEvents(const std::vector<cuda::IpcEvent>& events) {
   std::string text;
   for (const cuda::IpcEvent& event : events) {
     if (!text.empty()) text += ',';
-    text += event.device_uuid + ":" + internal::Base64String(event.handle);
+    text += event.device_uuid + ":" + codec::Base64String(event.handle);
   }
   return text;
 }
 
 Result<std::vector<cuda::IpcEvent>> ParseIpcEvents(std::string_view text) {
   std::vector<cuda::IpcEvent> events;
-  for (std::string_view item : internal::SplitFields(text, ',')) {
-    const std::vector<std::string_view> fields = internal::SplitFields(item, ':');
+  for (std::string_view item : codec::SplitFields(text, ',')) {
+    const std::vector<std::string_view> fields = codec::SplitFields(item, ':');
     if (fields.size() != 2) {
       return Status::ValidationError("an IPC event is '<device uuid>:<handle>', got '", item, "'");
     }
-    TESS_RETURN_IF_ERROR(internal::CheckDeviceUuid(fields[0]));
+    TESS_RETURN_IF_ERROR(codec::CheckDeviceUuid(fields[0]));
     cuda::IpcEvent event;
     event.device_uuid = std::string(fields[0]);
-    TESS_RETURN_IF_ERROR(internal::DecodeIpcHandle(fields[1], event.handle));
+    TESS_RETURN_IF_ERROR(codec::DecodeIpcHandle(fields[1], event.handle));
     events.push_back(std::move(event));
   }
   return events;

@@ -12,7 +12,7 @@
 
 namespace tesscpp::gpu_transport {
 
-using internal::FindHeader;
+using platform::FindHeader;
 
 void ServerTransport::OnRequest(const Headers& request_headers) {
   const std::optional<std::string_view> done = FindHeader(request_headers, kExportsDoneHeader);
@@ -73,9 +73,9 @@ Result<Headers> ServerTransport::Call::Finish(const Value& request_body, const V
   // A borrower the server can see gets its exports kept while it lives, and
   // is told so (it copies them out otherwise, as any 1.15 client). /proc is
   // read only when there is something to keep.
-  std::optional<internal::ProcessIdentity> borrower;
+  std::optional<platform::ProcessIdentity> borrower;
   if (acknowledged_ && borrower_ && !outputs_.pins().empty()) {
-    borrower = internal::ProcessIdentity::Parse(*borrower_);
+    borrower = platform::ProcessIdentity::Parse(*borrower_);
   }
   if (borrower && !borrower->Alive()) borrower.reset();
   if (auto id = transport_->exports_.Keep(std::move(outputs_.pins()), acknowledged_, borrower)) {

@@ -21,7 +21,7 @@
 
 namespace tesscpp::gpu_transport {
 
-using Headers = internal::HttpHeaders;
+using Headers = platform::HttpHeaders;
 
 class ServerTransport {
  public:

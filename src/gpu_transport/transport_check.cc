@@ -43,7 +43,7 @@ Result<Tensor> ReadCheckArray(const Value* payload, const std::string& transport
   }
   const Value* buffer = data->as_dict().find("buffer");
   if (buffer == nullptr || !buffer->is_string()) return Status::InvalidArgument("expected a string buffer");
-  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor, internal::ParseCudaIpcBuffer(buffer->as_string()));
+  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor, codec::ParseCudaIpcBuffer(buffer->as_string()));
   TESS_ASSIGN_OR_RETURN(Shape check_shape, Shape::Make({kCheckBytes}));
   TESS_ASSIGN_OR_RETURN(Tensor device, cuda::ImportIpc(descriptor, Dtype::kUInt8, check_shape));
   return device;
@@ -55,8 +55,8 @@ Result<Tensor> ReversedOnDevice(const Value& request, const std::string& transpo
   const Value* expected = request.as_dict().find("expected");
   const std::string expected_text = expected != nullptr && expected->is_string() ? expected->as_string() : "";
   std::vector<uint8_t> wanted(kCheckBytes);
-  auto size = internal::Base64DecodedSize(expected_text);
-  if (!size.ok() || *size != wanted.size() || !internal::Base64Decode(expected_text, wanted).ok() ||
+  auto size = codec::Base64DecodedSize(expected_text);
+  if (!size.ok() || *size != wanted.size() || !codec::Base64Decode(expected_text, wanted).ok() ||
       !std::equal(wanted.begin(), wanted.end(), host.data())) {
     return Status::InvalidArgument("the bytes read from the client's array differ from the ones it wrote");
   }
@@ -86,7 +86,7 @@ Value AnswerTransportCheck(const Value& request, const std::string& enabled_tran
 }
 
 const char* TransportCheckExceptionName(const Status& status) {
-  return internal::PythonExceptionName(status.code(), internal::PythonContext::kTransportCheck);
+  return core::PythonExceptionName(status.code(), core::PythonContext::kTransportCheck);
 }
 
 }  // namespace tesscpp::gpu_transport

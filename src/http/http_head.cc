@@ -4,7 +4,7 @@
 #include <array>
 #include <cctype>
 
-namespace tesscpp::internal {
+namespace tesscpp::http {
 namespace {
 
 bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
@@ -57,4 +57,4 @@ void WriteResponseHead(const RuntimeResponse& response, std::string_view reason,
   out += "\r\n";
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::http

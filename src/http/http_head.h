@@ -9,7 +9,7 @@
 
 #include "tesscpp/runtime.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::http {
 
 /// \brief True for the headers the server handles itself (framing,
 /// connection, authorization, Accept and Content-Type, which travel in their
@@ -31,4 +31,4 @@ bool BearerTokenMatches(std::string_view authorization, std::string_view token);
 void WriteResponseHead(const RuntimeResponse& response, std::string_view reason, bool keep_alive,
                        std::string& out);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::http

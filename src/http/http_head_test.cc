@@ -6,7 +6,7 @@
 
 #include "gpu_transport/headers.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::http {
 namespace {
 
 TEST(IsServerHeader, FramingAndConnectionHeadersStayWithTheServer) {
@@ -74,4 +74,4 @@ TEST(WriteResponseHead, ClosingAConnectionSaysSoAndReplacesTheOldHead) {
 }
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::http

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <new>
 
-namespace tesscpp::internal {
+namespace tesscpp::http {
 namespace {
 
 // Lock-free atomics are plain memory, so they work across processes in a
@@ -156,4 +156,4 @@ std::string ServerMetrics::Render() const {
   return out;
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::http

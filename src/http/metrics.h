@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace tesscpp::internal {
+namespace tesscpp::http {
 
 /// \brief Why a request was refused before it reached the runtime.
 enum class Rejection : uint8_t { kInFlight, kBodyBudget, kUnauthorized, kCount };
@@ -68,4 +68,4 @@ class ServerMetrics {
   std::atomic<int64_t> rss_[kMaxWorkers];
 };
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::http

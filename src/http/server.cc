@@ -25,12 +25,12 @@
 #include "tesscpp/json.h"
 #include "tesscpp/runtime.h"
 
-namespace tesscpp {
+namespace tesscpp::http {
 namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
+namespace beast_http = beast::http;
 using tcp = asio::ip::tcp;
 
 // Request headers beyond this are refused (431); Starlette's limit is similar.
@@ -50,8 +50,8 @@ struct ServerState {
   std::atomic<bool> draining{false};
   std::atomic<int> in_flight{0};
   std::atomic<int64_t> body_bytes{0};
-  internal::ServerMetrics* metrics = nullptr;  // shared with the other workers
-  int access_log_fd = -1;                      // a copy of stderr from before any capture; -1: off
+  ServerMetrics* metrics = nullptr;  // shared with the other workers
+  int access_log_fd = -1;            // a copy of stderr from before any capture; -1: off
 };
 
 // One line of JSON per request (the access log): written with one write(2),
@@ -98,14 +98,14 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(boost::none);  // the body is read separately, checked against max_body_bytes
     SetDeadline(options_.keep_alive_timeout);
-    http::async_read_header(
+    beast_http::async_read_header(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
     idle_ = false;
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
+    if (ec == beast_http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
         ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
       return Close();
     }
@@ -113,27 +113,27 @@ class Session : public std::enable_shared_from_this<Session> {
     // rejected header must not be counted as the previous request again.
     started_ = std::chrono::steady_clock::now();
     request_ = RuntimeRequest();
-    if (ec == http::error::header_limit) return Reject(431, "Request Header Fields Too Large");
+    if (ec == beast_http::error::header_limit) return Reject(431, "Request Header Fields Too Large");
     if (ec) return Reject(400, "Bad Request");
     const auto& header = parser_->get();
     request_.method = std::string(header.method_string());
     request_.target = std::string(header.target());
-    if (auto it = header.find(http::field::accept); it != header.end())
+    if (auto it = header.find(beast_http::field::accept); it != header.end())
       request_.accept = std::string(it->value());
     for (const auto& field : header) {
-      if (!internal::IsServerHeader(field.name_string())) {
+      if (!IsServerHeader(field.name_string())) {
         request_.headers.emplace_back(field.name_string(), field.value());
       }
     }
-    if (auto it = header.find(http::field::content_type); it != header.end()) {
+    if (auto it = header.find(beast_http::field::content_type); it != header.end()) {
       request_.content_type = std::string(it->value());
     }
     keep_alive_ = header.keep_alive();
-    head_ = header.method() == http::verb::head;
+    head_ = header.method() == beast_http::verb::head;
 
     const beast::string_view target = header.target();
     const beast::string_view path = target.substr(0, target.find('?'));
-    const bool is_health = header.method() == http::verb::get && path == "/health";
+    const bool is_health = header.method() == beast_http::verb::get && path == "/health";
     if (!options_.token.empty() && !(is_health && options_.public_health) && !Authorized(header)) {
       RuntimeResponse r;
       r.status = 401;
@@ -142,10 +142,10 @@ class Session : public std::enable_shared_from_this<Session> {
           R"json({"detail":"Missing or wrong bearer token (Authorization: Bearer <token>)"})json");
       r.headers.emplace_back("www-authenticate", R"(Bearer realm="tesscpp")");
       keep_alive_ = false;  // the body, if any, is not read
-      state_.metrics->Reject(internal::Rejection::kUnauthorized);
+      state_.metrics->Reject(Rejection::kUnauthorized);
       return Write(std::move(r));
     }
-    if (header.method() == http::verb::get && path == "/metrics") {
+    if (header.method() == beast_http::verb::get && path == "/metrics") {
       RuntimeResponse r;
       r.status = 200;
       r.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -162,7 +162,7 @@ class Session : public std::enable_shared_from_this<Session> {
       counted_ = true;
       state_.metrics->AddInFlight(1);
       if (options_.max_in_flight > 0 && before >= options_.max_in_flight) {
-        state_.metrics->Reject(internal::Rejection::kInFlight);
+        state_.metrics->Reject(Rejection::kInFlight);
         return Reject(503,
                       "Too many requests in flight (" + std::to_string(options_.max_in_flight) +
                           "); retry after a second",
@@ -178,7 +178,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (length == 0) return Dispatch();
     if (!Reserve(static_cast<int64_t>(length))) {
-      state_.metrics->Reject(internal::Rejection::kBodyBudget);
+      state_.metrics->Reject(Rejection::kBodyBudget);
       return Reject(503,
                     "The server holds too many request bodies to take one of " + std::to_string(length) +
                         " bytes now; retry after a second",
@@ -238,13 +238,13 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  bool Authorized(const http::request<http::empty_body>& header) const {
-    auto it = header.find(http::field::authorization);
-    return it != header.end() && internal::BearerTokenMatches(it->value(), options_.token);
+  bool Authorized(const beast_http::request<beast_http::empty_body>& header) const {
+    auto it = header.find(beast_http::field::authorization);
+    return it != header.end() && BearerTokenMatches(it->value(), options_.token);
   }
 
-  static bool ExpectsContinue(const http::request<http::empty_body>& header) {
-    auto it = header.find(http::field::expect);
+  static bool ExpectsContinue(const beast_http::request<beast_http::empty_body>& header) {
+    auto it = header.find(beast_http::field::expect);
     return it != header.end() && beast::iequals(it->value(), "100-continue");
   }
 
@@ -266,21 +266,23 @@ class Session : public std::enable_shared_from_this<Session> {
     chunked_->body_limit(static_cast<uint64_t>(options_.max_body_bytes));
     auto read = [self = shared_from_this()] {
       self->SetDeadline(self->options_.body_timeout);
-      http::async_read(self->socket_, self->buffer_, *self->chunked_, [self](beast::error_code ec, size_t) {
-        if (ec == http::error::body_limit) return self->Reject(413, "Request body exceeds the limit");
-        if (ec) return self->Close();
-        const std::vector<char>& text = self->chunked_->get().body();
-        if (!self->Reserve(static_cast<int64_t>(text.size()))) {
-          return self->Reject(503, "The server holds too many request bodies; retry after a second",
-                              "text/plain; charset=utf-8", true);
-        }
-        auto body = BufferPool::Default()->Allocate(static_cast<int64_t>(text.size()));
-        if (!body.ok()) return self->Reject(413, "Cannot hold the request body");
-        std::copy(text.begin(), text.end(), body->data());
-        self->request_.body = *std::move(body);
-        self->chunked_.reset();
-        self->Dispatch();
-      });
+      beast_http::async_read(
+          self->socket_, self->buffer_, *self->chunked_, [self](beast::error_code ec, size_t) {
+            if (ec == beast_http::error::body_limit)
+              return self->Reject(413, "Request body exceeds the limit");
+            if (ec) return self->Close();
+            const std::vector<char>& text = self->chunked_->get().body();
+            if (!self->Reserve(static_cast<int64_t>(text.size()))) {
+              return self->Reject(503, "The server holds too many request bodies; retry after a second",
+                                  "text/plain; charset=utf-8", true);
+            }
+            auto body = BufferPool::Default()->Allocate(static_cast<int64_t>(text.size()));
+            if (!body.ok()) return self->Reject(413, "Cannot hold the request body");
+            std::copy(text.begin(), text.end(), body->data());
+            self->request_.body = *std::move(body);
+            self->chunked_.reset();
+            self->Dispatch();
+          });
     };
     if (expects_continue) return WriteContinue(read);
     read();
@@ -313,8 +315,9 @@ class Session : public std::enable_shared_from_this<Session> {
     request_.body = Buffer();  // the request's memory goes back to the pool before the write
     Release();
     if (state_.draining.load(std::memory_order_relaxed)) keep_alive_ = false;
-    internal::WriteResponseHead(response_, http::obsolete_reason(static_cast<http::status>(response_.status)),
-                                keep_alive_, header_text_);
+    WriteResponseHead(response_,
+                      beast_http::obsolete_reason(static_cast<beast_http::status>(response_.status)),
+                      keep_alive_, header_text_);
     const size_t body_size = head_ ? 0 : static_cast<size_t>(response_.body.size());
     const std::array<asio::const_buffer, 2> parts{asio::buffer(header_text_),
                                                   asio::buffer(response_.body.data(), body_size)};
@@ -390,8 +393,8 @@ class Session : public std::enable_shared_from_this<Session> {
   int64_t reserved_ = 0;                           // bytes taken from the body budget
   std::chrono::steady_clock::time_point started_;  // the request header arrived
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::empty_body>> parser_;
-  std::optional<http::request_parser<http::vector_body<char>>> chunked_;
+  std::optional<beast_http::request_parser<beast_http::empty_body>> parser_;
+  std::optional<beast_http::request_parser<beast_http::vector_body<char>>> chunked_;
   RuntimeRequest request_;
   RuntimeResponse response_;
   std::string header_text_;
@@ -403,7 +406,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
 struct HttpServer::Impl {
   Impl(const Runtime& r, const HttpServerOptions& o) : runtime(r), options(o), io(kThreads) {
-    state.metrics = internal::ServerMetrics::Create();
+    state.metrics = ServerMetrics::Create();
     if (options.access_log) state.access_log_fd = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
     if (options.body_budget_bytes < 0) {
       const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
@@ -643,4 +646,4 @@ void HttpServer::Stop() {
   asio::post(impl_->io, [this] { impl_->Drain(); });
 }
 
-}  // namespace tesscpp
+}  // namespace tesscpp::http

@@ -22,8 +22,10 @@
 #include "tesscpp/result.h"
 
 namespace tesscpp {
-
 class Runtime;
+}  // namespace tesscpp
+
+namespace tesscpp::http {
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
@@ -81,4 +83,4 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace tesscpp
+}  // namespace tesscpp::http

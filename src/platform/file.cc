@@ -13,7 +13,7 @@
 #include <cstring>
 #include <utility>
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 
 Fd::~Fd() {
   if (fd_ >= 0) ::close(fd_);
@@ -119,4 +119,4 @@ Result<std::string> MakeTempDir(const std::string& prefix) {
   return pattern;
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

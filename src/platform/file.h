@@ -7,7 +7,7 @@
 
 #include "tesscpp/result.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 
 /// \brief An owned file descriptor, closed on destruction. Move-only.
 class Fd {
@@ -83,4 +83,4 @@ class MappedFile {
 /// to /tmp) and returns its path.
 Result<std::string> MakeTempDir(const std::string& prefix);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

@@ -3,7 +3,7 @@
 
 #include <strings.h>
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 
 std::optional<std::string_view> FindHeader(const HttpHeaders& headers, std::string_view name) {
   for (const auto& [key, value] : headers) {
@@ -12,4 +12,4 @@ std::optional<std::string_view> FindHeader(const HttpHeaders& headers, std::stri
   return std::nullopt;
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

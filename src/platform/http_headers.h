@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 
 /// \brief (name, value) pairs in the order received or to be sent.
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
@@ -17,4 +17,4 @@ using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 /// case-insensitively (RFC 9110 5.1), if any.
 std::optional<std::string_view> FindHeader(const HttpHeaders& headers, std::string_view name);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 namespace {
 
 TEST(HttpHeaders, NamesMatchWhateverTheirCaseAndTheFirstWins) {
@@ -16,4 +16,4 @@ TEST(HttpHeaders, NamesMatchWhateverTheirCaseAndTheFirstWins) {
 }
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 
 namespace {
 
@@ -65,4 +65,4 @@ std::string ProcessIdentity::ToString() const {
 
 bool ProcessIdentity::Alive() const { return StartTicks(pid) == start_ticks; }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 
 struct ProcessIdentity {
   int64_t pid = 0;
@@ -38,4 +38,4 @@ struct ProcessIdentity {
   friend bool operator==(const ProcessIdentity&, const ProcessIdentity&) = default;
 };
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

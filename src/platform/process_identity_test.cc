@@ -6,7 +6,7 @@
 
 #include <optional>
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 namespace {
 
 TEST(ProcessIdentity, NamesAProcessAsLongAsItLives) {
@@ -22,4 +22,4 @@ TEST(ProcessIdentity, NamesAProcessAsLongAsItLives) {
 }
 
 }  // namespace
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

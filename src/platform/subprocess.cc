@@ -15,7 +15,7 @@
 
 extern "C" char** environ;  // NOLINT: the process environment, passed to children
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 namespace {
 
 std::vector<char*> CArgs(const std::vector<std::string>& argv) {
@@ -113,4 +113,4 @@ std::string CommandLine(const std::vector<std::string>& argv) {
   return line;
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

@@ -6,7 +6,7 @@
 
 #include "tesscpp/result.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 
 /// \brief What a finished program printed and how it ended.
 struct Finished {
@@ -36,4 +36,4 @@ Result<int> RunAttached(const std::vector<std::string>& argv);
 /// \brief "a b c": argv as one line, for messages.
 std::string CommandLine(const std::vector<std::string>& argv);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <random>
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 
 std::string NewUuid4() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -22,4 +22,4 @@ std::string NewUuid4() {
   return out;
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

@@ -3,10 +3,10 @@
 
 #include <string>
 
-namespace tesscpp::internal {
+namespace tesscpp::platform {
 
 /// \brief A random RFC 4122 version-4 UUID in its 36-character lowercase form,
 /// as Python's str(uuid.uuid4()).
 std::string NewUuid4();
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::platform

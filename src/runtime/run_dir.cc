@@ -23,17 +23,17 @@ Status MakeDirectory(const std::string& path) {
 
 // Plain syscalls rather than std::filesystem: this runs on every call of a
 // wrapped endpoint, and each saved stat or reopen is latency a client sees.
-Result<internal::Fd> CreateRunDirectory(const std::string& dir) {
+Result<platform::Fd> CreateRunDirectory(const std::string& dir) {
   const std::string logs = dir + "/logs";
   TESS_RETURN_IF_ERROR(MakeDirectory(dir));
   TESS_RETURN_IF_ERROR(MakeDirectory(logs));
   TESS_RETURN_IF_ERROR(MakeDirectory(logs + "/artifacts"));
-  TESS_ASSIGN_OR_RETURN(internal::Fd metrics,
-                        internal::Fd::Open(logs + "/metrics.csv", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC));
+  TESS_ASSIGN_OR_RETURN(platform::Fd metrics,
+                        platform::Fd::Open(logs + "/metrics.csv", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC));
   // Python's csv module ends rows with \r\n.
   static constexpr std::string_view kHeader = "timestamp,key,value,step\r\n";
   TESS_RETURN_IF_ERROR(metrics.WriteAll({reinterpret_cast<const uint8_t*>(kHeader.data()), kHeader.size()}));
-  return internal::Fd::Open(logs + "/tesseract.log", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC);
+  return platform::Fd::Open(logs + "/tesseract.log", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC);
 }
 
 namespace {
@@ -43,7 +43,7 @@ std::mutex& CaptureMutex() {
 }
 }  // namespace
 
-Result<std::unique_ptr<StdioCapture>> StdioCapture::Start(internal::Fd log) {
+Result<std::unique_ptr<StdioCapture>> StdioCapture::Start(platform::Fd log) {
   std::unique_ptr<StdioCapture> capture(new StdioCapture());
   capture->lock_ = std::unique_lock<std::mutex>(CaptureMutex());
   // Whatever the process buffered so far belongs to the terminal, not the run.

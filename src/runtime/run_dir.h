@@ -14,7 +14,7 @@ namespace tesscpp::runtime {
 /// \brief Creates `<dir>/logs/` with an empty tesseract.log, metrics.csv (its
 /// header row) and artifacts/, as tesseract-core's file backend does, and
 /// returns tesseract.log open for appending.
-Result<internal::Fd> CreateRunDirectory(const std::string& dir);
+Result<platform::Fd> CreateRunDirectory(const std::string& dir);
 
 /// \brief While alive, file descriptors 1 and 2 of the process write to
 /// `log` (a run's tesseract.log), and are restored afterwards. Redirection is
@@ -23,7 +23,7 @@ Result<internal::Fd> CreateRunDirectory(const std::string& dir);
 /// tesseract-core worker.
 class StdioCapture {
  public:
-  static Result<std::unique_ptr<StdioCapture>> Start(internal::Fd log);
+  static Result<std::unique_ptr<StdioCapture>> Start(platform::Fd log);
   ~StdioCapture();
   StdioCapture(const StdioCapture&) = delete;
   StdioCapture& operator=(const StdioCapture&) = delete;

@@ -407,13 +407,13 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
 
   std::optional<std::string> given_run_id = QueryParam(query, "run_id");
-  const std::string run_id = given_run_id ? *std::move(given_run_id) : internal::NewUuid4();
+  const std::string run_id = given_run_id ? *std::move(given_run_id) : platform::NewUuid4();
   if (auto refused = InvalidRunId(run_id)) return *std::move(refused);
 
   std::optional<gpu_transport::ServerTransport::Call> gpu;
   if (transport != nullptr) {
     auto begun = transport->Begin(request.headers);
-    if (!begun.ok()) return Detail(internal::HttpStatusFor(begun.status().code()), begun.status().message());
+    if (!begun.ok()) return Detail(core::HttpStatusFor(begun.status().code()), begun.status().message());
     gpu.emplace(*std::move(begun));
   }
   EndpointFailure failure;
@@ -476,7 +476,7 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
     EndpointFailure failure;
     Result<Value> outputs = Status::Internal("not run");
     if (wrapped) {
-      const std::string run_id = given_run_id.value_or(internal::NewUuid4());
+      const std::string run_id = given_run_id.value_or(platform::NewUuid4());
       if (InvalidRunId(run_id)) return ValidationFailure({RunIdIssue(run_id)});
       outputs = RunInRunDirectory(name, run_id, call, &failure);
     } else {

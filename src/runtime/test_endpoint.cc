@@ -111,8 +111,8 @@ void CompareTensors(const Tensor& got, const Tensor& want, const std::vector<std
   std::vector<std::string> diffs;
   int64_t count = 0;
   for (int64_t i = 0; i < want.num_elements(); ++i) {
-    const auto g = internal::ElementAt(got, i);
-    const auto w = internal::ElementAt(want, i);
+    const auto g = schema::ElementAt(got, i);
+    const auto w = schema::ElementAt(want, i);
     bool close = g == w;
     if (inexact && !close) {
       const bool both_nan =
@@ -232,7 +232,7 @@ std::string PythonExceptionFor(const std::string& cpp_exception_type, StatusCode
     }
     return "RuntimeError";
   }
-  return internal::PythonExceptionName(code, internal::PythonContext::kTestEndpoint);
+  return core::PythonExceptionName(code, core::PythonContext::kTestEndpoint);
 }
 
 Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& endpoints,

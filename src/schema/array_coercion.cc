@@ -17,7 +17,7 @@
 #include "tesscpp/buffer_pool.h"
 #include "tesscpp/validation_issue.h"
 
-namespace tesscpp::internal {
+namespace tesscpp::schema {
 namespace {
 
 // Every element of every dtype fits exactly in an x87 long double (64-bit
@@ -43,7 +43,7 @@ Number Load(const uint8_t* p, Dtype d) {
     case Dtype::kUInt16: return {static_cast<long double>(get(static_cast<uint16_t*>(nullptr))), 0};
     case Dtype::kUInt32: return {static_cast<long double>(get(static_cast<uint32_t*>(nullptr))), 0};
     case Dtype::kUInt64: return {static_cast<long double>(get(static_cast<uint64_t*>(nullptr))), 0};
-    case Dtype::kFloat16: return {HalfToFloat(get(static_cast<uint16_t*>(nullptr))), 0};
+    case Dtype::kFloat16: return {core::HalfToFloat(get(static_cast<uint16_t*>(nullptr))), 0};
     case Dtype::kFloat32: return {get(static_cast<float*>(nullptr)), 0};
     case Dtype::kFloat64: return {get(static_cast<double*>(nullptr)), 0};
     case Dtype::kComplex64: {
@@ -75,7 +75,7 @@ void Store(uint8_t* p, Dtype d, Number n) {
     case Dtype::kUInt16: Put(p, static_cast<uint16_t>(n.re)); break;
     case Dtype::kUInt32: Put(p, static_cast<uint32_t>(n.re)); break;
     case Dtype::kUInt64: Put(p, static_cast<uint64_t>(n.re)); break;
-    case Dtype::kFloat16: Put(p, DoubleToHalf(static_cast<double>(n.re))); break;
+    case Dtype::kFloat16: Put(p, core::DoubleToHalf(static_cast<double>(n.re))); break;
     case Dtype::kFloat32: Put(p, static_cast<float>(n.re)); break;
     case Dtype::kFloat64: Put(p, static_cast<double>(n.re)); break;
     case Dtype::kComplex64:
@@ -91,7 +91,7 @@ void Store(uint8_t* p, Dtype d, Number n) {
 bool Overflows(Dtype d, long double v) {
   switch (d) {
     case Dtype::kFloat16:
-      return std::isfinite(v) && std::isinf(HalfToFloat(DoubleToHalf(static_cast<double>(v))));
+      return std::isfinite(v) && std::isinf(core::HalfToFloat(core::DoubleToHalf(static_cast<double>(v))));
     case Dtype::kFloat32:
     case Dtype::kComplex64: return std::isfinite(v) && std::isinf(static_cast<float>(v));
     default: return false;
@@ -108,7 +108,7 @@ std::string Show(long double v) {
   return buf;
 }
 
-Status OutOfRange(Dtype to, long double example) { return ValueOutOfRange(to, Show(example)); }
+Status OutOfRange(Dtype to, long double example) { return codec::ValueOutOfRange(to, Show(example)); }
 
 Value ShapeList(std::span<const int64_t> dims) {
   Value::List out;
@@ -117,7 +117,8 @@ Value ShapeList(std::span<const int64_t> dims) {
 }
 
 Status NonNumeric(const Value& input) {
-  return NonNumericArray(Status::ValidationError("a ", Value::KindName(input.kind()), " is not an array"));
+  return codec::NonNumericArray(
+      Status::ValidationError("a ", Value::KindName(input.kind()), " is not an array"));
 }
 
 // An arraydict (already a Tensor) must fit the field's schema as the reference's
@@ -293,8 +294,8 @@ Result<Value> CoerceArray(const SchemaType& type, const Value& input, BufferPool
   if (input.is_tensor()) {
     const Tensor& t = input.as_tensor();
     if (!FitsEncodedModel(type, t)) {
-      return NonNumericArray(Status::ValidationError("a ", DtypeName(t.dtype()), " array of shape ",
-                                                     t.shape().ToString(), " does not fit the field"));
+      return codec::NonNumericArray(Status::ValidationError("a ", DtypeName(t.dtype()), " array of shape ",
+                                                            t.shape().ToString(), " does not fit the field"));
     }
     if (!t.device().host_accessible()) {
       TESS_RETURN_IF_ERROR(CheckShapeDtypeNoCast(type, t, "cuda_ipc does not cast on device"));
@@ -305,7 +306,7 @@ Result<Value> CoerceArray(const SchemaType& type, const Value& input, BufferPool
   }
   if (!input.is_number() && !input.is_bool() && !input.is_list()) return NonNumeric(input);
   // np.asarray(value): the nesting gives the shape, the leaves the dtype.
-  TESS_ASSIGN_OR_RETURN(JsonLeaves leaves, FlattenJsonValue(input));
+  TESS_ASSIGN_OR_RETURN(codec::JsonLeaves leaves, codec::FlattenJsonValue(input));
   TESS_ASSIGN_OR_RETURN(Dtype inferred, InferJsonDtype(leaves));
   TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(leaves.dims));
   TESS_ASSIGN_OR_RETURN(Tensor t, JsonLeavesToTensor(leaves, inferred, shape, pool));
@@ -313,4 +314,4 @@ Result<Value> CoerceArray(const SchemaType& type, const Value& input, BufferPool
   return Value(std::move(out));
 }
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::schema

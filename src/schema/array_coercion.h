@@ -12,7 +12,7 @@ namespace tesscpp {
 class BufferPool;
 }
 
-namespace tesscpp::internal {
+namespace tesscpp::schema {
 
 /// \brief The reference's `_castable`: NumPy's same_kind rule, plus integer to
 /// integer in any direction (values are range-checked when cast).
@@ -36,4 +36,4 @@ std::complex<double> ElementAt(const Tensor& t, int64_t i);
 /// bool or nested list) against an array type, with the reference's issues.
 Result<Value> CoerceArray(const SchemaType& type, const Value& input, BufferPool* pool);
 
-}  // namespace tesscpp::internal
+}  // namespace tesscpp::schema

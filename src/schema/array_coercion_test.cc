@@ -73,20 +73,20 @@ TEST(ArrayCoercion, CastsCheckEveryValue) {
   Tensor big = *Tensor::Allocate(Dtype::kFloat64, *Shape::Make({2}));
   big.data_as<double>()[0] = 1.0;
   big.data_as<double>()[1] = 1e300;
-  auto cast = internal::CastChecked(big, Dtype::kFloat32, nullptr);
+  auto cast = schema::CastChecked(big, Dtype::kFloat32, nullptr);
   EXPECT_EQ(IssueOf(Result<Value>(cast.status())).substr(0, 24), "array_value_out_of_range");
   Tensor ints = *Tensor::Allocate(Dtype::kInt64, *Shape::Make({2}));
   ints.data_as<int64_t>()[0] = -1;
   ints.data_as<int64_t>()[1] = 5;
-  EXPECT_FALSE(internal::CastChecked(ints, Dtype::kUInt8, nullptr).ok());
+  EXPECT_FALSE(schema::CastChecked(ints, Dtype::kUInt8, nullptr).ok());
   ints.data_as<int64_t>()[0] = 255;
-  Tensor u8 = *internal::CastChecked(ints, Dtype::kUInt8, nullptr);
+  Tensor u8 = *schema::CastChecked(ints, Dtype::kUInt8, nullptr);
   EXPECT_EQ(u8.data()[0], 255);
-  Tensor f16 = *internal::CastChecked(ints, Dtype::kFloat16, nullptr);
-  EXPECT_EQ(f16.data_as<uint16_t>()[1], 0x4500);                  // 5.0
-  EXPECT_TRUE(internal::Castable(Dtype::kInt64, Dtype::kUInt8));  // integers: range-checked
-  EXPECT_FALSE(internal::Castable(Dtype::kFloat64, Dtype::kInt64));
-  EXPECT_FALSE(internal::Castable(Dtype::kComplex64, Dtype::kFloat64));
+  Tensor f16 = *schema::CastChecked(ints, Dtype::kFloat16, nullptr);
+  EXPECT_EQ(f16.data_as<uint16_t>()[1], 0x4500);                // 5.0
+  EXPECT_TRUE(schema::Castable(Dtype::kInt64, Dtype::kUInt8));  // integers: range-checked
+  EXPECT_FALSE(schema::Castable(Dtype::kFloat64, Dtype::kInt64));
+  EXPECT_FALSE(schema::Castable(Dtype::kComplex64, Dtype::kFloat64));
 }
 
 }  // namespace

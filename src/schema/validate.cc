@@ -161,7 +161,7 @@ Result<Value> ValidateShapeDType(const SchemaType& type, const Value& input);
 Result<Value> ValidateValue(const SchemaType& type, const Value& input, const ValidateOptions& options) {
   BufferPool* pool = options.pool != nullptr ? options.pool : BufferPool::Default();
   switch (type.kind()) {
-    case SchemaType::Kind::kArray: return internal::CoerceArray(type, input, pool);
+    case SchemaType::Kind::kArray: return schema::CoerceArray(type, input, pool);
     case SchemaType::Kind::kShapeDType: return ValidateShapeDType(type, input);
     case SchemaType::Kind::kInt: return ValidateInt(input);
     case SchemaType::Kind::kFloat: return ValidateFloat(input);

@@ -7,7 +7,7 @@
 
 #include "codec/base64.h"
 
-using namespace tesscpp::internal;
+using namespace tesscpp::codec;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -10,6 +10,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const size_t expected = (size_t{data[0]} << 8 | data[1]) * 4;
   std::vector<uint8_t> out(expected);
-  (void)tesscpp::internal::Lz4FrameDecompress({data + 2, size - 2}, out);
+  (void)tesscpp::codec::Lz4FrameDecompress({data + 2, size - 2}, out);
   return 0;
 }

@@ -36,3 +36,6 @@ python="$results/codec-$stamp.python.json"
 # Serving: one client object from N threads, and the server under a slow-body attack.
 "$root/.venv/bin/python" "$root/bench/concurrency_bench.py" --build "$build" | tee "$results/concurrency-$stamp.md"
 "$root/.venv/bin/python" "$root/bench/overload_bench.py" --build "$build" | tee "$results/overload-$stamp.md"
+
+# torch.vmap: a batch of applies and VJPs one after the other vs at once, and tesseract-torch's way.
+"$root/.venv/bin/python" "$root/bench/vmap_bench.py" --build "$build" | tee "$results/vmap-$stamp.md"

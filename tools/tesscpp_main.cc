@@ -16,7 +16,10 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
 #pragma GCC diagnostic pop
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -197,8 +200,41 @@ struct CallOptions {
   std::string payload;
   tesscpp::ClientOptions client;
   std::optional<std::string> run_id;
-  std::string print_arrays = "json";
+  std::string print_arrays = "auto";
 };
+
+// Whether the floats of a host array all have a JSON spelling (JSON has none
+// for inf and nan, which would print as null). Device arrays are not read.
+bool AllFinite(const tesscpp::Tensor& t) {
+  if (t.device().type != tesscpp::DeviceType::kCPU) return false;
+  const int64_t n = t.num_elements();
+  auto finite = [](const auto* values, int64_t count) {
+    return std::all_of(values, values + count, [](auto x) { return std::isfinite(x); });
+  };
+  switch (t.dtype()) {
+    case tesscpp::Dtype::kFloat16:  // all-ones exponent: inf or nan
+      return std::none_of(t.data_as<const uint16_t>(), t.data_as<const uint16_t>() + n,
+                          [](uint16_t h) { return (h & 0x7C00) == 0x7C00; });
+    case tesscpp::Dtype::kFloat32: return finite(t.data_as<const float>(), n);
+    case tesscpp::Dtype::kComplex64: return finite(t.data_as<const float>(), 2 * n);
+    case tesscpp::Dtype::kFloat64: return finite(t.data_as<const double>(), n);
+    case tesscpp::Dtype::kComplex128: return finite(t.data_as<const double>(), 2 * n);
+    default: return true;
+  }
+}
+
+// Whether every array in `v` prints as a JSON list without loss.
+bool PrintsLosslesslyAsJson(const tesscpp::Value& v) {
+  if (v.is_tensor()) return AllFinite(v.as_tensor());
+  if (v.is_list()) {
+    return std::all_of(v.as_list().begin(), v.as_list().end(), PrintsLosslesslyAsJson);
+  }
+  if (v.is_dict()) {
+    return std::all_of(v.as_dict().begin(), v.as_dict().end(),
+                       [](const auto& item) { return PrintsLosslesslyAsJson(item.second); });
+  }
+  return true;
+}
 
 // The payload's field `name`, or a clear error.
 Result<const tesscpp::Value*> Field(const tesscpp::Value& payload, const char* name) {
@@ -282,7 +318,10 @@ int Call(const CallOptions& o) {
     return 2;
   }
   tesscpp::JsonWriteOptions write;
-  if (o.print_arrays == "base64") write.arrays.encoding = tesscpp::ArrayEncoding::kBase64;
+  // auto: lists where they are lossless, base64 (exact) as soon as one is not.
+  if (o.print_arrays == "base64" || (o.print_arrays == "auto" && !PrintsLosslesslyAsJson(*result))) {
+    write.arrays.encoding = tesscpp::ArrayEncoding::kBase64;
+  }
   write.arrays.device_to_host = tesscpp::cuda::ImplicitCopyToHost;  // --gpu-transport outputs
   auto text = tesscpp::WriteJson(*result, write);
   if (!text.ok()) return Fail(text.status());
@@ -502,8 +541,9 @@ int main(int argc, char** argv) {
                    "Seconds of silence allowed (0: no limit)")
       ->capture_default_str();
   call->add_option("--print-arrays", call_options.print_arrays,
-                   "Arrays in the printed result: json or base64")
-      ->check(CLI::IsMember({"json", "base64"}))
+                   "Arrays in the printed result: json (lists; inf and nan print as null), base64 "
+                   "(exact), or auto (lists unless an array holds inf or nan, then base64)")
+      ->check(CLI::IsMember({"auto", "json", "base64"}))
       ->capture_default_str();
   call->callback([&] {
     auto token = ReadToken(call_token_file);

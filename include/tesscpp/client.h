@@ -60,7 +60,9 @@ struct RequestedEncoding {
 /// media-type parameters (gpu_transport=none is dropped, anything else
 /// refused); one advertising formats but no transports (1.13/1.14) cannot be
 /// asked for a GPU transport; a value missing from an advertised list is
-/// refused. Returns the encoding to send; kInvalidArgument naming the field.
+/// refused. An output format left unset becomes "json+base64" where the
+/// server offers it (lossless and faster than its default json). Returns the
+/// encoding to send; kInvalidArgument naming the field.
 Result<RequestedEncoding> FitEncodingToServer(RequestedEncoding encoding,
                                               const ServerCapabilities& capabilities);
 

@@ -130,6 +130,15 @@ TEST(RequestedEncoding, CheckedAgainstWhatTheServerAdvertises) {
   EXPECT_FALSE(FitEncodingToServer({std::nullopt, "cuda_ipc", std::nullopt}, v115).ok());
   EXPECT_FALSE(FitEncodingToServer({std::nullopt, "none", "zstd"}, v115).ok());
 
+  // A format left to the server: json+base64 where offered, else unsaid.
+  ASSERT_OK_AND_ASSIGN(const RequestedEncoding fitted,
+                       FitEncodingToServer({std::nullopt, "none", std::nullopt}, v115));
+  EXPECT_EQ(fitted.output_format, "json+base64");
+  const ServerCapabilities json_only{std::vector<std::string>{"json"}, std::nullopt, std::nullopt};
+  ASSERT_OK_AND_ASSIGN(const RequestedEncoding unsaid,
+                       FitEncodingToServer({std::nullopt, std::nullopt, std::nullopt}, json_only));
+  EXPECT_EQ(unsaid.output_format, std::nullopt);
+
   // 1.13/1.14: formats but no transports.
   const ServerCapabilities v113{v115.output_formats, std::nullopt, std::nullopt};
   EXPECT_TRUE(FitEncodingToServer({std::nullopt, "none", "lz4"}, v113).ok());

@@ -206,9 +206,50 @@ def test_b42_48_52_same_answers(servers, case, fmt, compression):
         server = servers.get(example, backend=backend)
         status, ours, stderr = cli_call(server, endpoint, payload, fmt, compression)
         assert status == 0, f"{backend}: {stderr}"
-        assert_same(ours, sdk_call(server, endpoint, payload, fmt, compression), f"{backend}:{case}")
+        # A format left to the server is json+base64 for our client (lossless,
+        # docs/compatibility.md), so the SDK is asked for that too.
+        theirs = sdk_call(server, endpoint, payload, fmt or "json+base64", compression)
+        assert_same(ours, theirs, f"{backend}:{case}")
         answers[backend] = ours
     assert_same(answers["tesscpp"], answers["python"], f"tesscpp vs python:{case}")
+
+
+def test_call_prints_arrays_losslessly_by_default(servers):
+    """`tesscpp call` prints arrays as JSON lists, unless one holds inf or nan
+    (no JSON spelling): then every array prints as exact base64."""
+    server = servers.get("noop", backend="tesscpp")
+    printed = {}
+    for name, x in {"finite": np.array([1.5, -0.25, 3.0]), "nan_inf": CASES["noop_nan_inf"][2]["inputs"]["x"]}.items():
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as body:
+            json.dump(to_wire({"inputs": {"x": x}}), body)
+        try:
+            done = subprocess.run([str(_tool("TESSCPP_CLI")), "call", server.url, "apply", f"@{body.name}",
+                                   "--server-output-path", str(server.output_path)],
+                                  capture_output=True, timeout=120, check=False)
+        finally:
+            Path(body.name).unlink()
+        assert done.returncode == 0, done.stderr.decode()
+        printed[name] = json.loads(done.stdout)["x"]
+        data = printed[name]["data"]
+        values = (np.frombuffer(base64.b64decode(data["buffer"]), dtype=printed[name]["dtype"])
+                  if data["encoding"] == "base64" else np.array(data["buffer"], dtype=np.float64))
+        assert values.tobytes() == x.tobytes(), name
+    assert printed["finite"]["data"] == {"buffer": [1.5, -0.25, 3.0], "encoding": "json"}
+    assert printed["nan_inf"]["data"]["encoding"] == "base64"
+
+
+def test_a_format_left_to_the_server_keeps_infinities(servers):
+    """Our client asks for json+base64 when the caller names no format; the
+    SDK takes the server's json, where +-inf arrive as NaN (null)."""
+    example, endpoint, payload = CASES["noop_nan_inf"]
+    for backend in BACKENDS:
+        server = servers.get(example, backend=backend)
+        status, ours, stderr = cli_call(server, endpoint, payload, None, None)
+        assert status == 0, f"{backend}: {stderr}"
+        x = np.asarray(ours["x"])
+        assert np.isposinf(x[2]) and np.isneginf(x[3]), f"{backend}: {x}"
+        sdk = np.asarray(sdk_call(server, endpoint, payload)["x"])
+        assert np.isnan(sdk[2]) and np.isnan(sdk[3]), f"{backend}: {sdk}"
 
 
 @pytest.mark.parametrize("case", list(ERROR_CASES))

@@ -64,8 +64,19 @@ def on_device(value) -> torch.Tensor:
     return out
 
 
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.int8, torch.int16, torch.int32, torch.int64,
-          torch.uint8, torch.bool, torch.complex64, torch.complex128]
+DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.bool,
+    torch.complex64,
+    torch.complex128,
+]
 
 
 def random_tensor(shape, dtype) -> torch.Tensor:
@@ -149,8 +160,7 @@ def test_memory_that_legacy_ipc_cannot_name_is_staged(noop):
         assert cudart.cudaMemcpy(ptr, ctypes.c_void_p(source.data_ptr()), ctypes.c_size_t(4096), 3) == 0
 
         class Pooled:  # a CAI producer over the pool memory
-            __cuda_array_interface__ = {"shape": (1024,), "typestr": "<f4", "data": (ptr.value, False),
-                                        "version": 3}
+            __cuda_array_interface__ = {"shape": (1024,), "typestr": "<f4", "data": (ptr.value, False), "version": 3}
 
         x = torch.as_tensor(Pooled(), device="cuda")
         assert torch.equal(on_device(noop.apply({"x": x})["x"]), source)
@@ -195,8 +205,9 @@ def test_cuda_array_interface_producers(noop):
     assert torch.equal(torch.from_dlpack(noop.apply({"x": CaiView(x, 2)})["x"]), torch.full_like(x, 5.0))
     # Version 3 with the producer's stream: that stream is waited for.
     x, side = _pending_fill(1 << 16, 6.0)
-    assert torch.equal(torch.from_dlpack(noop.apply({"x": CaiView(x, 3, side.cuda_stream)})["x"]),
-                       torch.full_like(x, 6.0))
+    assert torch.equal(
+        torch.from_dlpack(noop.apply({"x": CaiView(x, 3, side.cuda_stream)})["x"]), torch.full_like(x, 6.0)
+    )
     # In-process, the component sees the producer's own memory.
     local = tesscpp.Tesseract.from_library(example("noop"), gpu_transport="cuda_ipc")
     y = torch.arange(8, dtype=torch.int32, device="cuda")
@@ -393,6 +404,26 @@ def test_apply_tesseract_forward_and_backward_on_the_device():
         t.teardown()
 
 
+@pytest.mark.parametrize("method", ["sequential", "parallel"])
+def test_apply_tesseract_under_vmap_on_the_device(method):
+    """torch.vmap over CUDA tensors: each element's slice crosses by cuda_ipc,
+    outputs and gradients come back on the device with exact values; and a
+    vectorised jacobian (batched cotangents) on the device."""
+    t = served(fixture("devid"))
+    try:
+        a = torch.randn(8, 100, device="cuda", requires_grad=True)
+        w = torch.randn(8, 100, device="cuda")
+        c = torch.vmap(lambda row: apply_tesseract(t, {"a": row}, vmap_method=method)["c"])(a)
+        assert c.device.type == "cuda" and torch.equal(c.detach(), a.detach())
+        (c * w).sum().backward()
+        assert a.grad.device.type == "cuda" and torch.equal(a.grad, w)
+        x = torch.randn(5, device="cuda")
+        jac = torch.autograd.functional.jacobian(lambda v: apply_tesseract(t, {"a": v})["c"], x, vectorize=True)
+        assert jac.device.type == "cuda" and torch.equal(jac, torch.eye(5, device="cuda"))
+    finally:
+        t.teardown()
+
+
 def test_components_without_device_arrays_get_host_copies():
     """A served component that takes host arrays only still gets CUDA inputs
     over cuda_ipc: the server reads them out of the client's memory into host
@@ -419,7 +450,7 @@ def _this_process() -> str:
     """Tesscpp-Borrower's value for this process: pid and start time (field 22
     of /proc/self/stat, counted after the command name)."""
     stat = Path("/proc/self/stat").read_text()
-    return f"{os.getpid()}:{stat[stat.rindex(')') + 2:].split()[19]}"
+    return f"{os.getpid()}:{stat[stat.rindex(')') + 2 :].split()[19]}"
 
 
 def test_borrowed_outputs_keep_their_values(noop):
@@ -502,8 +533,12 @@ def test_apply_tesseract_against_tesseract_core_server():
 
 
 def _post(url: str, path: str, body: dict, headers: dict) -> tuple[bytes, dict]:
-    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", **headers})
+    request = urllib.request.Request(
+        url + path,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", **headers},
+    )
     with urllib.request.urlopen(request, timeout=60) as response:
         return response.read(), {k.lower(): v for k, v in response.headers.items()}
 
@@ -532,9 +567,12 @@ def test_wire_bytes_match_tesseract_core(noop):
             array = request["array"]
             bodies = []
             for url in (noop._url, reference._url):
-                body, headers = _post(url, "/apply", {"inputs": {"x": array}},
-                                      {"Accept": "application/json+base64; gpu_transport=cuda_ipc",
-                                       "Tesseract-Exports-Done": ""})
+                body, headers = _post(
+                    url,
+                    "/apply",
+                    {"inputs": {"x": array}},
+                    {"Accept": "application/json+base64; gpu_transport=cuda_ipc", "Tesseract-Exports-Done": ""},
+                )
                 bodies.append((body, headers))
         finally:
             release()
@@ -553,11 +591,23 @@ def test_wire_bytes_match_tesseract_core(noop):
         request, _, release = start_transport_check("cuda_ipc")
         try:
             answers = []
-            for url, borrower in [(noop._url, _this_process()), (noop._url, "999999999:1"),
-                                  (reference._url, _this_process())]:
-                answers.append(_post(url, "/apply", {"inputs": {"x": request["array"]}},
-                                     {"Accept": "application/json+base64; gpu_transport=cuda_ipc",
-                                      "Tesseract-Exports-Done": "", "Tesscpp-Borrower": borrower}))
+            for url, borrower in [
+                (noop._url, _this_process()),
+                (noop._url, "999999999:1"),
+                (reference._url, _this_process()),
+            ]:
+                answers.append(
+                    _post(
+                        url,
+                        "/apply",
+                        {"inputs": {"x": request["array"]}},
+                        {
+                            "Accept": "application/json+base64; gpu_transport=cuda_ipc",
+                            "Tesseract-Exports-Done": "",
+                            "Tesscpp-Borrower": borrower,
+                        },
+                    )
+                )
         finally:
             release()
         assert [headers.get("tesscpp-exports-lease") for _, headers in answers] == ["borrower", None, None]
@@ -566,10 +616,19 @@ def test_wire_bytes_match_tesseract_core(noop):
         # the same bytes; tesseract-core ignores the offer.
         request, _, release = start_transport_check("cuda_ipc")
         try:
-            answers = [_post(url, "/apply", {"inputs": {"x": request["array"]}},
-                             {"Accept": "application/json+base64; gpu_transport=cuda_ipc",
-                              "Tesseract-Exports-Done": "", "Tesscpp-Ipc-Events": "1"})
-                       for url in (noop._url, reference._url)]
+            answers = [
+                _post(
+                    url,
+                    "/apply",
+                    {"inputs": {"x": request["array"]}},
+                    {
+                        "Accept": "application/json+base64; gpu_transport=cuda_ipc",
+                        "Tesseract-Exports-Done": "",
+                        "Tesscpp-Ipc-Events": "1",
+                    },
+                )
+                for url in (noop._url, reference._url)
+            ]
         finally:
             release()
         (our_body, ours_events), (their_body, theirs_events) = answers

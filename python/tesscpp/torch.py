@@ -368,23 +368,36 @@ def _concurrently(task: Callable[[int], T], count: int) -> list[T]:
 # torch.autograd.functional.jacobian(vectorize=True) uses, hands backward() and
 # jvp() tensors batched by torch's legacy vmap: they have no storage, and a
 # custom Function called on them runs as a plain op. Their batch is read and
-# restored with torch's own _remove_batch_dim/_add_batch_dim at the innermost
-# legacy vmap level (tests/test_vmap.py pins this against the torch in use).
+# restored with torch's own _remove_batch_dim/_add_batch_dim at the tensor's
+# legacy vmap level (python/tests/test_vmap.py pins these hooks against the
+# torch in use).
 
 
 def _is_legacy_batched(tensor: torch.Tensor | None) -> bool:
     return tensor is not None and bool(torch._C._functorch.is_legacy_batchedtensor(tensor))
 
 
-def _legacy_vmap_level() -> int:
-    level = int(torch._C._vmapmode_increment_nesting()) - 1
-    torch._C._vmapmode_decrement_nesting()
-    return level
+# Legacy vmap levels count from 1 per nesting; torch keeps no public way to
+# read a tensor's. The level is found by trying: removing the right one
+# leaves a plain tensor. (The vmap-mode counter cannot tell it: CUDA backward
+# runs on the device's autograd thread, where that counter is 0.)
+_MAX_LEGACY_LEVEL = 64
 
 
-def _unbatched(tensors: Sequence[torch.Tensor | None], level: int) -> tuple[list[torch.Tensor | None], int]:
+def _legacy_batch_level(tensor: torch.Tensor) -> int:
+    for level in range(1, _MAX_LEGACY_LEVEL + 1):
+        if not _is_legacy_batched(torch._remove_batch_dim(tensor, level, 1, 0)):
+            return level
+    raise NotImplementedError(
+        "apply_tesseract takes (co)tangents batched once (torch.autograd.functional.jacobian(vectorize=True), "
+        "autograd.grad(is_grads_batched=True)), not batched again inside another batch"
+    )
+
+
+def _unbatched(tensors: Sequence[torch.Tensor | None]) -> tuple[list[torch.Tensor | None], int, int]:
     """The (co)tangents with their legacy batch dimension made physical (dim 0),
-    the unbatched ones as they are, and the batch size."""
+    the unbatched ones as they are, the batch size and the batch's level."""
+    level = next(_legacy_batch_level(t) for t in tensors if t is not None and _is_legacy_batched(t))
     out: list[torch.Tensor | None] = []
     size = 0
     for tensor in tensors:
@@ -392,7 +405,7 @@ def _unbatched(tensors: Sequence[torch.Tensor | None], level: int) -> tuple[list
             tensor = torch._remove_batch_dim(tensor, level, 1, 0)
             size = tensor.shape[0]
         out.append(tensor)
-    return out, size
+    return out, size, level
 
 
 def _element(tensor: torch.Tensor | None, batched: bool, index: int) -> torch.Tensor | None:
@@ -631,8 +644,7 @@ def _batched_gradients(
 ) -> list[torch.Tensor | None]:
     """Gradients for a batch of cotangents: one VJP per batch element, issued
     concurrently, the gradients batched again at the same level."""
-    level = _legacy_vmap_level()
-    physical, size = _unbatched(cotangents, level)
+    physical, size, level = _unbatched(cotangents)
     batched = [_is_legacy_batched(c) for c in cotangents]
 
     def element_grads(i: int) -> list[torch.Tensor | None]:
@@ -673,8 +685,7 @@ def _batched_output_tangents(
 ) -> tuple[torch.Tensor, ...]:
     """Output tangents for a batch of input tangents: one JVP per batch
     element, issued concurrently, batched again at the same level."""
-    level = _legacy_vmap_level()
-    physical, size = _unbatched(tangents, level)
+    physical, size, level = _unbatched(tangents)
     batched = [_is_legacy_batched(t) for t in tangents]
 
     def element_tangents(i: int) -> dict | None:

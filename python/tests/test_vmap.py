@@ -210,4 +210,3 @@ def test_the_legacy_batching_hooks_exist_in_this_torch():
     hooks; this fails first if a torch release removes them."""
     assert hasattr(torch._C._functorch, "is_legacy_batchedtensor")
     assert callable(torch._remove_batch_dim) and callable(torch._add_batch_dim)
-    assert callable(torch._C._vmapmode_increment_nesting) and callable(torch._C._vmapmode_decrement_nesting)

@@ -10,7 +10,9 @@
              `tesseract-runtime serve` running the Python vadd64;
 - and, for the split, tesseract-torch over the SDK against `tesscpp serve`.
 
-json+base64 throughout; run directories on /dev/shm (on disk their creation
+json+base64 throughout (the servers' default; `--server-format json` starts
+them with json, as a plain `tesscpp serve` or `tesseract-runtime serve` is,
+and the clients name no format); run directories on /dev/shm (on disk their creation
 dominates small calls). The bridge and the C++ client take turns in blocks, so
 that drift of this machine's speed (fresh-page faults vary a lot on a VM)
 hits both alike. Prints a markdown table of medians and the ratios.
@@ -112,6 +114,7 @@ def main() -> None:
     ap.add_argument("--build", default=str(ROOT / "build/release"))
     ap.add_argument("--budget", type=float, default=2.0, help="seconds per measurement (at least 3 rounds)")
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    ap.add_argument("--server-format", default="json+base64", help="the servers' default output format")
     args = ap.parse_args()
     build = Path(args.build)
     sys.path.insert(0, str(build / "python"))
@@ -124,11 +127,12 @@ def main() -> None:
     (scratch / "ours").mkdir()
     (scratch / "python").mkdir()
     ours_server = tesscpp.Tesseract.from_source(
-        build / "bench" / "libvadd64.so", output_path=scratch / "ours", startup_timeout=120
+        build / "bench" / "libvadd64.so", output_path=scratch / "ours", startup_timeout=120,
+        output_format=args.server_format,
     )
     python_server = tesscpp.Tesseract.from_source(
         component / "tesseract_api.py", output_path=scratch / "python", python_executable=sys.executable,
-        startup_timeout=120,
+        startup_timeout=120, output_format=args.server_format,
     )
     rows = []
     with ours_server, python_server:
@@ -157,7 +161,8 @@ def main() -> None:
     cores = len(os.sched_getaffinity(0))
     print(f"# bridge benchmark, {time.strftime('%Y-%m-%d', time.gmtime())} on {cpu}, {cores} cores")
     print()
-    print("Forward + backward of apply_tesseract on vadd64 (float64, json+base64), median per round.")
+    print(f"Forward + backward of apply_tesseract on vadd64 (float64; servers' default format "
+          f"{args.server_format}, clients name none), median per round.")
     print()
     print(f"PyTorch alone, a custom autograd.Function doing no work (forward + sum + backward, 1e3): "
           f"{fmt_time(torch_floor())} per round.")

@@ -97,7 +97,7 @@ def main() -> int:
         for match in OPEN.finditer(text):
             name = match.group(1)
             body = blocks(text, match.end())
-            names = [name] + [f"{name}::{n}" for n in NESTED.findall(body) if n != "detail"]
+            names = [name] + [f"{name}::{n}" for n in NESTED.findall(body)]
             for full in names:
                 if full not in allowed:
                     problems.append(f"{where}: namespace {full} (allowed here: {', '.join(sorted(allowed))})")

@@ -534,6 +534,23 @@ def _gradients(
     return grads
 
 
+def _save_inputs(ctx: Any, call: _Call, tensors: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
+    """What both autograd functions' setup_context do with their tensor
+    arguments; returns the differentiable ones, which it saved for backward."""
+    # torch.func hands forward() unwrapped tensors and only setup_context the
+    # wrapped ones, so transforms are refused here.
+    for tensor in tensors:
+        _require_storage(tensor)
+    # An output the loss does not use gets no cotangent rather than zeros.
+    ctx.set_materialize_grads(False)
+    # Saved tensors make autograd refuse a backward after an in-place edit of
+    # an input, instead of linearising at the edited values; the arrays sent by
+    # forward hold the values these tensors had then.
+    diff = tensors[: len(call.slot_wires)]
+    ctx.save_for_backward(*diff)
+    return diff
+
+
 class _TesseractFunction(torch.autograd.Function):
     @staticmethod
     def forward(call: _Call, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -543,18 +560,7 @@ class _TesseractFunction(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
         call, *tensors = inputs
-        # torch.func hands forward() unwrapped tensors and only this method the
-        # wrapped ones, so transforms are refused here.
-        for tensor in tensors:
-            _require_storage(tensor)
-        # An output the loss does not use gets no cotangent rather than zeros.
-        ctx.set_materialize_grads(False)
-        # Saved tensors make autograd refuse a backward after an in-place edit
-        # of an input, instead of linearising at the edited values; the
-        # arrays sent by forward hold the values these tensors had then.
-        diff = tensors[: len(call.slot_wires)]
-        ctx.save_for_backward(*diff)
-        ctx.save_for_forward(*diff)
+        ctx.save_for_forward(*_save_inputs(ctx, call, tensors))
         ctx.call = call
         # Not the outputs themselves: that would be a reference cycle.
         ctx.output_specs = [(o.shape, o.dtype, o.device) for o in output]
@@ -842,11 +848,7 @@ class _ParallelFunction(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
         batch, *tensors = inputs
-        for tensor in tensors:
-            _require_storage(tensor)
-        ctx.set_materialize_grads(False)
-        diff = tensors[: len(batch.call.slot_wires)]
-        ctx.save_for_backward(*diff)
+        _save_inputs(ctx, batch.call, tensors)
         ctx.batch = batch
         n_diff = len(batch.elements[0].output_paths)
         ctx.mark_non_differentiable(*output[n_diff:])

@@ -2,31 +2,23 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
+
+#include "platform/http_headers.h"
 
 namespace tesscpp::http {
-namespace {
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-}  // namespace
 
 bool IsServerHeader(std::string_view name) {
   static constexpr std::array<std::string_view, 10> kOwn = {
       "accept", "content-type",  "content-length", "transfer-encoding", "connection",
       "host",   "authorization", "user-agent",     "accept-encoding",   "expect"};
   return std::any_of(kOwn.begin(), kOwn.end(),
-                     [&](std::string_view own) { return EqualsIgnoringCase(name, own); });
+                     [&](std::string_view own) { return platform::SameHeaderName(name, own); });
 }
 
 bool BearerTokenMatches(std::string_view authorization, std::string_view token) {
   constexpr std::string_view kScheme = "Bearer ";
   if (authorization.size() < kScheme.size() ||
-      !EqualsIgnoringCase(authorization.substr(0, kScheme.size()), kScheme))
+      !platform::SameHeaderName(authorization.substr(0, kScheme.size()), kScheme))
     return false;
   const std::string_view given = authorization.substr(kScheme.size());
   unsigned char differ = given.size() == token.size() ? 0 : 1;

@@ -96,7 +96,15 @@ def test_arrays_cross_without_copies_in_process():
         torch.arange(10.0)[::3],  # strided tensor
     ],
     ids=[
-        "strided", "big-endian", "bool", "float16", "uint64", "complex", "0-d", "empty", "numpy-scalar",
+        "strided",
+        "big-endian",
+        "bool",
+        "float16",
+        "uint64",
+        "complex",
+        "0-d",
+        "empty",
+        "numpy-scalar",
         "torch-strided",
     ],
 )
@@ -267,6 +275,21 @@ def runtime_nap() -> Iterator[str]:
             if server.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"tesseract-runtime did not serve nap: {server.stderr.read().decode()[-2000:]}")
             time.sleep(0.1)
+
+        # /health answers once the first worker is up; the others may still be
+        # importing (seconds on a loaded 2-core CI machine), and calls sent
+        # meanwhile all queue on that one. Wait until bursts of calls are
+        # answered by two worker processes or more, which every overlap
+        # measure below needs.
+        def pid(_: int) -> int:
+            body = {"inputs": {"x": [0.0], "seconds": 0.05}}
+            return int(requests.post(f"{url}/apply", json=body, timeout=30).json()["pid"])
+
+        pids: set[int] = set()
+        while len(pids) < 2:
+            if time.monotonic() > deadline:
+                pytest.fail(f"only worker processes {sorted(pids)} of tesseract-runtime answered within 60 s")
+            pids |= set(run_on_threads(pid, NAP_THREADS).values())
         yield url
     finally:
         server.terminate()

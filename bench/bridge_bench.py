@@ -8,7 +8,13 @@
              the C++ client alone, against the same server;
 - reference: tesseract-torch 0.2.0 -> tesseract-core's SDK ->
              `tesseract-runtime serve` running the Python vadd64;
-- and, for the split, tesseract-torch over the SDK against `tesscpp serve`.
+- and, for the split, tesseract-torch over the SDK against `tesscpp serve`;
+- control: the C++ client keeping the CPU busy for SPIN_US after each request,
+  about what the bridge and torch spend in Python between requests. What this
+  costs beyond SPIN_US is the machine's price for a pause between requests
+  (the server's thread and the client's CPU go idle and take time to wake; on
+  this VM Python code also runs slower right after a blocking call), a floor
+  that no bridge code can remove.
 
 json+base64 throughout (the servers' default; `--server-format json` starts
 them with json, as a plain `tesscpp serve` or `tesseract-runtime serve` is,
@@ -40,6 +46,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (1_000, 10_000_000)
 BLOCKS = 3  # turns of (C++ client, bridge) per size
+SPIN_US = 100  # the control's CPU work after each request
 
 
 def clean(scratch: Path) -> None:
@@ -100,10 +107,10 @@ def torch_floor(n: int = 1000, rounds: int = 2000) -> float:
     return float(np.median(samples))
 
 
-def cpp_client(bench: Path, url: str, n: int, budget: float) -> float:
+def cpp_client(bench: Path, url: str, n: int, budget: float, spin_us: int = 0) -> float:
     """Median seconds per round of bench/bridge_benchmark."""
     done = subprocess.run(
-        [str(bench), "--url", url, "--elements", str(n), "--budget", str(budget)],
+        [str(bench), "--url", url, "--elements", str(n), "--budget", str(budget), "--spin-us", str(spin_us)],
         capture_output=True, text=True, check=True, timeout=3600,
     )
     return json.loads(done.stdout)["p50_s"]
@@ -143,18 +150,21 @@ def main() -> None:
             rng = np.random.default_rng(42)
             a0 = torch.from_numpy(rng.standard_normal(n))
             b = torch.from_numpy(rng.standard_normal(n))
-            ours_samples, cpp_medians = [], []
+            ours_samples, cpp_medians, control_medians = [], [], []
+            bench = build / "bin" / "bridge_benchmark"
             for _ in range(BLOCKS):
-                cpp_medians.append(cpp_client(build / "bin" / "bridge_benchmark", ours_server.url, n, args.budget))
+                cpp_medians.append(cpp_client(bench, ours_server.url, n, args.budget))
                 ours_samples += forward_backward(tesscpp.torch.apply_tesseract, ours, a0, b, args.budget)
+                control_medians.append(cpp_client(bench, ours_server.url, n, args.budget, SPIN_US))
                 clean(scratch)
             t_ours, t_cpp = float(np.median(ours_samples)), float(np.median(cpp_medians))
+            t_control = float(np.median(control_medians))
             t_ref = float(np.median(forward_backward(tesseract_torch.apply_tesseract, reference, a0, b, args.budget)))
             t_split = float(
                 np.median(forward_backward(tesseract_torch.apply_tesseract, sdk_on_ours, a0, b, args.budget))
             )
             clean(scratch)
-            rows.append((n, t_ours, t_cpp, t_ref, t_split))
+            rows.append((n, t_ours, t_cpp, t_control, t_ref, t_split))
     shutil.rmtree(scratch, ignore_errors=True)
 
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if "model name" in line), "?")
@@ -167,13 +177,17 @@ def main() -> None:
     print(f"PyTorch alone, a custom autograd.Function doing no work (forward + sum + backward, 1e3): "
           f"{fmt_time(torch_floor())} per round.")
     print()
+    print(f"Control: the C++ client busy for {SPIN_US} µs after each of its two requests; its excess over "
+          f"the C++ client alone plus {2 * SPIN_US} µs is what pauses between requests cost on this machine.")
+    print()
     print("| elements | tesscpp bridge → C++ client → tesscpp serve | C++ client alone "
+          f"| control (C++ client + {SPIN_US} µs per request) "
           "| tesseract-torch → SDK → tesseract-runtime | tesseract-torch → SDK → tesscpp serve "
-          "| bridge / C++ client | tesseract-torch+runtime / tesscpp |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for n, t_ours, t_cpp, t_ref, t_split in rows:
-        print(f"| {n:.0e} | {fmt_time(t_ours)} | {fmt_time(t_cpp)} | {fmt_time(t_ref)} | {fmt_time(t_split)} "
-              f"| {t_ours / t_cpp:.2f}x | {t_ref / t_ours:.1f}x |")
+          "| bridge / C++ client | bridge / control | tesseract-torch+runtime / tesscpp |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for n, t_ours, t_cpp, t_control, t_ref, t_split in rows:
+        print(f"| {n:.0e} | {fmt_time(t_ours)} | {fmt_time(t_cpp)} | {fmt_time(t_control)} | {fmt_time(t_ref)} "
+              f"| {fmt_time(t_split)} | {t_ours / t_cpp:.2f}x | {t_ours / t_control:.2f}x | {t_ref / t_ours:.1f}x |")
 
 
 if __name__ == "__main__":

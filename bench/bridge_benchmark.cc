@@ -3,7 +3,12 @@
 // a under a cotangent of ones), made by the C++ client directly. It is the
 // floor the Python bridge is measured against (bench/bridge_bench.py).
 //
-//   bridge_benchmark --url http://127.0.0.1:8000 --elements 1000 --budget 2
+// --spin-us N keeps the CPU busy for N µs after each request, as the bridge's
+// Python does between its requests: the control that shows what pauses between
+// requests cost on this machine by themselves (an idle server thread, or a
+// halted virtual CPU, takes a while to wake).
+//
+//   bridge_benchmark --url http://127.0.0.1:8000 --elements 1000 --budget 2 [--spin-us 100]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +21,13 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Busy, not asleep: a sleeping client would let its own CPU idle too.
+void Spin(std::chrono::microseconds duration) {
+  const auto until = Clock::now() + duration;
+  while (Clock::now() < until) {
+  }
+}
 
 tesscpp::Tensor Random(int64_t n, std::mt19937_64& rng) {
   tesscpp::Tensor t = *tesscpp::Tensor::Allocate(tesscpp::Dtype::kFloat64, *tesscpp::Shape::Make({n}));
@@ -30,6 +42,7 @@ int main(int argc, char** argv) {
   std::string url;
   int64_t n = 1000;
   double budget_s = 2.0;
+  std::chrono::microseconds spin{0};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string arg = argv[i], value = argv[i + 1];
     if (arg == "--url") {
@@ -38,13 +51,15 @@ int main(int argc, char** argv) {
       n = std::stoll(value);
     } else if (arg == "--budget") {
       budget_s = std::stod(value);
+    } else if (arg == "--spin-us") {
+      spin = std::chrono::microseconds(std::stoll(value));
     } else {
       std::fprintf(stderr, "unknown option %s\n", arg.c_str());
       return 2;
     }
   }
   if (url.empty()) {
-    std::fprintf(stderr, "usage: bridge_benchmark --url URL [--elements N] [--budget S]\n");
+    std::fprintf(stderr, "usage: bridge_benchmark --url URL [--elements N] [--budget S] [--spin-us N]\n");
     return 2;
   }
   auto tesseract = tesscpp::Tesseract::FromUrl(url);
@@ -66,7 +81,9 @@ int main(int argc, char** argv) {
        ++i) {
     const auto t0 = Clock::now();
     auto forward = tesseract->Apply(inputs);
+    Spin(spin);
     auto backward = tesseract->VectorJacobianProduct(inputs, {"a"}, {"c"}, cotangent);
+    Spin(spin);
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     if (!forward.ok() || !backward.ok()) {
       std::fprintf(stderr, "%s\n", (forward.ok() ? backward.status() : forward.status()).ToString().c_str());

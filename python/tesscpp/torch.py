@@ -50,6 +50,9 @@ _LIST_WILDCARD = "[]"
 # "parallel" (the per-element calls of "sequential", issued concurrently).
 VMAP_METHODS = ("sequential", "expand_dims", "broadcast_all", "parallel")
 
+# Remembered template answers per OpenAPI document at most.
+_MEMO_SIZE = 4096
+
 # Concurrent calls of one "parallel" batch or batched (co)tangent at most.
 _MAX_CONCURRENT_CALLS = 16
 
@@ -93,22 +96,46 @@ class _Templates:
         # The dtype each input template declares: a device transport sends the
         # bytes as they are, so tensors are cast to it first.
         self.input_dtypes = {tuple(t.split(".")): _torch_dtype(spec.get("dtype")) for t, spec in inputs.items()}
+        # Answers per concrete path: a training loop asks the same questions
+        # about the same paths on every call.
+        self._memo: dict[tuple[str, LeafPath], Any] = {}
+
+    def _remember(self, question: str, path: LeafPath, answer: Callable[[], T]) -> T:
+        key = (question, path)
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        # Dict keys chosen at run time could make the paths unbounded.
+        if len(self._memo) >= _MEMO_SIZE:
+            self._memo.clear()
+        value = self._memo[key] = answer()
+        return value
 
     def reaches_below(self, path: LeafPath) -> bool:
         """Whether a template is longer than ``path`` and matches it so far."""
         depth = len(path)
-        return any(len(t) > depth and all(map(_segment_matches, t, path)) for t in self._both)
+        return self._remember(
+            "below", path, lambda: any(len(t) > depth and all(map(_segment_matches, t, path)) for t in self._both)
+        )
 
-    @staticmethod
-    def wire_name(path: LeafPath, templates: list[tuple[str, ...]]) -> str | None:
-        """The gradient endpoints' name for ``path``, or None if no template covers it."""
-        match = _Templates.match(path, templates)
-        return None if match is None else match[0]
+    def output_wire(self, path: LeafPath) -> str | None:
+        """Wire name of a differentiable output leaf, or None."""
+
+        def answer() -> str | None:
+            match = _Templates.match(path, self.outputs)
+            return None if match is None else match[0]
+
+        return self._remember("output", path, answer)
 
     def input_slot(self, path: LeafPath) -> tuple[str, torch.dtype | None] | None:
         """Wire name and declared dtype of a differentiable input leaf, or None."""
-        match = _Templates.match(path, self.inputs)
-        return None if match is None else (match[0], self.input_dtypes[match[1]])
+
+        def answer() -> tuple[str, torch.dtype | None] | None:
+            match = _Templates.match(path, self.inputs)
+            return None if match is None else (match[0], self.input_dtypes[match[1]])
+
+        return self._remember("input", path, answer)
 
     @staticmethod
     def match(path: LeafPath, templates: list[tuple[str, ...]]) -> tuple[str, tuple[str, ...]] | None:
@@ -217,6 +244,8 @@ class _Level(dict):
 def _unflatten(leaves: Sequence[tuple[LeafPath, Any]]) -> dict:
     """The nested dict back from (path, leaf) pairs; levels keyed by list
     positions become lists again (so tuples arrive as lists)."""
+    if all(len(path) == 1 for path, _ in leaves):
+        return {path[0]: value for path, value in leaves}
     root = _Level()
     for path, value in leaves:
         node = root
@@ -503,7 +532,7 @@ class _Call:
         # Concrete keys of dict-valued outputs exist only now.
         outputs = []
         for path, _ in self.flat_result:
-            wire = _Templates.wire_name(path, self.templates.outputs)
+            wire = self.templates.output_wire(path)
             if wire is not None:
                 outputs.append((path, wire))
         outputs.sort(key=lambda item: item[0])
@@ -699,6 +728,18 @@ def _batched_output_tangents(
 
     results = _concurrently(element_tangents, size)
     return tuple(torch._add_batch_dim(t, 0, level) for t in _stack_tangents(results, call.output_wires, specs))
+
+
+def _apply_function(function: type[torch.autograd.Function], *args: Any) -> Any:
+    """``function.apply(*args)`` for a function whose forward has no default
+    arguments. Function.apply binds defaults with inspect.signature on every
+    call (about 40 µs, a third of the bridge's own time per call); with no
+    defaults to bind, and outside functorch transforms, what remains of it is
+    unwrapping dead functorch wrappers and the C++ apply."""
+    if torch._C._are_functorch_transforms_active():
+        return function.apply(*args)
+    args = torch._functorch.utils.unwrap_dead_wrappers(args)
+    return super(torch.autograd.Function, function).apply(*args)  # type: ignore[misc]
 
 
 class _FirstOrderOnly(torch.autograd.Function):
@@ -1000,7 +1041,7 @@ def apply_tesseract(
         slot_dtypes=slot_dtypes,
         plain_paths=plain_paths,
     )
-    output_tensors = _TesseractFunction.apply(call, *slot_tensors, *plain_tensors)
+    output_tensors = _apply_function(_TesseractFunction, call, *slot_tensors, *plain_tensors)
     by_path = dict(zip(call.output_paths, output_tensors, strict=True))
     return _unflatten(
         [(path, by_path[path] if path in by_path else _adopt_device_arrays(value)) for path, value in call.flat_result]

@@ -71,11 +71,13 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
     raise RuntimeError(f"{url} not healthy after {timeout} s")
 
 
-def start_tesscpp(cli: str, examples: str, out_dir: Path, in_dir: Path) -> tuple[str, subprocess.Popen]:
+def start_tesscpp(
+    cli: str, examples: str, out_dir: Path, in_dir: Path, env: dict[str, str] | None = None
+) -> tuple[str, subprocess.Popen]:
     proc = subprocess.Popen(
         [cli, "serve", f"{examples}/libnoop.so", "--port", "0", "--output-path", str(out_dir),
          "--input-path", str(in_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, **(env or {})},
     )
     port = re.search(r":(\d+)$", proc.stdout.readline().strip()).group(1)
     url = f"http://127.0.0.1:{port}"

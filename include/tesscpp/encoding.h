@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -121,6 +123,20 @@ class BinrefWriter final : public BinrefSink {
   /// \brief Appends `bytes` and returns "<subdir>/<uuid>.bin:<offset>".
   /// kIoError naming the file when it cannot be created or written.
   Result<std::string> Append(std::span<const uint8_t> bytes) override;
+
+  /// \brief A file whose first array has at least this many bytes may be a
+  /// prepared one (set_file_source).
+  static constexpr int64_t kLargeArray = int64_t{1} << 20;
+
+  /// \brief Gives the path of a prepared file with at least `size` bytes
+  /// allocated, on the filesystem of `base_dir`, or nullopt. The writer
+  /// renames it into place and cuts it to what it holds.
+  using FileSource = std::function<std::optional<std::string>(int64_t size)>;
+
+  /// \brief New files that start with a large array come from `source` when
+  /// it has one (a server's pool of pre-faulted files, whose pages need not
+  /// be allocated while the caller waits).
+  void set_file_source(FileSource source);
 
   /// \brief The files created so far, as absolute paths.
   const std::vector<std::string>& files() const;

@@ -37,6 +37,10 @@ struct RuntimeConfig {
   std::string gpu_transport = "none";      ///< TESSERACT_GPU_TRANSPORT: "none" or "cuda_ipc"
   double cuda_ipc_pool_fraction = 0.25;    ///< TESSERACT_CUDA_IPC_POOL_FRACTION, in [0, 1]
   std::string output_file;                 ///< TESSERACT_OUTPUT_FILE (one-shot commands only)
+  /// TESSERACT_BINREF_OUTPUT_POOL_MB (tesscpp's): MiB of pre-faulted spare
+  /// files for large json+binref answers, kept in `output_path` (0: none;
+  /// docs/serving.md).
+  int64_t binref_output_pool_mb = 0;
 
   /// \brief Defaults overridden by the environment: TESSERACT_RUNTIME_<X> wins
   /// over TESSERACT_<X>, as tesseract-runtime's CLI has it. kInvalidArgument

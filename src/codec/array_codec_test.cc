@@ -6,7 +6,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <sstream>
 
 #include "codec/array_cuda_ipc.h"
 #include "core/status_matchers.h"
@@ -22,8 +24,8 @@ namespace fs = std::filesystem;
 // A scratch directory removed at the end of the test.
 class TempDir {
  public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tesscpp-test-XXXXXX").string();
+  explicit TempDir(const fs::path& parent = fs::temp_directory_path()) {
+    std::string pattern = (parent / "tesscpp-test-XXXXXX").string();
     path_ = mkdtemp(pattern.data());
   }
   ~TempDir() { fs::remove_all(path_); }
@@ -346,6 +348,62 @@ TEST_F(BinrefTest, WriterFollowsTheReferenceLayout) {
   EXPECT_NE(a.substr(0, a.size() - 2), c.substr(0, c.size() - 2));
   EXPECT_EQ(c.substr(c.size() - 2), ":0");
   EXPECT_EQ(fs::file_size(fs::path(base_.path()) / a.substr(0, a.size() - 2)), 16u);
+}
+
+std::string FileBytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// Large arrays are copied into a mapping on tmpfs and written elsewhere; a
+// prepared file is renamed into place and cut to what it holds.
+TEST(BinrefWriterFiles, TakesPreparedFilesForLargeArrays) {
+  std::vector<fs::path> parents{fs::temp_directory_path()};
+  if (fs::is_directory("/dev/shm")) parents.emplace_back("/dev/shm");
+  for (const fs::path& parent : parents) {
+    SCOPED_TRACE(parent.string());
+    TempDir base(parent);
+    const int64_t large = BinrefWriter::kLargeArray * 2;
+    const std::string spare = base.path() + "/spare.bin";
+    std::ofstream(spare, std::ios::binary) << std::string(large + 4096, 'x');  // bigger, other bytes
+    std::vector<int64_t> asked;
+    auto source = [&asked, &spare](int64_t size) -> std::optional<std::string> {
+      asked.push_back(size);
+      return asked.size() == 1 ? std::optional(spare) : std::nullopt;
+    };
+    const Tensor big = RandomTensor(Dtype::kUInt8, {large}, 7);
+    const std::string big_bytes(reinterpret_cast<const char*>(big.data()), static_cast<size_t>(large));
+    const uint8_t small[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+    BinrefWriter first(base.path(), "run_1");
+    first.set_file_source(source);
+    const std::string a = *first.Append(big.bytes());
+    const std::string b = *first.Append(small);
+    const std::string name = a.substr(0, a.rfind(':'));
+    EXPECT_EQ(a, name + ":0");
+    EXPECT_EQ(b, name + ":" + std::to_string(large));
+    EXPECT_EQ(asked, std::vector<int64_t>{large});
+    EXPECT_FALSE(fs::exists(spare));
+    EXPECT_EQ(FileBytes(fs::path(base.path()) / name), big_bytes + std::string(small, small + 8));
+
+    // Nothing prepared: a new file, the same bytes.
+    BinrefWriter second(base.path(), "run_2");
+    second.set_file_source(source);
+    const std::string c = *second.Append(big.bytes());
+    EXPECT_EQ(asked.size(), 2u);
+    EXPECT_EQ(FileBytes(fs::path(base.path()) / c.substr(0, c.rfind(':'))), big_bytes);
+
+    // A file that starts with a small array is never prepared.
+    BinrefWriter third(base.path(), "run_3");
+    third.set_file_source(source);
+    ASSERT_TRUE(third.Append(small).ok());
+    ASSERT_TRUE(third.Append(big.bytes()).ok());
+    EXPECT_EQ(asked.size(), 2u);
+    EXPECT_EQ(third.files().size(), 1u);
+    EXPECT_EQ(FileBytes(third.files()[0]), std::string(small, small + 8) + big_bytes);
+  }
 }
 
 TEST(ArrayDetection, TaggedOnlyTakesTaggedObjects) {

@@ -2,10 +2,8 @@
 #include "platform/file.h"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -56,23 +54,33 @@ Status Fd::WriteAll(std::span<const uint8_t> bytes) const {
   return Status::OK();
 }
 
-Status Fd::ReadAt(int64_t offset, std::span<uint8_t> out) const {
+Status Fd::WriteAt(int64_t offset, std::span<const uint8_t> bytes) const {
   size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, offset + static_cast<off_t>(done));
+  while (done < bytes.size()) {
+    const ssize_t n =
+        ::pwrite(fd_, bytes.data() + done, bytes.size() - done, offset + static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::IoError("read failed: ", std::strerror(errno));
+      return Status::IoError("write failed: ", std::strerror(errno));
     }
-    if (n == 0) return Status::IoError("file ended ", out.size() - done, " bytes early");
     done += static_cast<size_t>(n);
   }
   return Status::OK();
 }
 
-bool Fd::OnTmpfs() const {
-  struct statfs fs {};
-  return ::fstatfs(fd_, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+Status Fd::Reserve(int64_t offset, int64_t length) const {
+  if (length <= 0) return Status::OK();
+  // Not posix_fallocate: where the filesystem cannot allocate, glibc's
+  // emulation writes every block, slower than writing the data itself.
+  if (::fallocate(fd_, 0, offset, length) == 0) return Status::OK();
+  if (errno != EOPNOTSUPP) return Status::IoError("fallocate failed: ", std::strerror(errno));
+  TESS_ASSIGN_OR_RETURN(const int64_t size, Size());
+  return size >= offset + length ? Status::OK() : Truncate(offset + length);
+}
+
+Status Fd::Truncate(int64_t size) const {
+  if (::ftruncate(fd_, size) != 0) return Status::IoError("ftruncate failed: ", std::strerror(errno));
+  return Status::OK();
 }
 
 MappedFile::~MappedFile() {
@@ -102,7 +110,8 @@ Result<MappedFile> MappedFile::Map(const Fd& fd, int64_t offset, int64_t length,
   const int64_t start = offset / page * page;
   m.base_length_ = static_cast<size_t>(offset - start + length);
   const int protection = access == kCopyOnWrite ? PROT_READ | PROT_WRITE : PROT_READ;
-  void* base = ::mmap(nullptr, m.base_length_, protection, MAP_PRIVATE, fd.get(), start);
+  const int flags = access == kCopyOnWrite ? MAP_PRIVATE : MAP_PRIVATE | MAP_POPULATE;
+  void* base = ::mmap(nullptr, m.base_length_, protection, flags, fd.get(), start);
   if (base == MAP_FAILED) return Status::IoError("mmap failed: ", std::strerror(errno));
   m.base_ = base;
   m.data_ = static_cast<const uint8_t*>(base) + (offset - start);

@@ -38,12 +38,17 @@ class Fd {
   /// \brief Writes all of `bytes` (retrying short writes and EINTR).
   Status WriteAll(std::span<const uint8_t> bytes) const;
 
-  /// \brief Reads exactly out.size() bytes at `offset` (pread; kIoError if the
-  /// file is shorter).
-  Status ReadAt(int64_t offset, std::span<uint8_t> out) const;
+  /// \brief Writes all of `bytes` at `offset` (pwrite, retrying as WriteAll).
+  Status WriteAt(int64_t offset, std::span<const uint8_t> bytes) const;
 
-  /// \brief True for a file on tmpfs (/dev/shm).
-  bool OnTmpfs() const;
+  /// \brief Allocates bytes [offset, offset + length), growing the file to
+  /// cover them (fallocate). On tmpfs this allocates the pages about twice as
+  /// fast as writing into a new file does; where the filesystem cannot
+  /// allocate, the file is only extended (sparse).
+  Status Reserve(int64_t offset, int64_t length) const;
+
+  /// \brief Sets the file's size (ftruncate).
+  Status Truncate(int64_t size) const;
 
  private:
   int fd_ = -1;
@@ -65,6 +70,11 @@ class MappedFile {
 
   /// \brief Maps bytes [offset, offset + length) of `fd`. Any offset is allowed
   /// (the mapping starts at the page below it). A zero length maps nothing.
+  /// Read-only mappings are populated at once: on tmpfs, which maps no pages
+  /// around a faulting one, copying out of a mapping is otherwise slower than
+  /// pread (256 MiB into a warm buffer here: pread 86 ms, populated mapping +
+  /// memcpy 61 ms). Copy-on-write mappings are not (populating one for
+  /// writing would copy every page).
   enum Access : uint8_t { kReadOnly, kCopyOnWrite };
   static Result<MappedFile> Map(const Fd& fd, int64_t offset, int64_t length, Access access = kReadOnly);
 

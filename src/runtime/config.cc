@@ -59,6 +59,14 @@ Result<RuntimeConfig> FromLookup(const Lookup& Env) {  // NOLINT(readability-ide
       return Status::InvalidArgument("TESSERACT_CUDA_IPC_POOL_FRACTION='", v, "' is not a number");
     }
   }
+  if (const char* v = Env("BINREF_OUTPUT_POOL_MB")) {
+    char* end = nullptr;
+    c.binref_output_pool_mb = std::strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || c.binref_output_pool_mb < 0) {
+      return Status::InvalidArgument("TESSERACT_BINREF_OUTPUT_POOL_MB='", v,
+                                     "' is not a number of MiB (0 or more)");
+    }
+  }
   for (auto [field, flag] : {std::pair{"DEBUG", &c.debug}, std::pair{"PROFILING", &c.profiling},
                              std::pair{"TRACING", &c.tracing}}) {
     if (const char* v = Env(field)) {

@@ -13,11 +13,15 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <typeinfo>
+
+#include <unistd.h>
 
 #include "core/http_status.h"
 #include "gpu_transport/server_transport.h"
 #include "platform/uuid.h"
+#include "runtime/binref_output_pool.h"
 #include "runtime/docs_page.h"
 #include "runtime/endpoint_schemas.h"
 #include "runtime/gradient_request.h"
@@ -185,7 +189,14 @@ struct Runtime::Impl {
   // The GPU transport's server side; null unless one is enabled.
   mutable std::unique_ptr<gpu_transport::ServerTransport> transport;
 
+  // Spare files for large json+binref answers (TESSERACT_BINREF_OUTPUT_POOL_MB),
+  // made by the first binref answer: one-shot commands never need them.
+  mutable std::once_flag binref_pool_once;
+  mutable std::unique_ptr<runtime::BinrefOutputPool> binref_pool;
+
   bool gpu_transport_enabled() const { return transport != nullptr; }
+  // Where a binref answer's large files come from: the pool when there is one.
+  BinrefWriter::FileSource BinrefFiles() const;
   RuntimeResponse CheckGpuTransport(const RuntimeRequest& request) const;
 
   RuntimeResponse Route(const RuntimeRequest& request) const;
@@ -419,6 +430,7 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   EndpointFailure failure;
   auto outputs = RunInRunDirectory(endpoint, run_id, call, &failure);
   BinrefWriter binref(config.output_path, "run_" + run_id);
+  if (encoding->format == OutputFormat::kJsonBinref) binref.set_file_source(BinrefFiles());
   Result<Buffer> body = Status::Internal("not written");
   if (outputs.ok()) {
     JsonWriteOptions write;
@@ -442,6 +454,23 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   r.content_type = "application/" + std::string(OutputFormatName(encoding->format));
   r.body = *std::move(body);
   return r;
+}
+
+BinrefWriter::FileSource Runtime::Impl::BinrefFiles() const {
+  if (config.binref_output_pool_mb == 0) return nullptr;
+  std::call_once(binref_pool_once, [this] {
+    // One pool per process: workers of one server share the output path.
+    auto pool = runtime::BinrefOutputPool::Create(
+        config.output_path + "/.tesscpp-binref-pool-" + std::to_string(::getpid()),
+        config.binref_output_pool_mb << 20);
+    if (pool.ok()) {
+      binref_pool = *std::move(pool);
+    } else {
+      std::cerr << "tesscpp: answers are written without a binref pool: " << pool.status().message() << "\n";
+    }
+  });
+  if (binref_pool == nullptr) return nullptr;
+  return [pool = binref_pool.get()](int64_t size) { return pool->Take(size); };
 }
 
 RuntimeResponse Runtime::Impl::CheckGpuTransport(const RuntimeRequest& request) const {

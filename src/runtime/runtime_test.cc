@@ -246,6 +246,48 @@ TEST(Runtime, RunDirectoryHoldsWhatTheEndpointPrinted) {
       << r.body.string_view();
 }
 
+TEST(RuntimeConfig, ReadsTheBinrefOutputPool) {
+  EXPECT_EQ(RuntimeConfig::FromSettings({})->binref_output_pool_mb, 0);
+  EXPECT_EQ(RuntimeConfig::FromSettings({{"binref_output_pool_mb", "512"}})->binref_output_pool_mb, 512);
+  for (const char* bad : {"", "x", "-1", "12MiB"}) {
+    auto config = RuntimeConfig::FromSettings({{"BINREF_OUTPUT_POOL_MB", bad}});
+    ASSERT_FALSE(config.ok()) << bad;
+    EXPECT_NE(config.status().message().find("TESSERACT_BINREF_OUTPUT_POOL_MB"), std::string::npos);
+  }
+}
+
+// With a pool, large binref answers come from its spares: the pool directory
+// appears beside the run directories, the answers hold the right bytes, and
+// the pool goes with the runtime.
+TEST(Runtime, LargeBinrefAnswersUseThePool) {
+  RuntimeConfig config;
+  config.binref_output_pool_mb = 16;
+  auto runtime = Serve("vectoradd", config);
+  ASSERT_NE(runtime, nullptr);
+  const int64_t n = BinrefWriter::kLargeArray / 8;  // float64: one large array
+  std::string list = "[1";
+  for (int64_t i = 1; i < n; ++i) list += ",1";
+  list += "]";
+  const std::string body = R"({"inputs":{"a":)" + list + R"(,"b":)" + list + "}}";
+  const std::filesystem::path out = runtime->config().output_path;
+  const std::filesystem::path pool = out / (".tesscpp-binref-pool-" + std::to_string(::getpid()));
+  for (int call = 0; call < 3; ++call) {
+    RuntimeResponse r = Post(*runtime, "/apply", body, "application/json+binref");
+    ASSERT_EQ(r.status, 200) << r.body.string_view();
+    JsonReadOptions read;
+    read.arrays = ArrayDetection::kTagged;
+    read.array_options.binref_dir = out.string();
+    auto answer = ReadJson(r.body.string_view(), read);
+    ASSERT_OK(answer);
+    const Tensor& result = answer->as_dict().at("result").as_tensor();
+    ASSERT_EQ(result.num_elements(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(result.data_as<double>()[i], 2.0) << i;
+    EXPECT_TRUE(std::filesystem::is_directory(pool));
+  }
+  runtime.reset();
+  EXPECT_FALSE(std::filesystem::exists(pool));
+}
+
 }  // namespace
 }  // namespace tesscpp
 

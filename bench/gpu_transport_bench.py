@@ -26,11 +26,19 @@ medians and ratios, the log also the 90th percentiles. Writes the markdown
 table to --out when given.
 
     python3 bench/gpu_transport_bench.py --examples build/examples --bench-components build/bench --out results.md
+
+--only tesscpp times tesscpp's cuda_ipc rows alone (for repeated runs).
+--phases FILE instead breaks tesscpp's calls down by phase: the client and the
+server write each call's phases to FILE (TESSCPP_PHASE_TRACE,
+src/platform/phase_trace.h) and the medians per phase are printed; the
+tracing itself costs about a microsecond per mark.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import sys
 import time
@@ -76,13 +84,48 @@ def timed_call(call, x: torch.Tensor, iterations: int, identity: bool) -> list[f
     return timed_synchronised(lambda: torch.from_dlpack(call(x)), iterations)
 
 
+def mark_phases(path: Path, case: str) -> None:
+    """Starts a case in the trace file: the lines after it belong to it."""
+    with path.open("a") as f:
+        f.write(json.dumps({"case": case}) + "\n")
+
+
+def print_phases(path: Path) -> None:
+    """Median µs per phase, per case and side, over the timed calls (the
+    first fifth of each case, untimed warm-up in the benchmark, is skipped)."""
+    cases: dict[str, dict[str, list[dict]]] = {}
+    case = None
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if "case" in record:
+            case = record["case"]
+            cases[case] = {}
+        elif case is not None and record["what"] in ("apply", "/apply"):
+            cases[case].setdefault(record["side"], []).append(record)
+    for case, sides in cases.items():
+        print(f"phases of {case} (median µs):")
+        for side, records in sides.items():
+            records = records[len(records) // 5 :]
+            phases = list(dict.fromkeys(name for r in records for name in r["us"]))  # in the order they ran
+            medians = {name: statistics.median(r["us"].get(name, 0.0) for r in records) for name in phases}
+            total = statistics.median(r["total_us"] for r in records)
+            print(f"  {side:6} total {total:8.1f}  " + "  ".join(f"{n} {v:.1f}" for n, v in medians.items()))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--examples", required=True, type=Path, help="directory holding libnoop.so")
     parser.add_argument("--bench-components", required=True, type=Path, help="directory holding libdevhold.so")
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--only", choices=["tesscpp"], help="time tesscpp's cuda_ipc rows only")
+    parser.add_argument("--phases", type=Path, help="write phase traces here and print their medians")
     args = parser.parse_args()
+    if args.phases:
+        # Read once per process, by this client and by the servers it starts.
+        os.environ["TESSCPP_PHASE_TRACE"] = str(args.phases)
+        args.phases.unlink(missing_ok=True)
+        args.only = "tesscpp"
 
     import tesseract_core
 
@@ -113,8 +156,11 @@ def main() -> int:
     # One server at a time, as a user runs one: every process that holds a CUDA
     # context on the GPU, idle or not, slows the others' calls (it measured
     # 273 -> 487 us for a 4-byte call with three more servers alive).
-    for key in (("tesscpp", "identity"), ("tesscpp", "devhold"), ("host", "identity"), ("reference", "identity"),
-                ("reference", "devhold")):
+    keys = [("tesscpp", "identity"), ("tesscpp", "devhold"), ("host", "identity"), ("reference", "identity"),
+            ("reference", "devhold")]
+    if args.only:
+        keys = [key for key in keys if key[0] == args.only]
+    for key in keys:
         server, call = serve(*key)
         try:
             if key == ("tesscpp", "identity"):
@@ -126,6 +172,8 @@ def main() -> int:
                 print(f"GET /health through the tesscpp client: {fmt_time(statistics.median(health))}", flush=True)
             for nbytes, label in SIZES:
                 iterations = 3 if (key[0] == "host" and nbytes >= 64 * 2**20) else args.iterations
+                if args.phases:
+                    mark_phases(args.phases, f"{key[1]} {label}")
                 samples = timed_call(call, inputs[label], iterations, identity=key[1] == "identity")
                 times[label][key] = statistics.median(samples)
                 p90 = samples[int(0.9 * (len(samples) - 1))]
@@ -133,6 +181,14 @@ def main() -> int:
                       flush=True)
         finally:
             server.teardown()
+    if args.phases:
+        print_phases(args.phases)
+        return 0
+    if args.only:
+        for label, t in times.items():
+            print(f"| {label} | devhold {fmt_time(t[('tesscpp', 'devhold')])} "
+                  f"| identity {fmt_time(t[('tesscpp', 'identity')])} |")
+        return 0
     gpu = torch.cuda.get_device_name()
     lines = [
         f"cuda_ipc apply, float32 CUDA tensor in and out ({gpu}; medians)",

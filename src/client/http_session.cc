@@ -22,6 +22,7 @@
 #include "gpu_transport/ipc_arrays.h"
 #include "gpu_transport/ipc_events.h"
 #include "gpu_transport/transport_check.h"
+#include "platform/phase_trace.h"
 #include "platform/process_identity.h"
 #include "platform/uuid.h"
 #include "tesscpp/cuda.h"
@@ -223,6 +224,7 @@ Result<Buffer> HttpSession::EncodeBody(const Value& payload, const BodyEncoding&
 Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
                                const std::optional<std::string>& given_run_id,
                                const RequestedEncoding& requested) {
+  platform::PhaseTrace trace("client", endpoint);
   const bool is_get = endpoint == "health";
   RequestedEncoding encoding = requested;
   // GPU transports are opt-in: POSTs name "none", since 1.13/1.14 runtimes
@@ -281,6 +283,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
       return encoded.status().WithContext("encoding the request to " + std::string(endpoint));
     body = *std::move(encoded);
   }
+  platform::PhaseTrace::Mark("encode");
   // Input files go whatever happens once they were written.
   struct RemoveFiles {
     const std::unique_ptr<BinrefWriter>& writer;
@@ -308,6 +311,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
     }
     response =
         connection->Send(is_get ? "GET" : "POST", target, headers, payload != nullptr ? &body : nullptr);
+    platform::PhaseTrace::Mark("http");
     streamer.reset();
   }
   if (!response.ok()) {
@@ -331,6 +335,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   if (auto event = response->Header(gpu_transport::kExportsEventHeader)) {
     const Status done = gpu_transport::WaitForIpcEvents(*event, cuda::IpcEventWait::kOnHost);
     if (!done.ok()) return done.WithContext("waiting for the GPU work of " + std::string(endpoint));
+    platform::PhaseTrace::Mark("event_wait");
   }
   if (offer_events && response->status >= 200 && response->status < 300) {
     server_waits_for_events_ = response->Header(gpu_transport::kIpcEventsHeader) == "1";
@@ -338,9 +343,14 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   if (response->status < 200 || response->status >= 300)
     return client::ErrorFromResponse(*response, endpoint, accept);
   IpcArrays outputs = borrowed != nullptr ? IpcArrays::Borrowing(borrowed) : IpcArrays::Copying();
-  if (!cuda_ipc) return Decode(*response, endpoint);
+  if (!cuda_ipc) {
+    auto value = Decode(*response, endpoint);
+    platform::PhaseTrace::Mark("decode");
+    return value;
+  }
   auto value = Decode(*response, endpoint, &outputs);
   if (value.ok() && borrowed != nullptr) borrowed->set_devices(cuda::DevicesOf(*value));
+  platform::PhaseTrace::Mark("decode");
   return value;
 }
 

@@ -99,7 +99,7 @@ Result<std::shared_ptr<TesseractSession>> MakeLibrarySession(const std::string& 
   if (options.gpu_transport) settings.emplace_back("gpu_transport", *options.gpu_transport);
   std::string scratch;
   if (options.output_path.empty()) {
-    TESS_ASSIGN_OR_RETURN(scratch, platform::MakeTempDir("tesseract_output_"));
+    TESS_ASSIGN_OR_RETURN(scratch, platform::MakeScratchDir("tesseract_output_"));
     settings.emplace_back("output_path", scratch);
   } else {
     std::error_code ec;

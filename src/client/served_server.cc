@@ -60,7 +60,7 @@ Result<std::pair<std::string, std::string>> PrepareServeDirs(const ServeOptions&
   std::error_code ec;
   std::string output_path = options.output_path;
   if (output_path.empty()) {
-    TESS_ASSIGN_OR_RETURN(output_path, platform::MakeTempDir("tesseract_output_"));
+    TESS_ASSIGN_OR_RETURN(output_path, platform::MakeScratchDir("tesseract_output_"));
     server.scratch_dirs.insert(server.scratch_dirs.begin(), output_path);
   } else {
     fs::create_directories(output_path, ec);
@@ -69,7 +69,7 @@ Result<std::pair<std::string, std::string>> PrepareServeDirs(const ServeOptions&
   }
   std::string input_path = options.input_path;
   if (input_path.empty() && *format == OutputFormat::kJsonBinref) {
-    TESS_ASSIGN_OR_RETURN(input_path, platform::MakeTempDir("tesseract_input_"));
+    TESS_ASSIGN_OR_RETURN(input_path, platform::MakeScratchDir("tesseract_input_"));
     server.scratch_dirs.insert(server.scratch_dirs.begin(), input_path);
   } else if (!input_path.empty()) {
     input_path = fs::absolute(input_path).lexically_normal().string();

@@ -119,13 +119,36 @@ Result<MappedFile> MappedFile::Map(const Fd& fd, int64_t offset, int64_t length,
   return m;
 }
 
-Result<std::string> MakeTempDir(const std::string& prefix) {
+namespace {
+
+const char* TmpDir() {
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/" + prefix + "XXXXXX";
+  return tmp != nullptr && *tmp != '\0' ? tmp : nullptr;
+}
+
+Result<std::string> MakeTempDirIn(const std::string& parent, const std::string& prefix) {
+  std::string pattern = parent + "/" + prefix + "XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     return Status::IoError("cannot create a temporary directory '", pattern, "': ", std::strerror(errno));
   }
   return pattern;
+}
+
+}  // namespace
+
+Result<std::string> MakeTempDir(const std::string& prefix) {
+  const char* tmp = TmpDir();
+  return MakeTempDirIn(tmp != nullptr ? tmp : "/tmp", prefix);
+}
+
+Result<std::string> MakeScratchDir(const std::string& prefix) {
+  struct stat st {};
+  if (TmpDir() == nullptr && ::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
+      ::access("/dev/shm", W_OK) == 0) {
+    auto made = MakeTempDirIn("/dev/shm", prefix);
+    if (made.ok()) return made;
+  }
+  return MakeTempDir(prefix);
 }
 
 }  // namespace tesscpp::platform

@@ -93,4 +93,11 @@ class MappedFile {
 /// to /tmp) and returns its path.
 Result<std::string> MakeTempDir(const std::string& prefix);
 
+/// \brief As MakeTempDir, but on /dev/shm (tmpfs) where TMPDIR is unset and
+/// /dev/shm is a writable directory: for a served Tesseract's output and
+/// input directories, where every call creates a run directory and binref
+/// files. On the ext4 disk of the GPU machine a run directory took 1.6 ms
+/// (growing with the directories made before), on its tmpfs 21 µs.
+Result<std::string> MakeScratchDir(const std::string& prefix);
+
 }  // namespace tesscpp::platform

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -77,6 +78,22 @@ TEST_F(FileTest, ReportsWhatFailed) {
   const Status truncate = read_only.Truncate(0);
   EXPECT_STATUS(truncate, StatusCode::kIoError);
   EXPECT_NE(truncate.message().find("ftruncate"), std::string::npos);
+}
+
+// TMPDIR wins; without it scratch directories go to tmpfs where there is one.
+TEST_F(FileTest, ScratchDirectoriesPreferTmpfs) {
+  const char* saved = std::getenv("TMPDIR");
+  const std::string restore = saved != nullptr ? saved : "";
+  ::setenv("TMPDIR", dir_.c_str(), 1);
+  const std::string in_tmpdir = *MakeScratchDir("scratch_");
+  EXPECT_EQ(fs::path(in_tmpdir).parent_path(), dir_);
+  ::unsetenv("TMPDIR");
+  const std::string chosen = *MakeScratchDir("tesscpp-file-test-scratch_");
+  EXPECT_EQ(fs::path(chosen).parent_path(),
+            fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::path("/tmp"));
+  EXPECT_TRUE(fs::is_directory(chosen));
+  fs::remove_all(chosen);
+  if (saved != nullptr) ::setenv("TMPDIR", restore.c_str(), 1);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "core/http_status.h"
 #include "gpu_transport/server_transport.h"
+#include "platform/phase_trace.h"
 #include "platform/uuid.h"
 #include "runtime/binref_output_pool.h"
 #include "runtime/docs_page.h"
@@ -387,6 +388,7 @@ Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, cons
                                                EndpointFailure* failure) const {
   const std::string run_dir = (std::filesystem::path(config.output_path) / ("run_" + run_id)).string();
   auto log = runtime::CreateRunDirectory(run_dir);
+  platform::PhaseTrace::Mark("run_dir");
   if (!log.ok()) {
     *failure = {"OSError", log.status().message()};
     return log.status();
@@ -399,13 +401,16 @@ Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, cons
       *failure = {"OSError", capture.status().message()};
       return capture.status();
     }
+    platform::PhaseTrace::Mark("capture");
     const auto start = std::chrono::steady_clock::now();
     outputs = Guarded(call, &exception_type);
+    platform::PhaseTrace::Mark("apply");
     if (config.profiling) {
       std::printf("\n--- Profiling Statistics ---\n%s: %.6f s (validation of outputs included)\n",
                   endpoint.c_str(), Seconds(start));
     }
   }
+  platform::PhaseTrace::Mark("capture");  // restoring stdio
   if (!outputs.ok())
     *failure = {exception_type.empty() ? "Error" : exception_type, outputs.status().message()};
   return outputs;
@@ -426,6 +431,7 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     auto begun = transport->Begin(request.headers);
     if (!begun.ok()) return Detail(core::HttpStatusFor(begun.status().code()), begun.status().message());
     gpu.emplace(*std::move(begun));
+    platform::PhaseTrace::Mark("gpu_begin");
   }
   EndpointFailure failure;
   auto outputs = RunInRunDirectory(endpoint, run_id, call, &failure);
@@ -442,10 +448,12 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     if (gpu && encoding->gpu_transport != GpuTransport::kNone) write.arrays.cuda_ipc = gpu->outputs();
     write.arrays.device_to_host = cuda::ImplicitCopyToHost;
     body = WriteJson(*outputs, write);
+    platform::PhaseTrace::Mark("encode");
   }
   RuntimeResponse r;
   if (gpu) {
     auto headers = gpu->Finish(request_body, body.ok() ? &*outputs : nullptr);
+    platform::PhaseTrace::Mark("gpu_finish");
     if (!headers.ok()) return Failure(endpoint, {"RuntimeError", headers.status().message()});
     r.headers = *std::move(headers);
   }
@@ -546,6 +554,7 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
   gpu_transport::IpcArrays borrowed = gpu_transport::IpcArrays::Borrowing();
   if (gpu_transport_enabled()) read.array_options.cuda_ipc = &borrowed;
   auto body = ReadJson(request.body, read);
+  platform::PhaseTrace::Mark("read");
   if (!body.ok()) {
     if (GetValidationDetail(body.status()) != nullptr) return Unprocessable(body.status());
     // Starlette refuses a body that is not UTF-8 before parsing it (the
@@ -575,6 +584,7 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
   }
   const ServedEndpoint& entry = table.find(endpoint)->second;  // Route passes served endpoints only
   auto call = entry.prepare(*body);
+  platform::PhaseTrace::Mark("validate");
   if (!call.ok()) return Unprocessable(call.status());
   if (entry.wrapped) return RunWrapped(endpoint, request, query, *body, *call);
   std::string exception_type;
@@ -721,7 +731,10 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> 
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
-RuntimeResponse Runtime::Handle(const RuntimeRequest& request) const { return impl_->Route(request); }
+RuntimeResponse Runtime::Handle(const RuntimeRequest& request) const {
+  platform::PhaseTrace trace("server", std::string_view(request.target).substr(0, request.target.find('?')));
+  return impl_->Route(request);
+}
 const RuntimeConfig& Runtime::config() const { return impl_->config; }
 Result<Value> Runtime::Call(std::string_view endpoint, const Value& payload,
                             const std::optional<std::string>& run_id) const {

@@ -40,6 +40,7 @@ write_basic_package_version_file("${PROJECT_BINARY_DIR}/package/tesscppConfigVer
 install(FILES "${PROJECT_BINARY_DIR}/package/tesscppConfig.cmake"
               "${PROJECT_BINARY_DIR}/package/tesscppConfigVersion.cmake"
               "${PROJECT_SOURCE_DIR}/cmake/package/tesscppComponent.cmake"
+              "${PROJECT_SOURCE_DIR}/cmake/package/tesscppAutodiff.cmake"
         DESTINATION "${sdk_cmakedir}")
 
 # pkg-config: paths relative to the .pc file's folder (pcfiledir), so the

@@ -37,7 +37,7 @@ PUBLIC = {
     "cuda": "cuda", "cuda_ipc": "cuda", "cuda_transfer": "cuda",
     "encoding": "codec", "json": "codec",
     "schema": "schema", "validate": "schema",
-    "component": "component", "component_abi": "component", "model": "component",
+    "component": "component", "component_abi": "component", "model": "component", "autodiff": "component",
     "runtime": "runtime",
     "component_library": "loader",
     "client": "client", "gradient_check": "client",

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The namespace rule of docs/architecture.md §1, checked (`make check`).
 
-- include/tesscpp/: `tesscpp`, the CUDA API `tesscpp::cuda`, and
-  `tesscpp::internal` for what a public header must expose to its macros.
+- include/tesscpp/: `tesscpp`, the CUDA API `tesscpp::cuda`, the autodiff API
+  `tesscpp::autodiff` (its templates' helpers in `tesscpp::autodiff::internal`),
+  and `tesscpp::internal` for what a public header must expose to its macros.
 - src/<layer>/: code that is not public API in `tesscpp::<layer>` (the cuda
   layer in `tesscpp::cuda::internal`, as `tesscpp::cuda` is public). A bare
   `namespace tesscpp` block in a src/ header may only forward-declare types
@@ -27,7 +28,7 @@ FORWARD = re.compile(r"^\s*(?:class|struct) (\w+);", re.M)
 def allowed_namespaces(path: Path) -> set[str] | None:
     rel = path.relative_to(ROOT).parts
     if rel[0] == "include":
-        return {"tesscpp", "tesscpp::cuda", "tesscpp::internal"}
+        return {"tesscpp", "tesscpp::cuda", "tesscpp::autodiff", "tesscpp::autodiff::internal", "tesscpp::internal"}
     if rel[0] == "tools":
         return {"tesscpp::cli"}
     if rel[:2] == ("python", "bindings"):

@@ -46,8 +46,12 @@ PY
 # The same kind of component from PyTorch: tesscpp's Python package serves the
 # univariate example (the Rosenbrock function, with analytic derivatives), and
 # torch.optim minimises it through tesscpp.torch.apply_tesseract (forward via
-# /apply, gradients via /vector_jacobian_product).
-PYTHONPATH="$build/python" "$python" - "$build/examples/libunivariate.so" <<'PY'
+# /apply, gradients via /vector_jacobian_product). DEMO_ROSENBROCK=rosenbrock_ad
+# uses the same function written once with its derivatives derived
+# (examples/rosenbrock_ad, tesscpp/autodiff.h).
+rosenbrock=${DEMO_ROSENBROCK:-univariate}
+echo "== component: examples/$rosenbrock"
+PYTHONPATH="$build/python" "$python" - "$build/examples/lib$rosenbrock.so" <<'PY'
 import sys
 import torch
 from tesscpp import Tesseract

@@ -1,0 +1,361 @@
+// autodiff.h: a component's derivative endpoints derived from one apply
+// written generically over its scalar type (docs/autodiff.md).
+//
+//   struct Rosenbrock {
+//     template <typename T>
+//     tesscpp::Status operator()(tesscpp::autodiff::Context<T>& ctx) const {
+//       const T x = ctx.Input("x")[0], y = ctx.Input("y")[0];
+//       const double a = ctx.inputs()[a_key], b = ctx.inputs()[b_key];
+//       TESS_ASSIGN_OR_RETURN(std::span<T> result, ctx.Output("result", {}));
+//       result[0] = (a - x) * (a - x) + b * (y - x * x) * (y - x * x);
+//       return tesscpp::Status::OK();
+//     }
+//   };
+//   tesscpp::autodiff::Derive(component, Rosenbrock{...});  // after declaring the fields
+//
+// Derive registers apply (T = double), jacobian_vector_product (forward mode,
+// Sacado's Fad numbers), vector_jacobian_product and jacobian (reverse and
+// vector modes on an ADOL-C tape). Only the top-level fields declared
+// differentiable take part; every other input is read through ctx.inputs().
+// Branches may depend on values (each call records its own tape).
+//
+// Optional: include this header only in components that use it, and link the
+// `tesscpp::autodiff` CMake target (ADOL-C and Sacado's headers, Debian's
+// libadolc-dev and libtrilinos-sacado-dev).
+#pragma once
+
+// Sacado's own headers, without the Trilinos configuration that would pull in
+// Kokkos, Teuchos and MPI.
+#ifndef TRILINOS_NO_CONFIG_H
+#define TRILINOS_NO_CONFIG_H
+#endif
+#include <adolc/adolc.h>
+#include <Sacado_No_Kokkos.hpp>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tesscpp/component.h"
+#include "tesscpp/model.h"
+#include "tesscpp/schema.h"
+
+namespace tesscpp::autodiff {
+
+/// \brief What the generic apply sees: the differentiable inputs as numbers of
+/// type T, the whole validated input model, and the outputs it fills.
+template <typename T>
+class Context {
+ public:
+  /// \brief A differentiable input's elements, row-major. Throws (the
+  /// runtime answers 500 naming it) for a name that is not a differentiable
+  /// top-level input: that is a mistake in the component.
+  std::span<const T> Input(const std::string& name) const { return Find(name).values; }
+  /// \brief A differentiable input's shape (empty for a scalar).
+  const std::vector<int64_t>& InputShape(const std::string& name) const { return Find(name).dims; }
+  /// \brief All inputs as validated, for the non-differentiable ones.
+  const ModelView& inputs() const { return model_; }
+  /// \brief The differentiable output `name` with the given shape, to fill
+  /// (zeros at first). kInvalidArgument for a name that is not a
+  /// differentiable top-level output, or one given twice.
+  Result<std::span<T>> Output(const std::string& name, std::vector<int64_t> dims) {
+    if (!declared_outputs_.contains(name)) {
+      return Status::InvalidArgument("autodiff: '", name, "' is not a differentiable top-level output");
+    }
+    int64_t count = 1;
+    for (int64_t d : dims) count *= d;
+    auto [it, fresh] = outputs_.try_emplace(name);
+    if (!fresh) return Status::InvalidArgument("autodiff: output '", name, "' was created twice");
+    it->second.dims = std::move(dims);
+    it->second.values.assign(static_cast<size_t>(count), T(0.0));
+    return std::span<T>(it->second.values);
+  }
+
+  /// \name For Derive.
+  /// @{
+  struct Array {
+    std::vector<int64_t> dims;
+    std::vector<T> values;
+  };
+  Context(const ModelView& model, std::map<std::string, Array> inputs, std::map<std::string, Dtype> outputs)
+      : model_(model), inputs_(std::move(inputs)), declared_outputs_(std::move(outputs)) {}
+  std::map<std::string, Array>& outputs() { return outputs_; }
+  /// @}
+
+ private:
+  const Array& Find(const std::string& name) const {
+    auto found = inputs_.find(name);
+    if (found == inputs_.end()) {
+      throw std::invalid_argument("autodiff: '" + name + "' is not a differentiable top-level input");
+    }
+    return found->second;
+  }
+
+  ModelView model_;
+  std::map<std::string, Array> inputs_;
+  std::map<std::string, Dtype> declared_outputs_;
+  std::map<std::string, Array> outputs_;
+};
+
+namespace internal {
+
+// The differentiable top-level fields of a model, with their dtypes.
+inline std::map<std::string, Dtype> DifferentiableFields(const ModelSchema& schema) {
+  std::map<std::string, Dtype> fields;
+  for (const FieldSchema& field : schema.fields()) {
+    if (field.type.differentiable() && field.type.dtype()) fields.emplace(field.name, *field.type.dtype());
+  }
+  return fields;
+}
+
+inline Result<double> Element(const Tensor& tensor, int64_t i) {
+  switch (tensor.dtype()) {
+    case Dtype::kFloat64: return tensor.data_as<double>()[i];
+    case Dtype::kFloat32: return static_cast<double>(tensor.data_as<float>()[i]);
+    default: return Status::InvalidArgument("autodiff: differentiable arrays must be float32 or float64");
+  }
+}
+
+// A tensor of `dtype` and `dims` holding `values` (float32 rounds).
+inline Result<Tensor> ToTensor(const std::vector<double>& values, std::vector<int64_t> dims, Dtype dtype) {
+  TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(std::move(dims)));
+  TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, std::move(shape)));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == Dtype::kFloat32) {
+      tensor.data_as<float>()[i] = static_cast<float>(values[i]);
+    } else {
+      tensor.data_as<double>()[i] = values[i];
+    }
+  }
+  return tensor;
+}
+
+// The differentiable inputs of `model` as numbers made by `make(value, name, index)`.
+template <typename T, typename Make>
+Result<std::map<std::string, typename Context<T>::Array>> ReadInputs(
+    const Value& model, const std::map<std::string, Dtype>& fields, Make make) {
+  std::map<std::string, typename Context<T>::Array> inputs;
+  for (const auto& [name, dtype] : fields) {
+    const Value* value = model.as_dict().find(name);
+    if (value == nullptr || !value->is_tensor()) continue;  // an optional field left out
+    const Tensor& tensor = value->as_tensor();
+    typename Context<T>::Array array;
+    array.dims.assign(tensor.shape().dims().begin(), tensor.shape().dims().end());
+    array.values.reserve(static_cast<size_t>(tensor.num_elements()));
+    for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+      TESS_ASSIGN_OR_RETURN(double x, Element(tensor, i));
+      array.values.push_back(make(x, name, i));
+    }
+    inputs.emplace(name, std::move(array));
+  }
+  return inputs;
+}
+
+// ADOL-C keeps its tapes in process-wide state that is not safe to touch from
+// two threads at once (docs/autodiff.md: it aborts); every taping and sweep
+// holds this lock.
+inline std::mutex& TapeLock() {
+  static std::mutex lock;
+  return lock;
+}
+constexpr short kTape = 1;
+
+// What recording a call on the tape leaves: the independents (input name,
+// element) in tape order, the point they were recorded at, the shapes of the
+// outputs made dependent and how many elements they hold.
+struct Taped {
+  std::vector<std::pair<std::string, int64_t>> independents;
+  std::vector<double> point;
+  std::map<std::string, std::vector<int64_t>> output_dims;
+  int64_t dependents = 0;
+};
+
+// Records `fn` on the tape with every differentiable input independent and
+// the outputs in `wanted` dependent (in that order, elements row-major).
+// The caller holds TapeLock().
+template <typename Fn>
+Result<Taped> Tape(const Fn& fn, const ModelView& in, const std::map<std::string, Dtype>& input_fields,
+                   const std::map<std::string, Dtype>& output_fields, const PathSet& wanted) {
+  Taped taped;
+  trace_on(kTape, 1);  // keep the values for a reverse sweep right after
+  auto inputs =
+      ReadInputs<adouble>(in.value(), input_fields, [&](double x, const std::string& name, int64_t i) {
+        adouble a;
+        a <<= x;
+        taped.independents.emplace_back(name, i);
+        taped.point.push_back(x);
+        return a;
+      });
+  Status status = inputs.status();
+  Context<adouble> ctx(
+      in, inputs.ok() ? *std::move(inputs) : std::map<std::string, Context<adouble>::Array>{}, output_fields);
+  if (status.ok()) status = fn(ctx);
+  for (const std::string& name : wanted) {
+    auto found = ctx.outputs().find(name);
+    if (found == ctx.outputs().end()) continue;
+    taped.output_dims[name] = found->second.dims;
+    for (adouble& y : found->second.values) {
+      double value = 0;
+      y >>= value;
+      ++taped.dependents;
+    }
+  }
+  trace_off();
+  if (!status.ok()) return status;
+  return taped;
+}
+
+}  // namespace internal
+
+/// \brief Registers apply, jacobian, jacobian_vector_product and
+/// vector_jacobian_product of `c` computed from `fn`, a callable with
+/// `template <typename T> Status operator()(Context<T>&) const`. Call it
+/// after declaring the fields and after registering any endpoint written by
+/// hand: those are kept, the others derived.
+template <typename Fn>
+void Derive(Component& c, Fn fn, std::string apply_doc = "") {
+  const auto input_fields = internal::DifferentiableFields(*c.input_schema());
+  const auto output_fields = internal::DifferentiableFields(*c.output_schema());
+
+  if (!c.apply())
+    c.Apply(
+        [=](const ModelView& in, Record& out) -> Status {
+          TESS_ASSIGN_OR_RETURN(auto inputs, internal::ReadInputs<double>(
+                                                 in.value(), input_fields,
+                                                 [](double x, const std::string&, int64_t) { return x; }));
+          Context<double> ctx(in, std::move(inputs), output_fields);
+          TESS_RETURN_IF_ERROR(fn(ctx));
+          for (auto& [name, array] : ctx.outputs()) {
+            TESS_ASSIGN_OR_RETURN(Tensor t,
+                                  internal::ToTensor(array.values, array.dims, output_fields.at(name)));
+            out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
+          }
+          return Status::OK();
+        },
+        std::move(apply_doc));
+
+  // Forward mode: one tangent direction, the requested inputs seeded with
+  // their tangents, the others constant.
+  if (!c.jacobian_vector_product())
+    c.JacobianVectorProduct([=](const ModelView& in, const PathSet& jvp_inputs, const PathSet& jvp_outputs,
+                                const TensorMap& tangent, TensorMap& jvp) -> Status {
+      using Fad = Sacado::Fad::SFad<double, 1>;
+      Status status;
+      auto inputs = internal::ReadInputs<Fad>(
+          in.value(), input_fields, [&](double x, const std::string& name, int64_t i) {
+            Fad a(1, 0, x);
+            a.fastAccessDx(0) = 0.0;
+            auto t = tangent.find(name);
+            if (t != tangent.end() &&
+                std::find(jvp_inputs.begin(), jvp_inputs.end(), name) != jvp_inputs.end()) {
+              auto dx = internal::Element(t->second, i);
+              if (dx.ok())
+                a.fastAccessDx(0) = *dx;
+              else
+                status = dx.status();
+            }
+            return a;
+          });
+      TESS_RETURN_IF_ERROR(inputs.status());
+      TESS_RETURN_IF_ERROR(status);
+      Context<Fad> ctx(in, *std::move(inputs), output_fields);
+      TESS_RETURN_IF_ERROR(fn(ctx));
+      for (const std::string& name : jvp_outputs) {
+        auto found = ctx.outputs().find(name);
+        if (found == ctx.outputs().end()) continue;
+        std::vector<double> values;
+        for (const Fad& y : found->second.values) values.push_back(y.dx(0));
+        TESS_ASSIGN_OR_RETURN(Tensor t,
+                              internal::ToTensor(values, found->second.dims, output_fields.at(name)));
+        jvp.insert_or_assign(name, std::move(t));
+      }
+      return Status::OK();
+    });
+
+  // Reverse mode: one sweep with the cotangents as weights.
+  if (!c.vector_jacobian_product())
+    c.VectorJacobianProduct([=](const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
+                                const TensorMap& cotangent, TensorMap& vjp) -> Status {
+      std::lock_guard<std::mutex> lock(internal::TapeLock());
+      TESS_ASSIGN_OR_RETURN(internal::Taped taped,
+                            internal::Tape(fn, in, input_fields, output_fields, vjp_outputs));
+      const int64_t m = taped.dependents;
+      std::vector<double> weights;
+      for (const std::string& name : vjp_outputs) {
+        if (!taped.output_dims.contains(name)) continue;
+        const Tensor& w = cotangent.at(name);
+        for (int64_t i = 0; i < w.num_elements(); ++i) {
+          TESS_ASSIGN_OR_RETURN(double x, internal::Element(w, i));
+          weights.push_back(x);
+        }
+      }
+      if (static_cast<int64_t>(weights.size()) != m) {
+        return Status::InvalidArgument("autodiff: the cotangents hold ", weights.size(),
+                                       " elements, the outputs ", m);
+      }
+      const auto n = static_cast<int>(taped.point.size());
+      std::vector<double> gradient(taped.point.size(), 0.0);
+      if (m > 0 && n > 0)
+        fos_reverse(internal::kTape, static_cast<int>(m), n, weights.data(), gradient.data());
+      std::map<std::string, std::vector<double>> by_input;
+      for (size_t k = 0; k < taped.independents.size(); ++k) {
+        by_input[taped.independents[k].first].push_back(gradient[k]);
+      }
+      for (const std::string& name : vjp_inputs) {
+        const Value* value = in.value().as_dict().find(name);
+        if (value == nullptr || !value->is_tensor()) continue;
+        const auto dims = value->as_tensor().shape().dims();
+        TESS_ASSIGN_OR_RETURN(
+            Tensor t, internal::ToTensor(by_input[name], {dims.begin(), dims.end()}, input_fields.at(name)));
+        vjp.insert_or_assign(name, std::move(t));
+      }
+      return Status::OK();
+    });
+
+  // Jacobian: ADOL-C's driver (forward vector mode when there are fewer
+  // inputs than outputs, reverse otherwise), then cut into blocks.
+  if (!c.jacobian())
+    c.Jacobian([=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs,
+                   JacobianMap& jac) -> Status {
+      std::lock_guard<std::mutex> lock(internal::TapeLock());
+      TESS_ASSIGN_OR_RETURN(internal::Taped taped,
+                            internal::Tape(fn, in, input_fields, output_fields, jac_outputs));
+      const int64_t m = taped.dependents;
+      const auto n = static_cast<int>(taped.point.size());
+      std::vector<double> storage(static_cast<size_t>(m) * taped.point.size(), 0.0);
+      std::vector<double*> rows(static_cast<size_t>(m));
+      for (int64_t r = 0; r < m; ++r) rows[r] = storage.data() + r * n;
+      if (m > 0 && n > 0) jacobian(internal::kTape, static_cast<int>(m), n, taped.point.data(), rows.data());
+      int64_t row = 0;
+      for (const std::string& out_name : jac_outputs) {
+        auto dims = taped.output_dims.find(out_name);
+        if (dims == taped.output_dims.end()) continue;
+        int64_t out_count = 1;
+        for (int64_t d : dims->second) out_count *= d;
+        for (const std::string& in_name : jac_inputs) {
+          const Value* value = in.value().as_dict().find(in_name);
+          if (value == nullptr || !value->is_tensor()) continue;
+          std::vector<int64_t> block_dims = dims->second;
+          for (int64_t d : value->as_tensor().shape().dims()) block_dims.push_back(d);
+          std::vector<double> block;
+          for (int64_t r = 0; r < out_count; ++r) {
+            for (size_t k = 0; k < taped.independents.size(); ++k) {
+              if (taped.independents[k].first == in_name) block.push_back(rows[row + r][k]);
+            }
+          }
+          TESS_ASSIGN_OR_RETURN(Tensor t,
+                                internal::ToTensor(block, std::move(block_dims), output_fields.at(out_name)));
+          jac[out_name].insert_or_assign(in_name, std::move(t));
+        }
+        row += out_count;
+      }
+      return Status::OK();
+    });
+}
+
+}  // namespace tesscpp::autodiff

@@ -39,3 +39,6 @@ python="$results/codec-$stamp.python.json"
 
 # torch.vmap: a batch of applies and VJPs one after the other vs at once, and tesseract-torch's way.
 "$root/.venv/bin/python" "$root/bench/vmap_bench.py" --build "$build" | tee "$results/vmap-$stamp.md"
+
+# Derived derivatives (tesscpp/autodiff.h) against apply and against a JAX Tesseract.
+"$root/.venv/bin/python" "$root/bench/autodiff_bench.py" --build "$build" | tee "$results/autodiff-$stamp.md"

@@ -64,7 +64,7 @@ BinrefOutputPool::Spares BinrefOutputPool::spares() const {
 
 void BinrefOutputPool::WaitIdle() const {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [this] { return stopping_ || (!busy_ && NextSize() == 0); });
+  changed_.wait(lock, [this] { return stopping_ || (!busy_ && NextSize() == 0 && !HasStale()); });
 }
 
 int64_t BinrefOutputPool::NextSize() const {
@@ -74,6 +74,12 @@ int64_t BinrefOutputPool::NextSize() const {
     if (have < kSparesPerSize && ready_bytes_ + size <= max_bytes_) return size;
   }
   return 0;
+}
+
+bool BinrefOutputPool::HasStale() const {
+  return std::any_of(ready_.begin(), ready_.end(), [this](const Spare& s) {
+    return std::find(recent_.begin(), recent_.end(), s.size) == recent_.end();
+  });
 }
 
 void BinrefOutputPool::Run() {

@@ -49,7 +49,7 @@ class BinrefOutputPool {
   };
   Spares spares() const;
 
-  /// \brief Blocks until the background thread has nothing left to prepare.
+  /// \brief Blocks until the background thread has nothing left to prepare or remove.
   void WaitIdle() const;
 
  private:
@@ -57,6 +57,8 @@ class BinrefOutputPool {
   void Run();
   // What the thread should prepare next (0: nothing); called with mutex_ held.
   int64_t NextSize() const;
+  // Whether spares of sizes no longer asked for wait to be removed; mutex_ held.
+  bool HasStale() const;
 
   struct Spare {
     std::string path;

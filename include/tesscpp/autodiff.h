@@ -135,25 +135,39 @@ inline Result<Tensor> ToTensor(const std::vector<double>& values, std::vector<in
   return tensor;
 }
 
-// The differentiable inputs of `model` as numbers made by `make(value, name, index)`.
-template <typename T, typename Make>
-Result<std::map<std::string, typename Context<T>::Array>> ReadInputs(
-    const Value& model, const std::map<std::string, Dtype>& fields, Make make) {
-  std::map<std::string, typename Context<T>::Array> inputs;
+// A float32 or float64 tensor's elements as doubles.
+inline Result<std::vector<double>> ReadValues(const Tensor& tensor) {
+  std::vector<double> values(static_cast<size_t>(tensor.num_elements()));
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    TESS_ASSIGN_OR_RETURN(values[i], Element(tensor, i));
+  }
+  return values;
+}
+
+using Arrays = std::map<std::string, Context<double>::Array>;
+
+// The differentiable inputs of `model`, as doubles (optional fields left out
+// are absent).
+inline Result<Arrays> ReadInputs(const Value& model, const std::map<std::string, Dtype>& fields) {
+  Arrays inputs;
   for (const auto& [name, dtype] : fields) {
     const Value* value = model.as_dict().find(name);
-    if (value == nullptr || !value->is_tensor()) continue;  // an optional field left out
+    if (value == nullptr || !value->is_tensor()) continue;
     const Tensor& tensor = value->as_tensor();
-    typename Context<T>::Array array;
+    Context<double>::Array array;
     array.dims.assign(tensor.shape().dims().begin(), tensor.shape().dims().end());
-    array.values.reserve(static_cast<size_t>(tensor.num_elements()));
-    for (int64_t i = 0; i < tensor.num_elements(); ++i) {
-      TESS_ASSIGN_OR_RETURN(double x, Element(tensor, i));
-      array.values.push_back(make(x, name, i));
-    }
+    TESS_ASSIGN_OR_RETURN(array.values, ReadValues(tensor));
     inputs.emplace(name, std::move(array));
   }
   return inputs;
+}
+
+// `arrays` as numbers of type T, each field's made by make(name, values).
+template <typename T, typename Make>
+std::map<std::string, typename Context<T>::Array> Convert(const Arrays& arrays, Make make) {
+  std::map<std::string, typename Context<T>::Array> converted;
+  for (const auto& [name, array] : arrays) converted[name] = {array.dims, make(name, array.values)};
+  return converted;
 }
 
 // ADOL-C keeps its tapes in process-wide state that is not safe to touch from
@@ -181,20 +195,20 @@ struct Taped {
 template <typename Fn>
 Result<Taped> Tape(const Fn& fn, const ModelView& in, const std::map<std::string, Dtype>& input_fields,
                    const std::map<std::string, Dtype>& output_fields, const PathSet& wanted) {
+  TESS_ASSIGN_OR_RETURN(const Arrays arrays, ReadInputs(in.value(), input_fields));
   Taped taped;
   trace_on(kTape, 1);  // keep the values for a reverse sweep right after
-  auto inputs =
-      ReadInputs<adouble>(in.value(), input_fields, [&](double x, const std::string& name, int64_t i) {
-        adouble a;
-        a <<= x;
-        taped.independents.emplace_back(name, i);
-        taped.point.push_back(x);
-        return a;
-      });
-  Status status = inputs.status();
-  Context<adouble> ctx(
-      in, inputs.ok() ? *std::move(inputs) : std::map<std::string, Context<adouble>::Array>{}, output_fields);
-  if (status.ok()) status = fn(ctx);
+  auto inputs = Convert<adouble>(arrays, [&](const std::string& name, const std::vector<double>& values) {
+    std::vector<adouble> independent(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      independent[i] <<= values[i];
+      taped.independents.emplace_back(name, static_cast<int64_t>(i));
+      taped.point.push_back(values[i]);
+    }
+    return independent;
+  });
+  Context<adouble> ctx(in, std::move(inputs), output_fields);
+  const Status status = fn(ctx);
   for (const std::string& name : wanted) {
     auto found = ctx.outputs().find(name);
     if (found == ctx.outputs().end()) continue;
@@ -225,9 +239,7 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
   if (!c.apply())
     c.Apply(
         [=](const ModelView& in, Record& out) -> Status {
-          TESS_ASSIGN_OR_RETURN(auto inputs, internal::ReadInputs<double>(
-                                                 in.value(), input_fields,
-                                                 [](double x, const std::string&, int64_t) { return x; }));
+          TESS_ASSIGN_OR_RETURN(internal::Arrays inputs, internal::ReadInputs(in.value(), input_fields));
           Context<double> ctx(in, std::move(inputs), output_fields);
           TESS_RETURN_IF_ERROR(fn(ctx));
           for (auto& [name, array] : ctx.outputs()) {
@@ -245,25 +257,27 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
     c.JacobianVectorProduct([=](const ModelView& in, const PathSet& jvp_inputs, const PathSet& jvp_outputs,
                                 const TensorMap& tangent, TensorMap& jvp) -> Status {
       using Fad = Sacado::Fad::SFad<double, 1>;
-      Status status;
-      auto inputs = internal::ReadInputs<Fad>(
-          in.value(), input_fields, [&](double x, const std::string& name, int64_t i) {
-            Fad a(1, 0, x);
-            a.fastAccessDx(0) = 0.0;
-            auto t = tangent.find(name);
-            if (t != tangent.end() &&
-                std::find(jvp_inputs.begin(), jvp_inputs.end(), name) != jvp_inputs.end()) {
-              auto dx = internal::Element(t->second, i);
-              if (dx.ok())
-                a.fastAccessDx(0) = *dx;
-              else
-                status = dx.status();
+      TESS_ASSIGN_OR_RETURN(const internal::Arrays arrays, internal::ReadInputs(in.value(), input_fields));
+      // Tangents of the requested inputs; the others are constants.
+      std::map<std::string, std::vector<double>> seeds;
+      for (const std::string& name : jvp_inputs) {
+        auto t = tangent.find(name);
+        if (t == tangent.end()) continue;
+        TESS_ASSIGN_OR_RETURN(seeds[name], internal::ReadValues(t->second));
+      }
+      auto inputs =
+          internal::Convert<Fad>(arrays, [&](const std::string& name, const std::vector<double>& values) {
+            const auto seed = seeds.find(name);
+            std::vector<Fad> numbers;
+            numbers.reserve(values.size());
+            for (size_t i = 0; i < values.size(); ++i) {
+              numbers.emplace_back(1, 0, values[i]);
+              numbers.back().fastAccessDx(0) =
+                  seed != seeds.end() && i < seed->second.size() ? seed->second[i] : 0.0;
             }
-            return a;
+            return numbers;
           });
-      TESS_RETURN_IF_ERROR(inputs.status());
-      TESS_RETURN_IF_ERROR(status);
-      Context<Fad> ctx(in, *std::move(inputs), output_fields);
+      Context<Fad> ctx(in, std::move(inputs), output_fields);
       TESS_RETURN_IF_ERROR(fn(ctx));
       for (const std::string& name : jvp_outputs) {
         auto found = ctx.outputs().find(name);
@@ -288,11 +302,8 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
       std::vector<double> weights;
       for (const std::string& name : vjp_outputs) {
         if (!taped.output_dims.contains(name)) continue;
-        const Tensor& w = cotangent.at(name);
-        for (int64_t i = 0; i < w.num_elements(); ++i) {
-          TESS_ASSIGN_OR_RETURN(double x, internal::Element(w, i));
-          weights.push_back(x);
-        }
+        TESS_ASSIGN_OR_RETURN(const std::vector<double> w, internal::ReadValues(cotangent.at(name)));
+        weights.insert(weights.end(), w.begin(), w.end());
       }
       if (static_cast<int64_t>(weights.size()) != m) {
         return Status::InvalidArgument("autodiff: the cotangents hold ", weights.size(),

@@ -343,13 +343,8 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   if (response->status < 200 || response->status >= 300)
     return client::ErrorFromResponse(*response, endpoint, accept);
   IpcArrays outputs = borrowed != nullptr ? IpcArrays::Borrowing(borrowed) : IpcArrays::Copying();
-  if (!cuda_ipc) {
-    auto value = Decode(*response, endpoint);
-    platform::PhaseTrace::Mark("decode");
-    return value;
-  }
-  auto value = Decode(*response, endpoint, &outputs);
-  if (value.ok() && borrowed != nullptr) borrowed->set_devices(cuda::DevicesOf(*value));
+  auto value = Decode(*response, endpoint, cuda_ipc ? &outputs : nullptr);
+  if (cuda_ipc && value.ok() && borrowed != nullptr) borrowed->set_devices(cuda::DevicesOf(*value));
   platform::PhaseTrace::Mark("decode");
   return value;
 }

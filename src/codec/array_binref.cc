@@ -99,7 +99,7 @@ struct BinrefWriter::Impl {
   std::string current_name;  // relative to base_dir
   platform::Fd current;
   int64_t current_size = 0;
-  int64_t current_capacity = 0;  // allocated bytes, >= current_size
+  bool current_prepared = false;  // may hold more bytes than written, until the first write
   std::vector<std::string> files;
 
   // A new file at `path`: a prepared one renamed into place when the source
@@ -116,10 +116,7 @@ struct BinrefWriter::Impl {
     }
     TESS_ASSIGN_OR_RETURN(current, platform::Fd::Open(path, prepared ? O_RDWR : O_RDWR | O_CREAT | O_TRUNC));
     current_size = 0;
-    current_capacity = 0;
-    if (prepared) {
-      TESS_ASSIGN_OR_RETURN(current_capacity, current.Size());
-    }
+    current_prepared = prepared;
     return Status::OK();
   }
 
@@ -132,10 +129,10 @@ struct BinrefWriter::Impl {
     current_size += size;
     // A prepared file larger than its contents is cut to them at once, so
     // that the file is whole whenever the response can be sent.
-    if (current_capacity > current_size) {
-      TESS_RETURN_IF_ERROR(current.Truncate(current_size));
+    if (current_prepared) {
+      current_prepared = false;
+      return current.Truncate(current_size);
     }
-    current_capacity = std::max(current_capacity, current_size);
     return Status::OK();
   }
 };

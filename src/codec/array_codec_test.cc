@@ -357,8 +357,8 @@ std::string FileBytes(const fs::path& path) {
   return bytes.str();
 }
 
-// Large arrays are copied into a mapping on tmpfs and written elsewhere; a
-// prepared file is renamed into place and cut to what it holds.
+// A file starting with a large array may be a prepared one, renamed into
+// place and cut to what it holds; on disk and on tmpfs alike.
 TEST(BinrefWriterFiles, TakesPreparedFilesForLargeArrays) {
   std::vector<fs::path> parents{fs::temp_directory_path()};
   if (fs::is_directory("/dev/shm")) parents.emplace_back("/dev/shm");

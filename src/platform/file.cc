@@ -41,19 +41,6 @@ Result<int64_t> Fd::Size() const {
   return static_cast<int64_t>(st.st_size);
 }
 
-Status Fd::WriteAll(std::span<const uint8_t> bytes) const {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::IoError("write failed: ", std::strerror(errno));
-    }
-    done += static_cast<size_t>(n);
-  }
-  return Status::OK();
-}
-
 Status Fd::WriteAt(int64_t offset, std::span<const uint8_t> bytes) const {
   size_t done = 0;
   while (done < bytes.size()) {

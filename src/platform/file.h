@@ -35,10 +35,7 @@ class Fd {
   /// \brief The file's size (fstat).
   Result<int64_t> Size() const;
 
-  /// \brief Writes all of `bytes` (retrying short writes and EINTR).
-  Status WriteAll(std::span<const uint8_t> bytes) const;
-
-  /// \brief Writes all of `bytes` at `offset` (pwrite, retrying as WriteAll).
+  /// \brief Writes all of `bytes` at `offset` (pwrite, retrying short writes and EINTR).
   Status WriteAt(int64_t offset, std::span<const uint8_t> bytes) const;
 
   /// \brief Allocates bytes [offset, offset + length), growing the file to

@@ -1,4 +1,5 @@
 // RuntimeConfig: tesseract-core's runtime settings, read from TESSERACT_*.
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -24,6 +25,17 @@ Result<bool> ParseBool(const std::string& field, std::string text) {
   }
   return Status::InvalidArgument("TESSERACT_", field, "='", text,
                                  "' is not a boolean (use 1/0, true/false, yes/no)");
+}
+
+// The whole of `text` as a number, or kInvalidArgument naming the variable.
+template <typename T>
+Result<T> ParseNumber(const std::string& field, std::string_view text, std::string_view what) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return Status::InvalidArgument("TESSERACT_", field, "='", text, "' is not ", what);
+  }
+  return value;
 }
 
 std::string Absolute(const std::string& path) {
@@ -53,16 +65,13 @@ Result<RuntimeConfig> FromLookup(const Lookup& Env) {  // NOLINT(readability-ide
   text("GPU_TRANSPORT", c.gpu_transport);
   if (const char* v = Env("COMPRESSION")) c.compression = *v == '\0' ? "none" : v;
   if (const char* v = Env("CUDA_IPC_POOL_FRACTION")) {
-    char* end = nullptr;
-    c.cuda_ipc_pool_fraction = std::strtod(v, &end);
-    if (end == v || *end != '\0') {
-      return Status::InvalidArgument("TESSERACT_CUDA_IPC_POOL_FRACTION='", v, "' is not a number");
-    }
+    TESS_ASSIGN_OR_RETURN(c.cuda_ipc_pool_fraction,
+                          ParseNumber<double>("CUDA_IPC_POOL_FRACTION", v, "a number"));
   }
   if (const char* v = Env("BINREF_OUTPUT_POOL_MB")) {
-    char* end = nullptr;
-    c.binref_output_pool_mb = std::strtoll(v, &end, 10);
-    if (end == v || *end != '\0' || c.binref_output_pool_mb < 0) {
+    TESS_ASSIGN_OR_RETURN(c.binref_output_pool_mb,
+                          ParseNumber<int64_t>("BINREF_OUTPUT_POOL_MB", v, "a number of MiB (0 or more)"));
+    if (c.binref_output_pool_mb < 0) {
       return Status::InvalidArgument("TESSERACT_BINREF_OUTPUT_POOL_MB='", v,
                                      "' is not a number of MiB (0 or more)");
     }

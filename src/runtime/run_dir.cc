@@ -32,7 +32,8 @@ Result<platform::Fd> CreateRunDirectory(const std::string& dir) {
                         platform::Fd::Open(logs + "/metrics.csv", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC));
   // Python's csv module ends rows with \r\n.
   static constexpr std::string_view kHeader = "timestamp,key,value,step\r\n";
-  TESS_RETURN_IF_ERROR(metrics.WriteAll({reinterpret_cast<const uint8_t*>(kHeader.data()), kHeader.size()}));
+  TESS_RETURN_IF_ERROR(
+      metrics.WriteAt(0, {reinterpret_cast<const uint8_t*>(kHeader.data()), kHeader.size()}));
   return platform::Fd::Open(logs + "/tesseract.log", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC);
 }
 

@@ -47,7 +47,7 @@ from pathlib import Path
 import torch
 
 import tesscpp
-from runtime_bench import fmt_time
+from runtime_bench import emit_table, fmt_time
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = ((4, "4 B"), (2**20, "1 MiB"), (64 * 2**20, "64 MiB"), (2**30, "1 GiB"))
@@ -205,10 +205,7 @@ def main() -> int:
             f"| {t[('reference', 'identity')] / t[('tesscpp', 'identity')]:.1f}x "
             f"| {fmt_time(t[('host', 'identity')])} | {fmt_time(t['copy'])} |"
         )
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        args.out.write_text(table + "\n")
+    emit_table(lines, args.out)
     return 0
 
 

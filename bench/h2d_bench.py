@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from runtime_bench import emit_table
 from tesscpp.cuda import transfer_h2d
 
 # (count, float32 elements per tensor) of each batch
@@ -71,10 +72,7 @@ def main() -> int:
         ]
         lines += [f"| {s} | {n} | {g:.1f} | {ours[s] / g:.2f}x |" for s, n, g in rows]
         lines.append("")
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        args.out.write_text(table + "\n")
+    emit_table(lines, args.out)
     return 0
 
 

@@ -170,6 +170,14 @@ def raw_apply(url: str, body: bytes, budget_s: float) -> float:
     return statistics.median(samples)
 
 
+def emit_table(lines: list[str], out: Path | None) -> None:
+    """Prints a markdown table and writes it to `out` when given."""
+    table = "\n".join(lines)
+    print(table)
+    if out:
+        out.write_text(table + "\n")
+
+
 def fmt_time(s: float) -> str:
     return f"{s * 1e6:.0f} µs" if s < 1e-3 else f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s"
 

@@ -4,15 +4,20 @@
 // its base) plus the tensor's offset in it, and keeps the memory alive and
 // unchanged until the importer is done (the caller holds `pins` that long).
 // The importer maps the allocation and either copies the bytes into memory it
-// owns (what tesseract-core 1.15 does) or borrows them where they are. Memory that legacy IPC cannot name
-// (stream-ordered pools, VMM, managed) is first copied into a pooled cudaMalloc buffer. This is what the
-// cuda_ipc wire encoding carries.
+// owns (what tesseract-core 1.15 does) or borrows them where they are. VMM
+// memory (cuMemCreate: PyTorch's expandable segments) goes by reference to a
+// peer that maps it (tesscpp's cuda_vmm extension, docs/gpu-transport.md 15);
+// other memory that legacy IPC cannot name (stream-ordered pools, managed) is
+// first copied into a pooled cudaMalloc buffer. This is what the cuda_ipc
+// wire encoding carries.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tesscpp/ipc_descriptor.h"
@@ -32,11 +37,43 @@ enum class ExportOrdering {
   kLegacyStream,
 };
 
+/// \brief Whether the peer maps VMM allocations by file descriptor (it
+/// offered or accepted the cuda_vmm extension and can reach this process).
+enum class VmmPeer {
+  kCannot,       ///< a tesseract-core peer, or one that refused: VMM memory is staged (with one warning)
+  kNotYetKnown,  ///< before the peer has answered: staged silently
+  kCan,          ///< VMM memory goes by reference
+};
+
 /// \brief Exports a CUDA tensor. Whatever the importer may read is appended to
 /// `pins` (the tensor's buffer, or the staging buffer it was copied to); the
 /// caller keeps them until the importer has finished.
 Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_ptr<void>>& pins,
-                                ExportOrdering ordering = ExportOrdering::kSynchronised);
+                                ExportOrdering ordering = ExportOrdering::kSynchronised,
+                                VmmPeer vmm_peer = VmmPeer::kCannot);
+
+/// \brief This process's cuda_vmm endpoint ("<pid>.<nonce>": an abstract Unix
+/// socket that hands the VMM allocations it exported to peers as POSIX file
+/// descriptors), started on first use. nullopt where CUDA is unavailable, the
+/// socket cannot be opened, or TESSCPP_CUDA_VMM=0 turned the extension off.
+std::optional<std::string> VmmEndpoint();
+
+/// \brief Whether a peer's cuda_vmm endpoint can be reached from here (the
+/// two processes share a network namespace and the peer listens). Answers
+/// are remembered per endpoint.
+bool VmmPeerReachable(std::string_view endpoint);
+
+/// \brief What this process's GPU transport did so far (monotonic counts):
+/// the evidence that a path copies or not.
+struct TransportCounters {
+  uint64_t legacy_exports = 0;    ///< tensors named by a legacy IPC handle
+  uint64_t vmm_exports = 0;       ///< tensors named by their VMM allocations
+  uint64_t staged_exports = 0;    ///< tensors copied into a staging buffer first
+  uint64_t vmm_fds_exported = 0;  ///< allocations turned into a file descriptor for a peer
+  uint64_t vmm_maps_opened = 0;   ///< peers' VMM tensors mapped here
+  uint64_t vmm_maps_reused = 0;   ///< peers' VMM tensors found mapped already
+};
+TransportCounters GetTransportCounters();
 
 /// \brief A device tensor owning a copy of the `dtype`/`shape` bytes a peer
 /// exported. Checks the handle against the allocation size it came with.

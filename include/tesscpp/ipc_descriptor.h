@@ -7,10 +7,23 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tesscpp::cuda {
 
-/// \brief What an importer needs to find the bytes of one exported tensor.
+/// \brief One physical allocation under a tensor in VMM memory: its
+/// exporter's process-wide unique id for it, and the bytes mapped from its start.
+struct VmmPiece {
+  uint64_t block = 0;
+  int64_t size = 0;
+
+  bool operator==(const VmmPiece&) const = default;
+};
+
+/// \brief What an importer needs to find the bytes of one exported tensor:
+/// a legacy IPC handle, or (tesscpp's cuda_vmm extension, docs/gpu-transport.md
+/// 15) the VMM allocations under it, which the exporter hands out as POSIX
+/// file descriptors on request.
 struct IpcDescriptor {
   static constexpr size_t kHandleSize = 64;  // CU_IPC_HANDLE_SIZE
 
@@ -20,6 +33,17 @@ struct IpcDescriptor {
   std::array<uint8_t, kHandleSize> handle{};
   int64_t offset = 0;           ///< tensor start - allocation base, in bytes
   int64_t allocation_size = 0;  ///< bytes of the allocation the handle names
+
+  /// cuda_vmm only (then has_handle is false): "<pid>.<nonce>", the exporter's
+  /// abstract socket that hands out the pieces' descriptors; the token that
+  /// proves a request comes from a reader of this message; the pieces in
+  /// address order. `offset` is then from the first piece's start, and
+  /// `allocation_size` the sum of their sizes.
+  std::string vmm_exporter;
+  std::string vmm_token;
+  std::vector<VmmPiece> vmm_pieces;
+
+  bool is_vmm() const { return !vmm_exporter.empty(); }
 };
 
 }  // namespace tesscpp::cuda

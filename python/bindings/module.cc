@@ -27,6 +27,7 @@
 #include "python_errors.h"
 #include "tesscpp/client.h"
 #include "tesscpp/cuda.h"
+#include "tesscpp/cuda_ipc.h"
 #include "tesscpp/cuda_transfer.h"
 #include "tesscpp/value.h"
 #include "to_python.h"
@@ -121,6 +122,21 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
       },
       nb::arg("copies"), nb::arg("device"), nb::arg("consumer_stream"),
       "Copies (source, destination, nbytes, source_pinned) host ranges to `device` (see tesscpp.cuda).");
+
+  m.def(
+      "_transport_counters",
+      [] {
+        const cuda::TransportCounters c = cuda::GetTransportCounters();
+        nb::dict counts;
+        counts["legacy_exports"] = c.legacy_exports;
+        counts["vmm_exports"] = c.vmm_exports;
+        counts["staged_exports"] = c.staged_exports;
+        counts["vmm_fds_exported"] = c.vmm_fds_exported;
+        counts["vmm_maps_opened"] = c.vmm_maps_opened;
+        counts["vmm_maps_reused"] = c.vmm_maps_reused;
+        return counts;
+      },
+      "This process's GPU-transport counts (see tesscpp.cuda.transport_counters).");
 
   nb::class_<Tesseract>(m, "_Tesseract")
       .def_static(

@@ -19,9 +19,22 @@ import torch
 
 from . import _tesscpp
 
-__all__ = ["transfer_h2d"]
+__all__ = ["transfer_h2d", "transport_counters"]
 
 _cache = threading.local()
+
+
+def transport_counters() -> dict[str, int]:
+    """What this process's cuda_ipc transport has done so far (counts since start).
+
+    ``legacy_exports``: CUDA tensors sent by legacy IPC handle (no copy);
+    ``vmm_exports``: sent by reference to their VMM allocations (cuda_vmm, no
+    copy); ``staged_exports``: copied into a staging buffer first;
+    ``vmm_fds_exported``: VMM allocations turned into a file descriptor for a
+    peer (once per allocation); ``vmm_maps_opened`` / ``vmm_maps_reused``:
+    peers' VMM tensors mapped here anew / found mapped already.
+    """
+    return dict(_tesscpp._transport_counters())
 
 
 def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str | int | None = None) -> Any:

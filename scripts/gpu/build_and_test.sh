@@ -22,7 +22,7 @@ cmake -S "$root" -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DCM
   -DPython_EXECUTABLE="$(command -v python3)" -DTESS_BUILD_BENCH=OFF -DTESSCPP_CUDA=ON >"$out/configure.log" 2>&1 \
   || { tail -30 "$out/configure.log"; exit 1; }
 make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_runtime_tests tesscpp_gpu_transport_tests noop bench_devhold \
-  bridge_vec bridge_nl bridge_devid >"$out/build.log" 2>&1 \
+  bridge_vec bridge_nl bridge_devid bridge_vmmout >"$out/build.log" 2>&1 \
   || { grep -E "error" -A3 "$out/build.log" | head -40; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$build/bin/tesscpp_cuda_tests" 2>&1 | tail -4
@@ -36,12 +36,14 @@ if [[ $bench == 1 ]]; then
   echo "processes on the GPU before the benchmarks: $(gpu_processes | wc -l)"
   python3 "$root/bench/gpu_transport_bench.py" --examples "$build/examples" --bench-components "$build/bench" --out "$out/gpu-bench.md" 2>&1 | tee "$out/gpu-bench.log" | tail -20
   python3 "$root/bench/h2d_bench.py" --out "$out/h2d-bench.md" 2>&1 | tail -12
+  python3 "$root/bench/vmm_bench.py" --examples "$build/examples" --bench-components "$build/bench" \
+    --fixtures "$build/python/fixtures" --out "$out/vmm-bench.md" 2>&1 | tee "$out/vmm-bench.log" | tail -16
 fi
 status=0
 # -v: the log names every test and its outcome (kept in bench/results/ as the
 # evidence of a GPU run); the console shows what did not pass, and the counts.
 python3 -m pytest -v -p no:cacheprovider --noconftest -rs -s "$root/python/tests/test_gpu_host_path.py" \
-  "$root/python/tests/test_gpu_transport.py" "$root/python/tests/test_gpu_transfer.py" "$@" 2>&1 | tee "$out/pytest.log" | grep -v " PASSED" | tail -60 \
+  "$root/python/tests/test_gpu_transport.py" "$root/python/tests/test_gpu_transfer.py" "$root/python/tests/test_gpu_vmm.py" "$@" 2>&1 | tee "$out/pytest.log" | grep -v " PASSED" | tail -60 \
   || status=1
 echo "processes left on the GPU after the tests:"
 gpu_processes

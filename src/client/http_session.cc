@@ -170,6 +170,7 @@ class HttpSession final : public TesseractSession {
   std::mutex check_mutex_;
   std::map<std::string, GpuTransportCheck> checks_;   // by transport
   std::atomic<bool> server_waits_for_events_{false};  // it answered Tesscpp-Ipc-Events: 1
+  std::atomic<cuda::VmmPeer> server_maps_vmm_{cuda::VmmPeer::kNotYetKnown};  // Tesscpp-Cuda-Vmm: 1 or not
 };
 
 void HttpSession::QueueExports(const HttpResponse& response) {
@@ -221,6 +222,17 @@ Result<Buffer> HttpSession::EncodeBody(const Value& payload, const BodyEncoding&
   return WriteJson(payload, write);
 }
 
+namespace {
+
+// Started on the first cuda_ipc request only: a CPU-only client never
+// initialises CUDA for it.
+const std::optional<std::string>& ThisVmmEndpoint() {
+  static const std::optional<std::string> endpoint = cuda::VmmEndpoint();
+  return endpoint;
+}
+
+}  // namespace
+
 Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
                                const std::optional<std::string>& given_run_id,
                                const RequestedEncoding& requested) {
@@ -267,8 +279,12 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   const bool inputs_by_event = offer_events && server_waits_for_events_.load();
   std::optional<std::string> inputs_event;
   // What the server may read of our GPU inputs; kept until its answer is here.
-  IpcArrays input_exports = IpcArrays::Exporting(inputs_by_event ? cuda::ExportOrdering::kLegacyStream
-                                                                 : cuda::ExportOrdering::kSynchronised);
+  // VMM inputs go by reference (our cuda_vmm extension) once the server has
+  // said that it maps them; the offer names where it asks for them.
+  const bool offer_vmm = cuda_ipc && ThisVmmEndpoint().has_value();
+  IpcArrays input_exports = IpcArrays::Exporting(
+      inputs_by_event ? cuda::ExportOrdering::kLegacyStream : cuda::ExportOrdering::kSynchronised,
+      offer_vmm ? server_maps_vmm_.load() : cuda::VmmPeer::kCannot);
   if (payload != nullptr) {
     auto encoded = EncodeBody(*payload, body_encoding, &sink, &files, &lease, &input_exports);
     if (inputs_by_event && encoded.ok() && !input_exports.pins().empty()) {
@@ -304,6 +320,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   }
   if (offer_events) headers.push_back(std::string(gpu_transport::kIpcEventsHeader) + ": 1");
   if (inputs_event) headers.push_back(std::string(gpu_transport::kInputsEventHeader) + ": " + *inputs_event);
+  if (offer_vmm) headers.push_back(std::string(gpu_transport::kCudaVmmHeader) + ": " + *ThisVmmEndpoint());
   Result<HttpResponse> response = Status::Internal("not sent");
   {
     if (options_.stream_logs && run_id && client::IsWrappedEndpoint(endpoint)) {
@@ -339,6 +356,10 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   }
   if (offer_events && response->status >= 200 && response->status < 300) {
     server_waits_for_events_ = response->Header(gpu_transport::kIpcEventsHeader) == "1";
+  }
+  if (offer_vmm && response->status >= 200 && response->status < 300) {
+    server_maps_vmm_ =
+        response->Header(gpu_transport::kCudaVmmHeader) == "1" ? cuda::VmmPeer::kCan : cuda::VmmPeer::kCannot;
   }
   if (response->status < 200 || response->status >= 300)
     return client::ErrorFromResponse(*response, endpoint, accept);

@@ -483,5 +483,46 @@ TEST(CudaIpcBuffer, RefusesWhatThePatternRefuses) {
   }
 }
 
+// tesscpp's cuda_vmm extension (docs/gpu-transport.md 15).
+TEST(CudaIpcBuffer, CarriesVmmAllocations) {
+  cuda::IpcDescriptor d;
+  d.device_uuid = "00010203-0405-0607-0809-0a0b0c0d0e0f";
+  d.vmm_exporter = "4242.0123456789abcdef";
+  d.vmm_token = "00112233445566778899aabbccddeeff";
+  d.vmm_pieces = {{907, 20971520}, {909, 2097152}};
+  d.offset = 1000;
+  const std::string text = FormatCudaIpcBuffer(d);
+  EXPECT_EQ(text,
+            "00010203-0405-0607-0809-0a0b0c0d0e0f:vmm.4242.0123456789abcdef.00112233445566778899aabbccddeeff:"
+            "1000:907/20971520,909/2097152");
+  auto parsed = ParseCudaIpcBuffer(text);
+  ASSERT_OK(parsed);
+  EXPECT_TRUE(parsed->is_vmm());
+  EXPECT_FALSE(parsed->has_handle);
+  EXPECT_EQ(parsed->vmm_exporter, d.vmm_exporter);
+  EXPECT_EQ(parsed->vmm_token, d.vmm_token);
+  EXPECT_EQ(parsed->vmm_pieces, d.vmm_pieces);
+  EXPECT_EQ(parsed->offset, 1000);
+  EXPECT_EQ(parsed->allocation_size, 20971520 + 2097152);
+
+  const std::string head = d.device_uuid + ":vmm.4242.0123456789abcdef.00112233445566778899aabbccddeeff:0:";
+  std::string too_many;
+  for (int i = 0; i <= 65536; ++i) too_many += (i > 0 ? ",1/2097152" : "1/2097152");
+  for (const std::string& bad : {
+           head,                             // no allocation
+           head + "1/0",                     // an empty one
+           head + "1/2097152,",              // a trailing comma
+           head + "1-2097152",               // no '/'
+           head + "1/2/3",                   // three numbers
+           head + "1/1125899906842624,2/1",  // beyond 2**50 in all
+           head + too_many,                  // too many
+           d.device_uuid + ":vmm.4242.0123456789ABCDEF.00112233445566778899aabbccddeeff:0:1/2",  // upper hex
+           d.device_uuid + ":vmm.4242.0123456789abcdef:0:1/2",                                   // no token
+           d.device_uuid + ":vmm.x.0123456789abcdef.00112233445566778899aabbccddeeff:0:1/2",     // pid
+       }) {
+    EXPECT_FALSE(ParseCudaIpcBuffer(bad).ok()) << bad.substr(0, 200);
+  }
+}
+
 }  // namespace
 }  // namespace tesscpp::codec

@@ -1,6 +1,7 @@
 // array_cuda_ipc.cc: format and strict parse of cuda_ipc buffer strings.
 #include "codec/array_cuda_ipc.h"
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -58,7 +59,64 @@ Status DecodeIpcHandle(std::string_view text, std::array<uint8_t, cuda::IpcDescr
   return Status::OK();
 }
 
+namespace {
+
+constexpr std::string_view kVmmPrefix = "vmm.";
+constexpr size_t kMaxVmmPieces = 65536;  // 1.3 TiB in torch's 20 MiB chunks
+
+bool IsLowerHexOf(std::string_view text, size_t size) {
+  return text.size() == size && std::all_of(text.begin(), text.end(), IsLowerHex);
+}
+
+std::string FormatVmmBuffer(const cuda::IpcDescriptor& descriptor) {
+  std::string text = descriptor.device_uuid + ":" + std::string(kVmmPrefix) + descriptor.vmm_exporter + "." +
+                     descriptor.vmm_token + ":" + std::to_string(descriptor.offset) + ":";
+  for (size_t i = 0; i < descriptor.vmm_pieces.size(); ++i) {
+    if (i > 0) text += ',';
+    text +=
+        std::to_string(descriptor.vmm_pieces[i].block) + "/" + std::to_string(descriptor.vmm_pieces[i].size);
+  }
+  return text;
+}
+
+// "vmm.<pid>.<16 hex nonce>.<32 hex token>" and "<block>/<size>[,...]".
+Status ParseVmmFields(std::string_view source, std::string_view pieces, cuda::IpcDescriptor& descriptor) {
+  const std::vector<std::string_view> parts = SplitFields(source.substr(kVmmPrefix.size()), '.');
+  if (parts.size() != 3 || !IsLowerHexOf(parts[1], 16) || !IsLowerHexOf(parts[2], 32)) {
+    return Status::ValidationError("a cuda_vmm source is 'vmm.<pid>.<16 hex digits>.<32 hex digits>', got '",
+                                   source, "'");
+  }
+  TESS_ASSIGN_OR_RETURN(int64_t pid, Decimal(parts[0], "the exporter's pid"));
+  descriptor.vmm_exporter = std::to_string(pid) + "." + std::string(parts[1]);
+  descriptor.vmm_token = std::string(parts[2]);
+  const std::vector<std::string_view> listed = SplitFields(pieces, ',');
+  if (listed.size() > kMaxVmmPieces) {
+    return Status::ValidationError("a cuda_vmm buffer lists at most ", kMaxVmmPieces, " allocations, got ",
+                                   listed.size());
+  }
+  int64_t total = 0;
+  for (std::string_view piece : listed) {
+    const std::vector<std::string_view> pair = SplitFields(piece, '/');
+    if (pair.size() != 2) {
+      return Status::ValidationError("a cuda_vmm allocation is '<block id>/<size>', got '", piece, "'");
+    }
+    TESS_ASSIGN_OR_RETURN(int64_t block, Decimal(pair[0], "the block id"));
+    TESS_ASSIGN_OR_RETURN(int64_t size, Decimal(pair[1], "the allocation size"));
+    if (size == 0 || size > (int64_t{1} << 50) - total) {
+      return Status::ValidationError("cuda_vmm allocations have 1 byte to 2**50 bytes in all, got '", piece,
+                                     "'");
+    }
+    total += size;
+    descriptor.vmm_pieces.push_back({static_cast<uint64_t>(block), size});
+  }
+  descriptor.allocation_size = total;
+  return Status::OK();
+}
+
+}  // namespace
+
 std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor) {
+  if (descriptor.is_vmm()) return FormatVmmBuffer(descriptor);
   const std::string handle = descriptor.has_handle ? Base64String(descriptor.handle) : std::string();
   return descriptor.device_uuid + ":" + handle + ":" + std::to_string(descriptor.offset) + ":" +
          std::to_string(descriptor.allocation_size);
@@ -74,6 +132,10 @@ Result<cuda::IpcDescriptor> ParseCudaIpcBuffer(std::string_view text) {
   cuda::IpcDescriptor descriptor;
   descriptor.device_uuid = std::string(fields[0]);
   TESS_ASSIGN_OR_RETURN(descriptor.offset, Decimal(fields[2], "the offset"));
+  if (fields[1].starts_with(kVmmPrefix)) {
+    TESS_RETURN_IF_ERROR(ParseVmmFields(fields[1], fields[3], descriptor));
+    return descriptor;
+  }
   TESS_ASSIGN_OR_RETURN(descriptor.allocation_size, Decimal(fields[3], "the allocation size"));
   if (fields[1].empty()) return descriptor;
   TESS_RETURN_IF_ERROR(DecodeIpcHandle(fields[1], descriptor.handle));

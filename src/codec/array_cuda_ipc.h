@@ -4,6 +4,9 @@
 //
 // with the UUID in lowercase 8-4-4-4-12 form; empty arrays carry no handle
 // ("<uuid>::0:0"). This is tesseract-core 1.15's spelling (docs/gpu-transport.md 3).
+// tesscpp's cuda_vmm extension, sent only to peers that asked for it (15):
+//
+//   "<uuid>:vmm.<pid>.<nonce>.<token>:<offset>:<block>/<size>[,<block>/<size>...]"
 #pragma once
 
 #include <array>
@@ -21,7 +24,8 @@ std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor);
 
 /// \brief Parses what the reference's request model accepts (its pattern
 /// `^<uuid>:[A-Za-z0-9+/=]*:\d+:\d+$`), and further requires a handle that
-/// decodes to exactly 64 bytes and numbers that fit 63 bits.
+/// decodes to exactly 64 bytes and numbers that fit 63 bits; or a cuda_vmm
+/// buffer (at most 65536 allocations, each non-empty, 2**50 bytes in all).
 Result<cuda::IpcDescriptor> ParseCudaIpcBuffer(std::string_view text);
 
 /// \brief The pieces of that grammar which the IPC-event headers share

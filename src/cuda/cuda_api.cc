@@ -72,6 +72,14 @@ Status Resolve(const char* symbol, Fn& fn) {
   return Status::OK();
 }
 
+Status ResolveAll() { return Status::OK(); }
+
+template <typename Fn, typename... Rest>
+Status ResolveAll(const char* symbol, Fn& fn, Rest&... rest) {
+  TESS_RETURN_IF_ERROR(Resolve(symbol, fn));
+  return ResolveAll(rest...);
+}
+
 std::string FormatUuid(const CUuuid& uuid) {
   // str(uuid.UUID(bytes=raw)): 8-4-4-4-12 lowercase hex.
   std::string text;
@@ -91,10 +99,14 @@ CudaState Probe() {
   if (state.available.ok() && count == 0) state.available = Status::Unavailable("no CUDA device is visible");
   if (!state.available.ok()) return state;
   DriverApi& d = state.driver;
-  state.available = Resolve("cuDeviceGet", d.device_get);
-  if (state.available.ok()) state.available = Resolve("cuDeviceGetUuid", d.device_get_uuid);
-  if (state.available.ok()) state.available = Resolve("cuPointerGetAttribute", d.pointer_get_attribute);
-  if (state.available.ok()) state.available = Resolve("cuPointerGetAttributes", d.pointer_get_attributes);
+  state.available = ResolveAll(
+      "cuDeviceGet", d.device_get, "cuDeviceGetUuid", d.device_get_uuid, "cuPointerGetAttribute",
+      d.pointer_get_attribute, "cuPointerGetAttributes", d.pointer_get_attributes,
+      "cuMemRetainAllocationHandle", d.mem_retain_allocation_handle, "cuMemExportToShareableHandle",
+      d.mem_export_to_shareable_handle, "cuMemImportFromShareableHandle", d.mem_import_from_shareable_handle,
+      "cuMemRelease", d.mem_release, "cuMemAddressReserve", d.mem_address_reserve, "cuMemAddressFree",
+      d.mem_address_free, "cuMemMap", d.mem_map, "cuMemUnmap", d.mem_unmap, "cuMemSetAccess",
+      d.mem_set_access);
   for (int i = 0; state.available.ok() && i < count; ++i) {
     CUdevice device = 0;
     CUuuid uuid{};

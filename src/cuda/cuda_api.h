@@ -89,6 +89,20 @@ struct DriverApi {
   CUresult (*device_get_uuid)(CUuuid*, CUdevice) = nullptr;
   CUresult (*pointer_get_attribute)(void*, CUpointer_attribute, CUdeviceptr) = nullptr;
   CUresult (*pointer_get_attributes)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr) = nullptr;
+  // Virtual memory management, for the cuda_vmm extension (vmm.cc).
+  CUresult (*mem_retain_allocation_handle)(CUmemGenericAllocationHandle*, void*) = nullptr;
+  CUresult (*mem_export_to_shareable_handle)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType,
+                                             unsigned long long) = nullptr;  // NOLINT(google-runtime-int)
+  CUresult (*mem_import_from_shareable_handle)(CUmemGenericAllocationHandle*, void*,
+                                               CUmemAllocationHandleType) = nullptr;
+  CUresult (*mem_release)(CUmemGenericAllocationHandle) = nullptr;
+  CUresult (*mem_address_reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr,
+                                  unsigned long long) = nullptr;  // NOLINT(google-runtime-int)
+  CUresult (*mem_address_free)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*mem_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                      unsigned long long) = nullptr;  // NOLINT(google-runtime-int)
+  CUresult (*mem_unmap)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*mem_set_access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = nullptr;
 };
 
 /// \brief The entry points, after CheckAvailable() succeeded.

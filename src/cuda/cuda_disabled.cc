@@ -31,9 +31,12 @@ Result<Tensor> CopyToHost(const Tensor& tensor) {
 Result<Tensor> CopyToDevice(const Tensor& /*tensor*/, int /*ordinal*/) { return NotBuilt(); }
 void SetPoolFraction(double /*fraction*/) {}
 Result<IpcDescriptor> ExportIpc(const Tensor& /*tensor*/, std::vector<std::shared_ptr<void>>& /*pins*/,
-                                ExportOrdering /*ordering*/) {
+                                ExportOrdering /*ordering*/, VmmPeer /*vmm_peer*/) {
   return NotBuilt();
 }
+std::optional<std::string> VmmEndpoint() { return std::nullopt; }
+bool VmmPeerReachable(std::string_view /*endpoint*/) { return false; }
+TransportCounters GetTransportCounters() { return {}; }
 Result<IpcEvent> RecordIpcEvent(int /*ordinal*/) { return NotBuilt(); }
 Status WaitIpcEvent(const IpcEvent& /*event*/, IpcEventWait /*how*/) { return NotBuilt(); }
 Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDeviceCopy> /*copies*/,

@@ -1,5 +1,7 @@
 // ipc.cc: export by legacy IPC handle (with staging), import through a mapping cache.
 #include <array>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <list>
@@ -10,6 +12,9 @@
 
 #include "cuda/cuda_api.h"
 #include "cuda/device_pool.h"
+#include "cuda/peer_ranges.h"
+#include "cuda/recent_cache.h"
+#include "cuda/vmm.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/cuda_ipc.h"
 
@@ -19,6 +24,7 @@ using internal::CudaStatus;
 using internal::DeviceAllocation;
 using internal::DeviceGuard;
 using internal::DevicePool;
+using internal::RecentCache;
 
 namespace {
 
@@ -31,15 +37,11 @@ class IpcMapping {
     void* base = nullptr;
     TESS_CUDA_RETURN_IF_ERROR(cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess));
     auto mapping = std::shared_ptr<IpcMapping>(new IpcMapping(base, ordinal));
-    std::lock_guard<std::mutex> lock(LiveMutex());
-    LiveRanges()[reinterpret_cast<uintptr_t>(base)] = size;
+    internal::PeerRanges::Add(reinterpret_cast<uintptr_t>(base), size);
     return mapping;
   }
   ~IpcMapping() {
-    {
-      std::lock_guard<std::mutex> lock(LiveMutex());
-      LiveRanges().erase(reinterpret_cast<uintptr_t>(base_));
-    }
+    internal::PeerRanges::Remove(reinterpret_cast<uintptr_t>(base_));
     auto guard = DeviceGuard::Enter(ordinal_);
     internal::LogIfFailed(CudaStatus(cudaIpcCloseMemHandle(base_), "cudaIpcCloseMemHandle"));
   }
@@ -47,72 +49,22 @@ class IpcMapping {
   IpcMapping& operator=(const IpcMapping&) = delete;
   uint8_t* base() const { return static_cast<uint8_t*>(base_); }
 
-  // Whether `data` lies in a peer's allocation mapped here (borrowed memory,
-  // which only its owner may export: a returned borrowed input is staged).
-  static bool IsMapped(const void* data) {
-    const auto address = reinterpret_cast<uintptr_t>(data);
-    std::lock_guard<std::mutex> lock(LiveMutex());
-    auto after = LiveRanges().upper_bound(address);
-    if (after == LiveRanges().begin()) return false;
-    const auto& [base, size] = *std::prev(after);
-    return address - base < size;
-  }
-
  private:
   IpcMapping(void* base, int ordinal) : base_(base), ordinal_(ordinal) {}
-  static std::mutex& LiveMutex() {
-    static auto* mutex = new std::mutex();  // leaked: mappings may close at exit
-    return *mutex;
-  }
-  static std::map<uintptr_t, size_t>& LiveRanges() {  // base -> size
-    static auto* ranges = new std::map<uintptr_t, size_t>();
-    return *ranges;
-  }
   void* base_;
   int ordinal_;
 };
 
-// What a peer's handles opened here, for the handles seen last (64), keyed by
-// the handle's bytes and the device: a peer sending the same handles call
-// after call (a caching allocator's segments, a staging pool, its one event
-// per device) has them opened once. A memory handle names one live
-// allocation, and a freed-and-reallocated region gets a different handle, so
-// a hit is always the allocation the descriptor means (which its exporter
-// keeps alive for the length of the message). What is evicted is released
-// when its last user is done.
-template <typename Opened>
-class OpenedHandles {
- public:
-  static constexpr size_t kMaxEntries = 64;
+// The key of a legacy handle opened on a device: a memory handle names one
+// live allocation, and a freed-and-reallocated region gets a different handle.
+template <typename Handle>
+std::string HandleKey(int ordinal, const Handle& handle) {
+  std::string key(reinterpret_cast<const char*>(&handle), sizeof handle);
+  return key + std::to_string(ordinal);
+}
 
-  template <typename Handle, typename Open>
-  Result<std::shared_ptr<Opened>> Get(int ordinal, const Handle& handle, const Open& open) {
-    std::string key(reinterpret_cast<const char*>(&handle), sizeof handle);
-    key += std::to_string(ordinal);
-    std::shared_ptr<Opened> evicted;  // released outside the lock
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->first == key) {
-        entries_.splice(entries_.begin(), entries_, it);  // most recent first
-        return it->second;
-      }
-    }
-    TESS_ASSIGN_OR_RETURN(std::shared_ptr<Opened> opened, open());
-    entries_.emplace_front(std::move(key), opened);
-    if (entries_.size() > kMaxEntries) {
-      evicted = std::move(entries_.back().second);
-      entries_.pop_back();
-    }
-    return opened;
-  }
-
- private:
-  std::mutex mutex_;
-  std::list<std::pair<std::string, std::shared_ptr<Opened>>> entries_;
-};
-
-OpenedHandles<IpcMapping>& Mappings() {
-  static auto* mappings = new OpenedHandles<IpcMapping>();  // leaked: mappings may be released at exit
+RecentCache<IpcMapping>& Mappings() {
+  static auto* mappings = new RecentCache<IpcMapping>(64);  // leaked: mappings may be released at exit
   return *mappings;
 }
 
@@ -170,7 +122,7 @@ class HandleCache {
 Result<std::optional<IpcDescriptor>> DescribeAllocation(void* data) {
   TESS_ASSIGN_OR_RETURN(const internal::DriverApi* driver, internal::Driver());
   const auto pointer = reinterpret_cast<CUdeviceptr>(data);
-  if (IpcMapping::IsMapped(data)) return std::optional<IpcDescriptor>();
+  if (internal::PeerRanges::Contains(data)) return std::optional<IpcDescriptor>();
   // One driver call for all four; asking for the capability first avoids the
   // failing cudaIpcGetMemHandle on memory that has none.
   int capable = 0;
@@ -224,10 +176,41 @@ Result<IpcDescriptor> StageForExport(const Tensor& tensor, int ordinal,
   return descriptor;
 }
 
+// Says once per process why a tensor was staged that might have gone by
+// reference.
+void WarnOnce(std::once_flag& flag, const std::string& text) {
+  std::call_once(flag, [&] { std::fprintf(stderr, "tesscpp: %s\n", text.c_str()); });
+}
+
+// The descriptor of memory legacy IPC cannot name: its VMM allocations when
+// the peer maps them, else nullopt (staged).
+Result<std::optional<IpcDescriptor>> DescribeUnnamed(const Tensor& tensor, int ordinal, VmmPeer vmm_peer) {
+  static std::once_flag peer_cannot, allocation_cannot;
+  // A borrowed input returned as an output is the peer's: only it may hand it out.
+  if (internal::PeerRanges::Contains(tensor.data()) || vmm_peer == VmmPeer::kNotYetKnown) {
+    return std::optional<IpcDescriptor>();
+  }
+  if (vmm_peer == VmmPeer::kCannot) {
+    WarnOnce(
+        peer_cannot,
+        "a CUDA tensor in memory that legacy IPC cannot name (VMM such as PyTorch's expandable segments, a "
+        "stream-ordered pool, managed memory) is copied into a staging buffer for cuda_ipc; VMM memory goes "
+        "by reference only between tesscpp ends that share a network namespace (docs/gpu-transport.md 15)");
+    return std::optional<IpcDescriptor>();
+  }
+  std::string why_not;
+  TESS_ASSIGN_OR_RETURN(std::optional<IpcDescriptor> described,
+                        internal::DescribeVmm(tensor.data(), tensor.nbytes(), ordinal, &why_not));
+  if (!described) {
+    WarnOnce(allocation_cannot, "a CUDA tensor is copied into a staging buffer for cuda_ipc: " + why_not);
+  }
+  return described;
+}
+
 }  // namespace
 
 Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_ptr<void>>& pins,
-                                ExportOrdering ordering) {
+                                ExportOrdering ordering, VmmPeer vmm_peer) {
   TESS_ASSIGN_OR_RETURN(int ordinal, internal::TensorOrdinal(tensor));
   TESS_ASSIGN_OR_RETURN(std::string uuid, DeviceUuid(ordinal));
   if (tensor.nbytes() == 0) {
@@ -237,13 +220,20 @@ Result<IpcDescriptor> ExportIpc(const Tensor& tensor, std::vector<std::shared_pt
   }
   TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(ordinal));
   TESS_ASSIGN_OR_RETURN(std::optional<IpcDescriptor> direct, DescribeAllocation(tensor.data()));
+  std::atomic<uint64_t>* counted = &internal::TransportCountersOf().legacy_exports;
+  if (!direct) {
+    TESS_ASSIGN_OR_RETURN(direct, DescribeUnnamed(tensor, ordinal, vmm_peer));
+    counted = &internal::TransportCountersOf().vmm_exports;
+  }
   IpcDescriptor descriptor;
   if (direct) {
     descriptor = *std::move(direct);
     pins.push_back(tensor.buffer().owner());
   } else {
     TESS_ASSIGN_OR_RETURN(descriptor, StageForExport(tensor, ordinal, pins, ordering));
+    counted = &internal::TransportCountersOf().staged_exports;
   }
+  ++*counted;
   descriptor.device_uuid = std::move(uuid);
   // Every write to the exported bytes must be finished before the peer reads
   // (or, with kLegacyStream, before the event the peer waits for).
@@ -284,8 +274,8 @@ class OwnEvents {
   std::map<int, Exported> events_;
 };
 
-OpenedHandles<internal::CudaEvent>& PeerEvents() {
-  static auto* events = new OpenedHandles<internal::CudaEvent>();  // leaked: as Mappings()
+RecentCache<internal::CudaEvent>& PeerEvents() {
+  static auto* events = new RecentCache<internal::CudaEvent>(64);  // leaked: as Mappings()
   return *events;
 }
 
@@ -308,7 +298,7 @@ Status WaitIpcEvent(const IpcEvent& event, IpcEventWait how) {
   std::memcpy(&handle, event.handle.data(), sizeof handle);
   TESS_ASSIGN_OR_RETURN(
       std::shared_ptr<internal::CudaEvent> opened,
-      PeerEvents().Get(ordinal, handle, [&]() -> Result<std::shared_ptr<internal::CudaEvent>> {
+      PeerEvents().Get(HandleKey(ordinal, handle), [&]() -> Result<std::shared_ptr<internal::CudaEvent>> {
         cudaEvent_t peer = nullptr;
         TESS_CUDA_RETURN_IF_ERROR(cudaIpcOpenEventHandle(&peer, handle));
         return std::make_shared<internal::CudaEvent>(peer);
@@ -324,7 +314,7 @@ namespace {
 // null for an empty array, which carries no handle).
 struct MappedBytes {
   int ordinal = 0;
-  std::shared_ptr<IpcMapping> mapping;
+  std::shared_ptr<void> mapping;
   uint8_t* data = nullptr;
 };
 
@@ -332,7 +322,7 @@ Result<MappedBytes> MapExported(const IpcDescriptor& descriptor, Dtype dtype, co
   MappedBytes mapped;
   TESS_ASSIGN_OR_RETURN(mapped.ordinal, OrdinalOfUuid(descriptor.device_uuid));
   const int64_t nbytes = shape.num_elements() * ItemSize(dtype);
-  if (!descriptor.has_handle || nbytes == 0) {
+  if ((!descriptor.has_handle && !descriptor.is_vmm()) || nbytes == 0) {
     if (nbytes != 0) {
       return Status::InvalidArgument("cuda_ipc descriptor has no handle, but the array of shape ",
                                      shape.ToString(), " and dtype ", DtypeName(dtype), " is not empty");
@@ -345,13 +335,21 @@ Result<MappedBytes> MapExported(const IpcDescriptor& descriptor, Dtype dtype, co
                                    descriptor.offset, " + ", nbytes, ") of an allocation of ",
                                    descriptor.allocation_size, " bytes");
   }
+  if (descriptor.is_vmm()) {
+    TESS_ASSIGN_OR_RETURN(internal::VmmBytes bytes, internal::MapVmm(descriptor, mapped.ordinal));
+    mapped.mapping = std::move(bytes.mapping);
+    mapped.data = bytes.data;
+    return mapped;
+  }
   TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(mapped.ordinal));
   cudaIpcMemHandle_t handle;
   std::memcpy(&handle, descriptor.handle.data(), sizeof handle);
-  TESS_ASSIGN_OR_RETURN(mapped.mapping, Mappings().Get(mapped.ordinal, handle, [&] {
-    return IpcMapping::Open(mapped.ordinal, handle, static_cast<size_t>(descriptor.allocation_size));
-  }));
-  mapped.data = mapped.mapping->base() + descriptor.offset;
+  TESS_ASSIGN_OR_RETURN(
+      std::shared_ptr<IpcMapping> opened, Mappings().Get(HandleKey(mapped.ordinal, handle), [&] {
+        return IpcMapping::Open(mapped.ordinal, handle, static_cast<size_t>(descriptor.allocation_size));
+      }));
+  mapped.data = opened->base() + descriptor.offset;
+  mapped.mapping = std::move(opened);
   return mapped;
 }
 
@@ -377,7 +375,7 @@ Result<Tensor> BorrowIpc(const IpcDescriptor& descriptor, Dtype dtype, const Sha
   // What the borrowed bytes depend on: the mapping, and whatever the borrower
   // ties to the tensor's lifetime (a client's acknowledgement).
   struct Borrowed {
-    std::shared_ptr<IpcMapping> mapping;
+    std::shared_ptr<void> mapping;
     std::shared_ptr<void> lease;
   };
   auto owner = std::make_shared<Borrowed>(Borrowed{std::move(mapped.mapping), std::move(lease)});

@@ -2,7 +2,8 @@
 //
 // tesseract-core 1.15's export acknowledgement (docs/gpu-transport.md 5) and
 // tesscpp's extensions to it, which 1.15 peers ignore: a client that borrows
-// outputs (13) and GPU work ordered by IPC events (14). HTTP header names are
+// outputs (13), GPU work ordered by IPC events (14) and VMM allocations by
+// reference (15). HTTP header names are
 // case-insensitive; these are the spellings sent.
 #pragma once
 
@@ -23,5 +24,9 @@ inline constexpr char kIpcEventsHeader[] = "Tesscpp-Ipc-Events";
 inline constexpr char kInputsEventHeader[] = "Tesscpp-Inputs-Event";
 /// Response: the server's events after which its outputs are complete.
 inline constexpr char kExportsEventHeader[] = "Tesscpp-Exports-Event";
+/// Request: the client's cuda_vmm endpoint ("<pid>.<nonce>"), offering to map
+/// VMM allocations; response: "1", the server maps the client's and may send
+/// its own.
+inline constexpr char kCudaVmmHeader[] = "Tesscpp-Cuda-Vmm";
 
 }  // namespace tesscpp::gpu_transport

@@ -14,7 +14,7 @@ Result<Tensor> IpcArrays::Import(const cuda::IpcDescriptor& descriptor, Dtype dt
 
 Result<cuda::IpcDescriptor> IpcArrays::Export(const Tensor& tensor) {
   if (mode_ != Mode::kExport) return Status::Internal("CUDA tensors written through a reading transport");
-  return cuda::ExportIpc(tensor, pins_, ordering_);
+  return cuda::ExportIpc(tensor, pins_, ordering_, vmm_peer_);
 }
 
 }  // namespace tesscpp::gpu_transport

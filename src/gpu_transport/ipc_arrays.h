@@ -24,10 +24,13 @@ class IpcArrays final : public CudaIpcArrays {
     return arrays;
   }
   /// \brief Exports CUDA tensors; what the peer may read stays in pins()
-  /// until the owner of this object lets it go.
-  static IpcArrays Exporting(cuda::ExportOrdering ordering = cuda::ExportOrdering::kSynchronised) {
+  /// until the owner of this object lets it go. VMM memory goes by reference
+  /// when `vmm_peer` says the peer maps it.
+  static IpcArrays Exporting(cuda::ExportOrdering ordering = cuda::ExportOrdering::kSynchronised,
+                             cuda::VmmPeer vmm_peer = cuda::VmmPeer::kCannot) {
     IpcArrays arrays(Mode::kExport);
     arrays.ordering_ = ordering;
+    arrays.vmm_peer_ = vmm_peer;
     return arrays;
   }
 
@@ -43,6 +46,7 @@ class IpcArrays final : public CudaIpcArrays {
   Mode mode_;
   std::shared_ptr<void> lease_;
   cuda::ExportOrdering ordering_ = cuda::ExportOrdering::kSynchronised;
+  cuda::VmmPeer vmm_peer_ = cuda::VmmPeer::kCannot;
   std::vector<std::shared_ptr<void>> pins_;
 };
 

@@ -28,7 +28,15 @@ ServerTransport::Call::Call(ServerTransport& transport, const Headers& request_h
       // for our event instead of this server synchronising its devices.
       ipc_events_(FindHeader(request_headers, kIpcEventsHeader) == "1") {
   if (auto borrower = FindHeader(request_headers, kBorrowerHeader)) borrower_ = std::string(*borrower);
-  if (ipc_events_) outputs_ = IpcArrays::Exporting(cuda::ExportOrdering::kLegacyStream);
+  // The cuda_vmm extension (docs/gpu-transport.md 15): VMM outputs go by
+  // reference to a client that offered it and whose socket this server
+  // reaches (the same network namespace), so that it can ask for them.
+  if (auto offer = FindHeader(request_headers, kCudaVmmHeader)) {
+    vmm_ = cuda::VmmEndpoint().has_value() && cuda::VmmPeerReachable(*offer);
+  }
+  outputs_ = IpcArrays::Exporting(
+      ipc_events_ ? cuda::ExportOrdering::kLegacyStream : cuda::ExportOrdering::kSynchronised,
+      vmm_ ? cuda::VmmPeer::kCan : cuda::VmmPeer::kCannot);
 }
 
 Result<ServerTransport::Call> ServerTransport::Begin(const Headers& request_headers) {
@@ -83,6 +91,7 @@ Result<Headers> ServerTransport::Call::Finish(const Value& request_body, const V
     if (borrower) headers.emplace_back(kExportsLeaseHeader, "borrower");
   }
   if (ipc_events_) headers.emplace_back(kIpcEventsHeader, "1");
+  if (vmm_) headers.emplace_back(kCudaVmmHeader, "1");
   if (!exports_event.empty()) headers.emplace_back(kExportsEventHeader, std::move(exports_event));
   return headers;
 }

@@ -56,6 +56,7 @@ class ServerTransport {
     ServerTransport* transport_;
     bool acknowledged_ = false;
     bool ipc_events_ = false;
+    bool vmm_ = false;  // the client offered cuda_vmm and this server can reach it
     std::optional<std::string> borrower_;
     IpcArrays inputs_ = IpcArrays::Borrowing();
     IpcArrays outputs_ = IpcArrays::Exporting();

@@ -38,6 +38,7 @@ PUBLIC = {
     "encoding": "codec", "json": "codec",
     "schema": "schema", "validate": "schema",
     "component": "component", "component_abi": "component", "model": "component", "autodiff": "component",
+    "autodiff_tape": "component",
     "runtime": "runtime",
     "component_library": "loader",
     "client": "client", "gradient_check": "client",

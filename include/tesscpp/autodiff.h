@@ -17,7 +17,9 @@
 // Sacado's Fad numbers), vector_jacobian_product and jacobian (reverse and
 // vector modes on an ADOL-C tape). Only the top-level fields declared
 // differentiable take part; every other input is read through ctx.inputs().
-// Branches may depend on values (each call records its own tape).
+// Branches may depend on values: a tape is reused for later calls with the same
+// non-differentiable inputs only while every comparison it recorded still
+// comes out the same (ADOL-C checks; otherwise the call is recorded again).
 //
 // Optional: include this header only in components that use it, and link the
 // `tesscpp::autodiff` CMake target (ADOL-C and Sacado's headers, Debian's
@@ -33,14 +35,18 @@
 #include <Sacado_No_Kokkos.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tesscpp/autodiff_tape.h"
 #include "tesscpp/component.h"
 #include "tesscpp/model.h"
 #include "tesscpp/schema.h"
@@ -170,14 +176,15 @@ std::map<std::string, typename Context<T>::Array> Convert(const Arrays& arrays, 
   return converted;
 }
 
-// ADOL-C keeps its tapes in process-wide state that is not safe to touch from
-// two threads at once (docs/autodiff.md: it aborts); every taping and sweep
-// holds this lock.
-inline std::mutex& TapeLock() {
-  static std::mutex lock;
-  return lock;
-}
+// Every taping and sweep holds the process's tape lock (autodiff_tape.h).
+inline std::mutex& TapeLock() { return ProcessTapeSlot().lock; }
 constexpr short kTape = 1;
+
+// Numbers the functions Derive registers, for the tapes this library keeps.
+inline uint64_t NextFunctionId() {
+  static std::atomic<uint64_t> next{0};
+  return ++next;
+}
 
 // What recording a call on the tape leaves: the independents (input name,
 // element) in tape order, the point they were recorded at, the shapes of the
@@ -224,6 +231,80 @@ Result<Taped> Tape(const Fn& fn, const ModelView& in, const std::map<std::string
   return taped;
 }
 
+// What a tape holds fixed: the inputs that are not differentiable (recorded
+// as constants), the differentiable ones' shapes, and the outputs made
+// dependent. A tape recorded under equal constants can be swept again at new
+// values of the differentiable inputs.
+struct TapeConstants {
+  uint64_t function = 0;  // which Derive call: tapes of two components never mix
+  Value fixed;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  PathSet wanted;
+
+  bool operator==(const TapeConstants&) const = default;
+
+  static TapeConstants Of(uint64_t function, const Value& model,
+                          const std::map<std::string, Dtype>& input_fields, const PathSet& wanted) {
+    TapeConstants constants{function, Value::Dict{}, {}, wanted};
+    for (const auto& [name, value] : model.as_dict()) {
+      if (input_fields.contains(name) && value.is_tensor()) {
+        const auto dims = value.as_tensor().shape().dims();
+        constants.shapes.emplace(name, std::vector<int64_t>(dims.begin(), dims.end()));
+      } else {
+        constants.fixed.as_dict().set(name, value);
+      }
+    }
+    return constants;
+  }
+};
+
+// The tape this library recorded last, what it holds fixed, and which
+// recording of the process it was (guarded by TapeLock()).
+struct KeptTape {
+  std::optional<TapeConstants> constants;
+  uint64_t recording = 0;
+  Taped taped;
+};
+inline KeptTape& LastTape() {
+  static KeptTape kept;
+  return kept;
+}
+
+// A tape of `fn` at `in`'s point with the outputs in `wanted` dependent,
+// ready for a reverse sweep. Recording costs several times a sweep, so the
+// tape of the last call is swept forward to the new point when the constants
+// are the same; ADOL-C's forward sweep checks every comparison the recording
+// made, and a branch that would go the other way (it prints a warning) gets
+// the call recorded again. The caller holds TapeLock().
+template <typename Fn>
+Result<Taped> TapeAt(uint64_t function, const Fn& fn, const ModelView& in,
+                     const std::map<std::string, Dtype>& input_fields,
+                     const std::map<std::string, Dtype>& output_fields, const PathSet& wanted) {
+  TapeConstants constants = TapeConstants::Of(function, in.value(), input_fields, wanted);
+  KeptTape& kept = LastTape();
+  TapeSlot& slot = ProcessTapeSlot();
+  if (kept.constants == constants && kept.recording == slot.recordings) {
+    TESS_ASSIGN_OR_RETURN(const Arrays arrays, ReadInputs(in.value(), input_fields));
+    std::vector<double> point;  // in recording order: by input name, then row-major
+    point.reserve(kept.taped.point.size());
+    for (const auto& [name, array] : arrays)
+      point.insert(point.end(), array.values.begin(), array.values.end());
+    const auto n = static_cast<int>(point.size());
+    const auto m = static_cast<int>(kept.taped.dependents);
+    std::vector<double> values(static_cast<size_t>(m));
+    if (m == 0 || n == 0 || zos_forward(kTape, m, n, 1, point.data(), values.data()) >= 0) {
+      Taped swept = kept.taped;
+      swept.point = std::move(point);
+      return swept;
+    }
+  }
+  kept.constants.reset();
+  ++slot.recordings;  // the tape is overwritten whether or not the recording succeeds
+  TESS_ASSIGN_OR_RETURN(Taped taped, Tape(fn, in, input_fields, output_fields, wanted));
+  kept = {std::move(constants), slot.recordings, taped};
+  return taped;
+}
+
 }  // namespace internal
 
 /// \brief Registers apply, jacobian, jacobian_vector_product and
@@ -235,6 +316,7 @@ template <typename Fn>
 void Derive(Component& c, Fn fn, std::string apply_doc = "") {
   const auto input_fields = internal::DifferentiableFields(*c.input_schema());
   const auto output_fields = internal::DifferentiableFields(*c.output_schema());
+  const uint64_t function = internal::NextFunctionId();  // names this fn's tapes
 
   if (!c.apply())
     c.Apply(
@@ -297,7 +379,7 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
                                 const TensorMap& cotangent, TensorMap& vjp) -> Status {
       std::lock_guard<std::mutex> lock(internal::TapeLock());
       TESS_ASSIGN_OR_RETURN(internal::Taped taped,
-                            internal::Tape(fn, in, input_fields, output_fields, vjp_outputs));
+                            internal::TapeAt(function, fn, in, input_fields, output_fields, vjp_outputs));
       const int64_t m = taped.dependents;
       std::vector<double> weights;
       for (const std::string& name : vjp_outputs) {
@@ -335,7 +417,7 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
                    JacobianMap& jac) -> Status {
       std::lock_guard<std::mutex> lock(internal::TapeLock());
       TESS_ASSIGN_OR_RETURN(internal::Taped taped,
-                            internal::Tape(fn, in, input_fields, output_fields, jac_outputs));
+                            internal::TapeAt(function, fn, in, input_fields, output_fields, jac_outputs));
       const int64_t m = taped.dependents;
       const auto n = static_cast<int>(taped.point.size());
       std::vector<double> storage(static_cast<size_t>(m) * taped.point.size(), 0.0);

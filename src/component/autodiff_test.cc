@@ -83,5 +83,63 @@ TEST(Autodiff, NamesAnInputThatIsNotDifferentiable) {
   }
 }
 
+// y = x > 0 ? x^2 : -3x, with k * that for a non-differentiable k.
+Component Branchy(double power_of_x = 2) {
+  Component c("branchy", "0.1.0");
+  c.inputs().Scalar<double>("x", {.differentiable = true});
+  auto k = c.inputs().Scalar<double>("k", {.default_value = 1.0});
+  c.outputs().Scalar<double>("y", {.differentiable = true});
+  autodiff::Derive(c, [=](auto& ctx) -> Status {
+    using T = typename std::decay_t<decltype(ctx.Input("x"))>::value_type;
+    const T x = ctx.Input("x")[0];
+    TESS_ASSIGN_OR_RETURN(auto y, ctx.Output("y", {}));
+    T value = x > 0.0 ? T(x * x) : T(-3.0 * x);
+    if (power_of_x == 3) value = value * x;
+    y[0] = ctx.inputs()[k] * value;
+    return Status::OK();
+  });
+  return c;
+}
+
+double Vjp(const Component& c, double x, double k = 1.0) {
+  const Value inputs = Value::Dict{{"x", Scalar(x)}, {"k", Scalar(k)}};
+  TensorMap vjp;
+  const Status status =
+      c.vector_jacobian_product().fn(ModelView(inputs), {"x"}, {"y"}, {{"y", Scalar(1.0).as_tensor()}}, vjp);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return status.ok() ? vjp.at("x").data_as<double>()[0] : 0.0;
+}
+
+uint64_t Recordings() { return autodiff::internal::ProcessTapeSlot().recordings; }
+
+TEST(Autodiff, ReusesATapeWhileItsBranchesAndConstantsHold) {
+  const Component c = Branchy();
+  const uint64_t before = Recordings();
+  EXPECT_EQ(Vjp(c, 2.0), 4.0);
+  EXPECT_EQ(Vjp(c, 3.0), 6.0);  // swept again, not recorded
+  EXPECT_EQ(Vjp(c, 0.5), 1.0);
+  EXPECT_EQ(Recordings(), before + 1);
+  EXPECT_EQ(Vjp(c, -1.0), -3.0);  // the branch goes the other way: recorded again
+  EXPECT_EQ(Recordings(), before + 2);
+  EXPECT_EQ(Vjp(c, -2.0), -3.0);
+  EXPECT_EQ(Vjp(c, 5.0), 10.0);
+  EXPECT_EQ(Recordings(), before + 3);
+  EXPECT_EQ(Vjp(c, 5.0, 2.0), 20.0);  // a non-differentiable input is a constant of the tape
+  EXPECT_EQ(Recordings(), before + 4);
+  JacobianMap jac;  // the jacobian goes through the same tapes
+  const Value inputs = Value::Dict{{"x", Scalar(-4.0)}, {"k", Scalar(2.0)}};
+  ASSERT_OK(c.jacobian().fn(ModelView(inputs), {"x"}, {"y"}, jac));
+  EXPECT_EQ(jac.at("y").at("x").data_as<double>()[0], -6.0);
+}
+
+TEST(Autodiff, NeverSweepsAnotherComponentsTape) {
+  // Same fields, same constants: only which function made the tape differs.
+  const Component square = Branchy(2), cube = Branchy(3);
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(Vjp(square, 2.0), 4.0) << round;
+    EXPECT_EQ(Vjp(cube, 2.0), 12.0) << round;
+  }
+}
+
 }  // namespace
 }  // namespace tesscpp

@@ -1,0 +1,11 @@
+// autodiff_tape.cc: the process's one ADOL-C tape slot.
+#include "tesscpp/autodiff_tape.h"
+
+namespace tesscpp::autodiff::internal {
+
+TapeSlot& ProcessTapeSlot() {
+  static auto* slot = new TapeSlot();  // leaked: components may use it until exit
+  return *slot;
+}
+
+}  // namespace tesscpp::autodiff::internal

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -23,7 +24,55 @@ find_package(tesscpp @VERSION@ CONFIG REQUIRED)
 tesscpp_add_component(@NAME@ SOURCES @NAME@.cc)
 )tpl";
 
-constexpr std::string_view kSource =
+// The derived template's addition: tesscpp::autodiff exists where ADOL-C and
+// Sacado are installed.
+constexpr std::string_view kCMakeAutodiff = R"tpl(if(NOT TARGET tesscpp::autodiff)
+  message(FATAL_ERROR "@NAME@ derives its derivatives with tesscpp::autodiff, which needs ADOL-C and "
+                      "Sacado (Debian, Ubuntu: apt install libadolc-dev libtrilinos-sacado-dev). Or write "
+                      "them by hand: tesscpp init @NAME@ --template explicit")
+endif()
+target_link_libraries(@NAME@ PRIVATE tesscpp::autodiff)
+)tpl";
+
+constexpr std::string_view kDerivedSource =
+    R"tpl(// @NAME@: y = scale * x^2, element by element, written once for any number
+// type; tesscpp derives the jacobian, JVP and VJP endpoints from it
+// (tesscpp/autodiff.h). Replace the function with your model: loops and
+// branches are fine; `tesscpp check-gradients` compares the derivatives with
+// finite differences (README.md).
+#include "tesscpp/autodiff.h"
+
+using namespace tesscpp;  // NOLINT(google-build-using-namespace)
+
+namespace {
+
+Component Make@IDENT@() {
+  Component c("@NAME@", "0.1.0", "y = scale * x^2, element by element.\n");
+  c.inputs().Array<double>("x", {kAnyDim}, {.differentiable = true, .doc = "The values."});
+  auto scale = c.inputs().Scalar<double>("scale", {.doc = "Factor on x^2.", .default_value = 1.0});
+  c.outputs().Array<double>("y", {kAnyDim}, {.differentiable = true, .doc = "scale * x^2."});
+
+  // ctx.Input gives the differentiable inputs in the number type being
+  // derived with; the others are read as validated, through ctx.inputs().
+  autodiff::Derive(
+      c,
+      [=](auto& ctx) -> Status {
+        const auto x = ctx.Input("x");
+        const double k = ctx.inputs()[scale];
+        TESS_ASSIGN_OR_RETURN(auto y, ctx.Output("y", {static_cast<int64_t>(x.size())}));
+        for (size_t i = 0; i < x.size(); ++i) y[i] = k * x[i] * x[i];
+        return Status::OK();
+      },
+      "y = scale * x^2, element by element.");
+  return c;
+}
+
+}  // namespace
+
+TESSCPP_COMPONENT(Make@IDENT@)
+)tpl";
+
+constexpr std::string_view kExplicitSource =
     R"tpl(// @NAME@: y = scale * x^2, element by element, with its vector-Jacobian product.
 // Replace apply with your model and keep the derivative in step with it;
 // `tesscpp check-gradients` compares the two (README.md).
@@ -120,7 +169,13 @@ bool ValidName(std::string_view name) {
 
 }  // namespace
 
-Status InitProject(const std::string& name, const std::string& dir, bool force) {
+Result<ProjectTemplate> ProjectTemplateFromName(std::string_view name) {
+  if (name == "derived") return ProjectTemplate::kDerived;
+  if (name == "explicit") return ProjectTemplate::kExplicit;
+  return Status::InvalidArgument("template '", name, "': expected 'derived' or 'explicit'");
+}
+
+Status InitProject(const std::string& name, const std::string& dir, bool force, ProjectTemplate kind) {
   if (!ValidName(name)) {
     return Status::InvalidArgument(
         "name '", name, "': use a letter, then letters, digits, '_' or '-' (at most 64 characters)");
@@ -135,11 +190,14 @@ Status InitProject(const std::string& name, const std::string& dir, bool force) 
   for (char& ch : ident) ch = ch == '-' ? '_' : ch;
   ident[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(ident[0])));
   const std::string version = TESSCPP_SDK_VERSION;  // major.minor of this tesscpp
-  const std::pair<std::string, std::string_view> files[] = {{"CMakeLists.txt", kCMakeLists},
-                                                            {name + ".cc", kSource},
-                                                            {"test_apply.json", kTestSpec},
-                                                            {"README.md", kReadme},
-                                                            {".gitignore", kGitignore}};
+  const bool derived = kind == ProjectTemplate::kDerived;
+  const std::string cmake = std::string(kCMakeLists) + (derived ? std::string(kCMakeAutodiff) : "");
+  const std::pair<std::string, std::string_view> files[] = {
+      {"CMakeLists.txt", cmake},
+      {name + ".cc", derived ? kDerivedSource : kExplicitSource},
+      {"test_apply.json", kTestSpec},
+      {"README.md", kReadme},
+      {".gitignore", kGitignore}};
   for (const auto& [file, text] : files) {
     const fs::path path = fs::path(dir) / file;
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

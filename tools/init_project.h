@@ -2,17 +2,29 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
-#include "tesscpp/status.h"
+#include "tesscpp/result.h"
 
 namespace tesscpp::cli {
 
+/// \brief What the project's component shows.
+enum class ProjectTemplate {
+  kDerived,   ///< apply written once, generically; derivatives derived (tesscpp::autodiff)
+  kExplicit,  ///< apply and a hand-written VJP (no dependency beyond tesscpp)
+};
+
+/// \brief "derived" or "explicit"; kInvalidArgument naming both otherwise.
+Result<ProjectTemplate> ProjectTemplateFromName(std::string_view name);
+
 /// \brief Writes a standalone component project named `name` into `dir`:
-/// CMakeLists.txt (find_package(tesscpp) + tesscpp_add_component), <name>.cc
-/// (inputs, outputs, apply and a VJP), test_apply.json (a TestSpec),
-/// README.md and .gitignore. kInvalidArgument for a name that is not a valid
-/// component and target name; kInvalidArgument also when `dir` exists, unless
-/// `force` (then the project's files are overwritten, nothing else touched).
-Status InitProject(const std::string& name, const std::string& dir, bool force);
+/// CMakeLists.txt (find_package(tesscpp) + tesscpp_add_component, and
+/// tesscpp::autodiff for the derived template), <name>.cc (inputs, outputs,
+/// apply and its derivatives), test_apply.json (a TestSpec), README.md and
+/// .gitignore. kInvalidArgument for a name that is not a valid component and
+/// target name; kInvalidArgument also when `dir` exists, unless `force` (then
+/// the project's files are overwritten, nothing else touched).
+Status InitProject(const std::string& name, const std::string& dir, bool force,
+                   ProjectTemplate kind = ProjectTemplate::kDerived);
 
 }  // namespace tesscpp::cli

@@ -606,9 +606,16 @@ int main(int argc, char** argv) {
   init->add_option("name", init_name, "The component's name (letters, digits, '_', '-')")->required();
   init->add_option("--dir", init_dir, "Where to write it (default: ./<name>)");
   init->add_flag("--force", init_force, "Write into an existing directory");
+  std::string init_template = "derived";
+  init->add_option("--template", init_template,
+                   "derived: apply written once, derivatives derived (needs ADOL-C and Sacado); explicit: "
+                   "apply and a hand-written VJP")
+      ->capture_default_str();
   init->callback([&] {
     const std::string dir = init_dir.empty() ? init_name : init_dir;
-    if (Status written = tesscpp::cli::InitProject(init_name, dir, init_force); !written.ok())
+    auto kind = tesscpp::cli::ProjectTemplateFromName(init_template);
+    if (!kind.ok()) std::exit(Fail(kind.status().WithContext("--template")));
+    if (Status written = tesscpp::cli::InitProject(init_name, dir, init_force, *kind); !written.ok())
       std::exit(Fail(written));
     std::cout << "tesscpp: wrote the component project " << init_name << " to " << dir
               << " (see its README.md)\n";

@@ -56,31 +56,38 @@ print("torch bridge from", package, "-> f =", f.item(), "grad =", (x.grad.item()
 PY
 
 # The C++ SDK inside the wheel, the way a user with only the wheel starts:
-# `tesscpp` on the venv's PATH, `tesscpp init`, a build against the CMake
+# `tesscpp` on the venv's PATH, `tesscpp init` (the default template, whose
+# derivatives are derived, then the explicit one), a build against the CMake
 # package that `python -m tesscpp --cmake-dir` names, the scaffold's TestSpec,
-# check-gradients (passing, then failing once the derivative is made wrong),
-# and the component loaded by Tesseract.from_library and served.
+# check-gradients (passing, then failing once the hand-written derivative is
+# made wrong), and the component loaded by Tesseract.from_library and served.
 export PATH="$work/venv/bin:$PATH"
 [ "$(command -v tesscpp)" = "$work/venv/bin/tesscpp" ] || { echo "pip install put no tesscpp on PATH" >&2; exit 1; }
 cmake_dir=$(env -u PYTHONPATH python -m tesscpp --cmake-dir)
 case "$cmake_dir" in "$work"/venv/*) ;; *) echo "cmake dir outside the venv: $cmake_dir" >&2; exit 1 ;; esac
 unset TESSCPP_CLI PYTHONPATH
-tesscpp init heat --dir "$work/heat"
-if tesscpp init heat --dir "$work/heat" 2>/dev/null; then echo "init overwrote an existing project" >&2; exit 1; fi
-build_scaffold() {
-  { env -u CMAKE_PREFIX_PATH cmake -S "$work/heat" -B "$work/heat/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_PREFIX_PATH="$cmake_dir" && cmake --build "$work/heat/build"; } >"$work/heat.log" 2>&1 \
-    || { cat "$work/heat.log" >&2; exit 1; }
+build_scaffold() {  # $1: the project's directory
+  { env -u CMAKE_PREFIX_PATH cmake -S "$1" -B "$1/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$cmake_dir" && cmake --build "$1/build"; } >"$1.log" 2>&1 \
+    || { cat "$1.log" >&2; exit 1; }
 }
-build_scaffold
+payload='{"inputs": {"x": [1.0, -2.0, 0.5], "scale": 1.5}}'
+tesscpp init derived --dir "$work/derived"
+grep -q 'autodiff::Derive(' "$work/derived/derived.cc" || { echo "the default template derives nothing" >&2; exit 1; }
+build_scaffold "$work/derived"
+outcome=$(cd "$work/derived" && tesscpp test "$work/derived/build/libderived.so" @test_apply.json)
+[ "$outcome" = '{"status":"passed","message":"","endpoint":"apply"}' ] || { echo "TestSpec: $outcome" >&2; exit 1; }
+tesscpp check-gradients "$work/derived/build/libderived.so" "$payload" --seed 1
+tesscpp init heat --dir "$work/heat" --template explicit
+if tesscpp init heat --dir "$work/heat" 2>/dev/null; then echo "init overwrote an existing project" >&2; exit 1; fi
+build_scaffold "$work/heat"
 library="$work/heat/build/libheat.so"
 outcome=$(cd "$work/heat" && tesscpp test "$library" @test_apply.json)
 [ "$outcome" = '{"status":"passed","message":"","endpoint":"apply"}' ] || { echo "TestSpec: $outcome" >&2; exit 1; }
-payload='{"inputs": {"x": [1.0, -2.0, 0.5], "scale": 1.5}}'
 tesscpp check-gradients "$library" "$payload" --seed 1
 sed -i 's/2 \* in\[scale\]/3 * in[scale]/' "$work/heat/heat.cc"
 grep -q '3 \* in\[scale\]' "$work/heat/heat.cc" || { echo "the scaffold's derivative was not found to edit" >&2; exit 1; }
-build_scaffold
+build_scaffold "$work/heat"
 status=0
 tesscpp check-gradients "$library" "$payload" --seed 1 --max-failures 1 >"$work/wrong.txt" || status=$?
 [ "$status" = 1 ] && grep -q "failed" "$work/wrong.txt" || { cat "$work/wrong.txt" >&2; echo "status $status" >&2; exit 1; }

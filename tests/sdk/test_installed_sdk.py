@@ -181,23 +181,32 @@ def test_check_gradients_passes_the_component_and_catches_a_wrong_vjp(prefix, tm
     assert rows[1][:2] == ["x", "y"], result.stdout
 
 
-def test_init_writes_a_project_that_builds_and_passes_its_test_spec(prefix, tmp_path):
+@pytest.mark.parametrize("template", [None, "explicit"], ids=["derived (default)", "explicit"])
+def test_init_writes_a_project_that_builds_and_passes_its_test_spec(prefix, tmp_path, template):
     cli = prefix / "bin" / "tesscpp"
     target = tmp_path / "my-model"
-    made = run(cli, "init", "my-model", "--dir", target, env=clean_env())
+    chosen = ["--template", template] if template else []
+    made = run(cli, "init", "my-model", "--dir", target, *chosen, env=clean_env())
     assert "wrote the component project my-model" in made.stdout
     assert sorted(p.name for p in target.iterdir()) == [
         ".gitignore", "CMakeLists.txt", "README.md", "my-model.cc", "test_apply.json"]  # fmt: skip
-    refused = run(cli, "init", "my-model", "--dir", target, env=clean_env(), check=False)
+    source = (target / "my-model.cc").read_text()
+    # The default derives the derivatives from apply; explicit writes a VJP by hand.
+    assert ("autodiff::Derive(" in source) == (template is None), source
+    assert ("c.VectorJacobianProduct(" in source) == (template == "explicit"), source
+    refused = run(cli, "init", "my-model", "--dir", target, *chosen, env=clean_env(), check=False)
     assert refused.returncode == 1 and "exists" in refused.stderr and "--force" in refused.stderr
     (target / "my-model.cc").write_text("edited")
-    run(cli, "init", "my-model", "--dir", target, "--force", env=clean_env())
+    run(cli, "init", "my-model", "--dir", target, "--force", *chosen, env=clean_env())
     assert "TESSCPP_COMPONENT(MakeMy_model)" in (target / "my-model.cc").read_text()
     bad = run(cli, "init", "1st", "--dir", tmp_path / "x", env=clean_env(), check=False)
     assert bad.returncode == 1 and "name '1st'" in bad.stderr and not (tmp_path / "x").exists()
+    unknown = run(cli, "init", "m", "--dir", tmp_path / "y", "--template", "magic", env=clean_env(), check=False)
+    assert unknown.returncode == 1 and "'derived' or 'explicit'" in unknown.stderr, unknown.stderr
     cmake_build(target, prefix)
     outcome = run(cli, "test", target / "build" / "libmy-model.so", f"@{target / 'test_apply.json'}", env=clean_env())
     assert json.loads(outcome.stdout) == {"status": "passed", "message": "", "endpoint": "apply"}
     check = run(cli, "check-gradients", target / "build" / "libmy-model.so", '{"inputs": {"x": [0.5, -1.0]}}',
                 env=clean_env(), check=False)  # fmt: skip
     assert check.returncode == 0, check.stdout + check.stderr
+    assert "0 failures" in check.stdout, check.stdout

@@ -13,7 +13,8 @@
 //   };
 //   tesscpp::autodiff::Derive(component, Rosenbrock{...});  // after declaring the fields
 //
-// Derive registers apply (T = double), jacobian_vector_product (forward mode,
+// Derive registers apply (T = double), abstract_eval (apply on zeros of the
+// given shapes), jacobian_vector_product (forward mode,
 // Sacado's Fad numbers), vector_jacobian_product and jacobian (reverse and
 // vector modes on an ADOL-C tape). Only the top-level fields declared
 // differentiable take part; every other input is read through ctx.inputs().
@@ -168,6 +169,60 @@ inline Result<Arrays> ReadInputs(const Value& model, const std::map<std::string,
   return inputs;
 }
 
+// The top-level input fields that are arrays (scalars included), with their
+// dtypes: abstract_eval gets their shapes and dtypes only.
+inline std::map<std::string, Dtype> ArrayFields(const ModelSchema& schema) {
+  std::map<std::string, Dtype> fields;
+  for (const FieldSchema& field : schema.fields()) {
+    if (field.type.dtype()) fields.emplace(field.name, *field.type.dtype());
+  }
+  return fields;
+}
+
+// A 0-d tensor of `dtype` holding `number` (a scalar field's default, which
+// abstract_eval receives as given rather than as a shape and dtype).
+inline Result<Tensor> ScalarTensor(const std::string& name, const Value& number, Dtype dtype) {
+  TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make({}));
+  TESS_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(dtype, std::move(shape)));
+  const double value = number.is_bool() ? static_cast<double>(number.as_bool()) : number.as_number();
+  switch (dtype) {
+    case Dtype::kFloat64: tensor.data_as<double>()[0] = value; break;
+    case Dtype::kFloat32: tensor.data_as<float>()[0] = static_cast<float>(value); break;
+    case Dtype::kInt64: tensor.data_as<int64_t>()[0] = static_cast<int64_t>(value); break;
+    case Dtype::kInt32: tensor.data_as<int32_t>()[0] = static_cast<int32_t>(value); break;
+    case Dtype::kBool: tensor.data_as<bool>()[0] = value != 0.0; break;
+    default:
+      return Status::Unimplemented("autodiff: abstract_eval cannot pass the default of '", name, "' as ",
+                                   DtypeName(dtype), "; write abstract_eval by hand");
+  }
+  return tensor;
+}
+
+// An abstract_eval input model made concrete: each array field's shape and
+// dtype replaced by zeros of that shape and dtype, a scalar's default by that
+// value, everything else as given.
+inline Result<Value> ZerosOf(const Value& abstract, const std::map<std::string, Dtype>& array_fields) {
+  Value model = Value::Dict{};
+  for (const auto& [name, value] : abstract.as_dict()) {
+    const auto field = array_fields.find(name);
+    if (field == array_fields.end()) {
+      model.as_dict().set(name, value);
+    } else if (value.is_dict()) {
+      const ShapeDType sd = AbstractModelView::ReadShapeDType(value);
+      TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(sd.shape));
+      TESS_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Allocate(sd.dtype, std::move(shape)));
+      std::fill(zeros.bytes().begin(), zeros.bytes().end(), uint8_t{0});
+      model.as_dict().set(name, Value(std::move(zeros)));
+    } else if (value.is_number() || value.is_bool()) {
+      TESS_ASSIGN_OR_RETURN(Tensor scalar, ScalarTensor(name, value, field->second));
+      model.as_dict().set(name, Value(std::move(scalar)));
+    } else {
+      model.as_dict().set(name, value);
+    }
+  }
+  return model;
+}
+
 // `arrays` as numbers of type T, each field's made by make(name, values).
 template <typename T, typename Make>
 std::map<std::string, typename Context<T>::Array> Convert(const Arrays& arrays, Make make) {
@@ -305,9 +360,20 @@ Result<Taped> TapeAt(uint64_t function, const Fn& fn, const ModelView& in,
   return taped;
 }
 
+// `fn` in doubles at `in`: its outputs.
+template <typename Fn>
+Result<std::map<std::string, Context<double>::Array>> Evaluate(
+    const Fn& fn, const ModelView& in, const std::map<std::string, Dtype>& input_fields,
+    const std::map<std::string, Dtype>& output_fields) {
+  TESS_ASSIGN_OR_RETURN(Arrays inputs, ReadInputs(in.value(), input_fields));
+  Context<double> ctx(in, std::move(inputs), output_fields);
+  TESS_RETURN_IF_ERROR(fn(ctx));
+  return std::move(ctx.outputs());
+}
+
 }  // namespace internal
 
-/// \brief Registers apply, jacobian, jacobian_vector_product and
+/// \brief Registers apply, abstract_eval, jacobian, jacobian_vector_product and
 /// vector_jacobian_product of `c` computed from `fn`, a callable with
 /// `template <typename T> Status operator()(Context<T>&) const`. Call it
 /// after declaring the fields and after registering any endpoint written by
@@ -321,10 +387,8 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
   if (!c.apply())
     c.Apply(
         [=](const ModelView& in, Record& out) -> Status {
-          TESS_ASSIGN_OR_RETURN(internal::Arrays inputs, internal::ReadInputs(in.value(), input_fields));
-          Context<double> ctx(in, std::move(inputs), output_fields);
-          TESS_RETURN_IF_ERROR(fn(ctx));
-          for (auto& [name, array] : ctx.outputs()) {
+          TESS_ASSIGN_OR_RETURN(auto outputs, internal::Evaluate(fn, in, input_fields, output_fields));
+          for (auto& [name, array] : outputs) {
             TESS_ASSIGN_OR_RETURN(Tensor t,
                                   internal::ToTensor(array.values, array.dims, output_fields.at(name)));
             out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
@@ -332,6 +396,33 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
           return Status::OK();
         },
         std::move(apply_doc));
+
+  // The outputs' shapes: the function run on zeros of the inputs' shapes,
+  // right wherever the shapes follow from the inputs' shapes alone. A
+  // function that refuses zeros needs an abstract_eval written by hand.
+  // Only for inputs whose arrays are all top-level: a nested one would reach
+  // the function as a shape and dtype, not as an array.
+  const auto& input_schema_fields = c.input_schema()->fields();
+  const bool flat =
+      std::all_of(input_schema_fields.begin(), input_schema_fields.end(), [](const FieldSchema& f) {
+        const auto kind = f.type.kind();
+        return kind != SchemaType::Kind::kList && kind != SchemaType::Kind::kDict &&
+               kind != SchemaType::Kind::kModel && kind != SchemaType::Kind::kOptional;
+      });
+  if (!c.abstract_eval() && flat) {
+    const auto array_fields = internal::ArrayFields(*c.input_schema());
+    c.AbstractEval(
+        [=](const AbstractModelView& abstract, Record& out) -> Status {
+          TESS_ASSIGN_OR_RETURN(const Value model, internal::ZerosOf(abstract.value(), array_fields));
+          TESS_ASSIGN_OR_RETURN(auto outputs,
+                                internal::Evaluate(fn, ModelView(model), input_fields, output_fields));
+          for (auto& [name, array] : outputs) {
+            out.SetShapeDType(FieldKey<ArrayOf<double>>{-1, name}, {array.dims, output_fields.at(name)});
+          }
+          return Status::OK();
+        },
+        "The outputs' shapes and dtypes, from the function run on zeros of the inputs' shapes.");
+  }
 
   // Forward mode: one tangent direction, the requested inputs seeded with
   // their tangents, the others constant.

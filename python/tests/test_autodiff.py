@@ -163,6 +163,18 @@ def test_burgers_differentiates_only_what_is_asked(burgers):
     assert set(jvp) == {"u_next"}
 
 
+def test_burgers_abstract_eval_is_derived_from_the_shapes(burgers):
+    for cells in (3, 7, 1000):
+        abstract = {"u": {"shape": [cells], "dtype": "float64"}, "nu": {"shape": [], "dtype": "float64"}}
+        assert burgers.abstract_eval(abstract) == {
+            "u_next": {"shape": [cells], "dtype": "float64"},
+            "energy": {"shape": [], "dtype": "float64"},
+        }
+    assert "/abstract_eval" in burgers.openapi_schema["paths"]
+    with pytest.raises(Exception, match="u needs at least 3 cells"):  # the function's own refusal
+        burgers.abstract_eval({"u": {"shape": [2], "dtype": "float64"}, "nu": {"shape": [], "dtype": "float64"}})
+
+
 @pytest.mark.parametrize(
     ("name", "payload"),
     [

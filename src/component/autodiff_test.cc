@@ -141,5 +141,34 @@ TEST(Autodiff, NeverSweepsAnotherComponentsTape) {
   }
 }
 
+TEST(Autodiff, DerivesAbstractEvalFromTheShapes) {
+  Component c("scale", "0.1.0");
+  c.inputs().Array<double>("x", {kAnyDim}, {.differentiable = true});
+  auto k = c.inputs().Scalar<double>("k", {.default_value = 1.0});
+  c.outputs().Array<float>("y", {kAnyDim}, {.differentiable = true});
+  c.outputs().Scalar<double>("total", {.differentiable = true});
+  autodiff::Derive(c, [=](auto& ctx) -> Status {
+    const auto x = ctx.Input("x");
+    TESS_ASSIGN_OR_RETURN(auto y, ctx.Output("y", {static_cast<int64_t>(x.size())}));
+    TESS_ASSIGN_OR_RETURN(auto total, ctx.Output("total", {}));
+    for (size_t i = 0; i < x.size(); ++i) {
+      y[i] = ctx.inputs()[k] * x[i];
+      total[0] += y[i];
+    }
+    return Status::OK();
+  });
+  ASSERT_TRUE(c.abstract_eval());
+  auto shape_dtype = [](std::vector<int64_t> dims, Dtype dtype) {
+    return Record::ShapeDTypeValue({std::move(dims), dtype});
+  };
+  const Value abstract =
+      Value::Dict{{"x", shape_dtype({5}, Dtype::kFloat64)}, {"k", shape_dtype({}, Dtype::kFloat64)}};
+  Record out;
+  ASSERT_OK(c.abstract_eval().fn(AbstractModelView(abstract), out));
+  const Value answer = std::move(out).Finish();
+  EXPECT_EQ(answer.as_dict().at("y"), shape_dtype({5}, Dtype::kFloat32));  // the declared dtype
+  EXPECT_EQ(answer.as_dict().at("total"), shape_dtype({}, Dtype::kFloat64));
+}
+
 }  // namespace
 }  // namespace tesscpp

@@ -491,6 +491,42 @@ def test_teardown_waits_for_borrowed_outputs():
         pytest.fail("the server kept running after the last borrowed output was gone")
 
 
+# -- CUDA_VISIBLE_DEVICES differing between client and server (issue 21) --------
+
+
+@pytest.mark.parametrize("visible", ["index", "nvml-uuid"])
+def test_a_server_that_names_the_gpu_differently(monkeypatch, visible):
+    """The server sees the client's GPU through its own CUDA_VISIBLE_DEVICES
+    (an index, or NVML's GPU-<uuid> name): arrays are named by UUID, so they
+    still reach it and come back on the client's device. (On one GPU the
+    ordinals agree; two GPUs would also remap them.)"""
+    uuid = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+    t = tesscpp.Tesseract.from_source(example("noop"), gpu_transport="cuda_ipc")
+    with monkeypatch.context() as m:
+        m.setenv("CUDA_VISIBLE_DEVICES", str(torch.cuda.current_device()) if visible == "index" else f"GPU-{uuid}")
+        t.serve()
+    try:
+        for n in (1, 1000, (1 << 20) + 3):
+            x = torch.randn(n, device="cuda")
+            y = on_device(t.apply({"x": x})["x"])
+            assert y.device == x.device and torch.equal(y, x), n
+    finally:
+        t.teardown()
+
+
+def test_a_server_that_sees_no_gpu_says_which_one_it_lacks(monkeypatch):
+    t = tesscpp.Tesseract.from_source(example("noop"), gpu_transport="cuda_ipc")
+    with monkeypatch.context() as m:
+        m.setenv("CUDA_VISIBLE_DEVICES", "")
+        t.serve()
+    try:
+        with pytest.raises(Exception, match="CUDA|GPU") as refused:
+            t.apply({"x": torch.ones(10, device="cuda")})
+        print(f"server without the GPU: {refused.value}")
+    finally:
+        t.teardown()
+
+
 # -- interoperability with tesseract-core 1.15 -----------------------------------
 
 

@@ -21,11 +21,12 @@ cmake -S "$root" -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DCM
   -DCMAKE_PREFIX_PATH="$deps" -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" \
   -DPython_EXECUTABLE="$(command -v python3)" -DTESS_BUILD_BENCH=OFF -DTESSCPP_CUDA=ON >"$out/configure.log" 2>&1 \
   || { tail -30 "$out/configure.log"; exit 1; }
-make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_runtime_tests tesscpp_gpu_transport_tests noop bench_devhold \
+make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_cuda_internal_tests tesscpp_runtime_tests tesscpp_gpu_transport_tests noop bench_devhold \
   bridge_vec bridge_nl bridge_devid bridge_vmmout >"$out/build.log" 2>&1 \
   || { grep -E "error" -A3 "$out/build.log" | head -40; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$build/bin/tesscpp_cuda_tests" 2>&1 | tail -4
+"$build/bin/tesscpp_cuda_internal_tests" 2>&1 | tail -1
 "$build/bin/tesscpp_runtime_tests" --gtest_filter='GpuTransport*' 2>&1 | tail -3
 "$build/bin/tesscpp_gpu_transport_tests" 2>&1 | tail -3
 cd "$build"

@@ -46,6 +46,27 @@ Result<PinnedBuffer> AllocatePinned(int64_t size) {
   return PinnedBuffer(data);
 }
 
+std::string FormatUuid(const CUuuid& uuid) {
+  // str(uuid.UUID(bytes=raw)): 8-4-4-4-12 lowercase hex.
+  std::string text;
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(uuid.bytes[i]));
+    text += hex;
+  }
+  return text;
+}
+
+Result<int> FindOrdinal(const std::vector<std::string>& uuids, std::string_view uuid) {
+  for (size_t i = 0; i < uuids.size(); ++i) {
+    if (uuids[i] == uuid) return static_cast<int>(i);
+  }
+  return Status::Unavailable("The array lives on the GPU with UUID ", uuid,
+                             ", which this process cannot see. Give both processes access to that GPU "
+                             "(e.g. via --gpus or CUDA_VISIBLE_DEVICES).");
+}
+
 namespace {
 
 // What the process learns about CUDA once: whether it is usable, the driver
@@ -78,18 +99,6 @@ template <typename Fn, typename... Rest>
 Status ResolveAll(const char* symbol, Fn& fn, Rest&... rest) {
   TESS_RETURN_IF_ERROR(Resolve(symbol, fn));
   return ResolveAll(rest...);
-}
-
-std::string FormatUuid(const CUuuid& uuid) {
-  // str(uuid.UUID(bytes=raw)): 8-4-4-4-12 lowercase hex.
-  std::string text;
-  char hex[3];
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
-    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(uuid.bytes[i]));
-    text += hex;
-  }
-  return text;
 }
 
 CudaState Probe() {
@@ -209,13 +218,7 @@ Result<std::string> DeviceUuid(int ordinal) {
 
 Result<int> OrdinalOfUuid(std::string_view uuid) {
   TESS_RETURN_IF_ERROR(CheckAvailable());
-  const std::vector<std::string>& uuids = internal::State().uuids;
-  for (size_t i = 0; i < uuids.size(); ++i) {
-    if (uuids[i] == uuid) return static_cast<int>(i);
-  }
-  return Status::Unavailable("The array lives on the GPU with UUID ", uuid,
-                             ", which this process cannot see. Give both processes access to that GPU "
-                             "(e.g. via --gpus or CUDA_VISIBLE_DEVICES).");
+  return internal::FindOrdinal(internal::State().uuids, uuid);
 }
 
 }  // namespace tesscpp::cuda

@@ -9,8 +9,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "tesscpp/result.h"
 #include "tesscpp/tensor.h"
@@ -122,6 +124,16 @@ class DeviceGuard {
   explicit DeviceGuard(int previous) : previous_(previous) {}
   int previous_;
 };
+
+/// \brief A device UUID's 16 bytes as tesseract-core writes them:
+/// str(uuid.UUID(bytes=raw)), 8-4-4-4-12 lowercase hex, no "GPU-" prefix.
+std::string FormatUuid(const CUuuid& uuid);
+
+/// \brief The ordinal under which `uuids` (a process's visible devices, by
+/// ordinal) lists `uuid`: what names a GPU across processes whose
+/// CUDA_VISIBLE_DEVICES differ. kUnavailable with tesseract-core's text when
+/// the process cannot see it.
+Result<int> FindOrdinal(const std::vector<std::string>& uuids, std::string_view uuid);
 
 /// \brief The ordinal of a CUDA tensor's device, checked against the visible ones.
 Result<int> TensorOrdinal(const Tensor& tensor);

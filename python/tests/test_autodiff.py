@@ -80,7 +80,13 @@ def test_apply_and_derivatives_equal_the_hand_written_ones(pair, point):
 def test_derived_endpoints_are_served_and_documented(pair):
     derived, _ = pair
     paths = derived.openapi_schema["paths"]
-    for endpoint in ("/apply", "/jacobian", "/jacobian_vector_product", "/vector_jacobian_product"):
+    for endpoint in (
+        "/apply",
+        "/abstract_eval",
+        "/jacobian",
+        "/jacobian_vector_product",
+        "/vector_jacobian_product",
+    ):
         assert endpoint in paths
 
 

@@ -4,7 +4,6 @@
 
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -17,6 +16,7 @@
 #include "cuda/cuda_api.h"
 #include "cuda/peer_ranges.h"
 #include "cuda/recent_cache.h"
+#include "cuda/vmm_request.h"
 #include "platform/fd_passing.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/cuda_ipc.h"
@@ -231,26 +231,18 @@ class Exporter {
     return exporter;
   }
 
-  // "<token> <block>,<block>,...": the allocations' fds, in that order. Runs
-  // on the server's thread, as Sweep does, so the fds stay open until sent.
+  // The fds of the allocations a request names (ParseVmmRequest), in that
+  // order. Runs on the server's thread, as Sweep does, so they stay open
+  // until sent.
   Result<std::vector<int>> Answer(std::string_view request) {
-    const size_t space = request.find(' ');
-    if (space == std::string_view::npos || request.substr(0, space) != token_) {
-      return Status::InvalidArgument("the request does not carry this exporter's token");
-    }
+    TESS_ASSIGN_OR_RETURN(const std::vector<uint64_t> blocks, ParseVmmRequest(request, token_));
     std::vector<int> fds;
-    std::string_view listed = request.substr(space + 1);
-    for (;;) {
-      uint64_t id = 0;
-      const auto [end, error] = std::from_chars(listed.data(), listed.data() + listed.size(), id);
-      if (error != std::errc() || (end != listed.data() + listed.size() && *end != ',')) {
-        return Status::InvalidArgument("'", listed, "' is not a list of block ids");
-      }
+    fds.reserve(blocks.size());
+    for (uint64_t id : blocks) {
       TESS_ASSIGN_OR_RETURN(int fd, FdOf(id));
       fds.push_back(fd);
-      if (end == listed.data() + listed.size()) return fds;
-      listed.remove_prefix(static_cast<size_t>(end - listed.data()) + 1);
     }
+    return fds;
   }
 
   Result<int> FdOf(uint64_t id) {

@@ -37,6 +37,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -188,8 +189,16 @@ inline Result<Tensor> ScalarTensor(const std::string& name, const Value& number,
   switch (dtype) {
     case Dtype::kFloat64: tensor.data_as<double>()[0] = value; break;
     case Dtype::kFloat32: tensor.data_as<float>()[0] = static_cast<float>(value); break;
-    case Dtype::kInt64: tensor.data_as<int64_t>()[0] = static_cast<int64_t>(value); break;
-    case Dtype::kInt32: tensor.data_as<int32_t>()[0] = static_cast<int32_t>(value); break;
+    case Dtype::kInt64:
+      if (!(std::fabs(value) < 9.2e18))
+        return Status::InvalidArgument("'", name, "': ", value, " is not an int64");
+      tensor.data_as<int64_t>()[0] = static_cast<int64_t>(value);
+      break;
+    case Dtype::kInt32:
+      if (!(std::fabs(value) < 2.1e9))
+        return Status::InvalidArgument("'", name, "': ", value, " is not an int32");
+      tensor.data_as<int32_t>()[0] = static_cast<int32_t>(value);
+      break;
     case Dtype::kBool: tensor.data_as<bool>()[0] = value != 0.0; break;
     default:
       return Status::Unimplemented("autodiff: abstract_eval cannot pass the default of '", name, "' as ",
@@ -201,8 +210,11 @@ inline Result<Tensor> ScalarTensor(const std::string& name, const Value& number,
 // An abstract_eval input model made concrete: each array field's shape and
 // dtype replaced by zeros of that shape and dtype, a scalar's default by that
 // value, everything else as given.
+inline constexpr int64_t kMaxAbstractEvalBytes = int64_t{1} << 30;
+
 inline Result<Value> ZerosOf(const Value& abstract, const std::map<std::string, Dtype>& array_fields) {
   Value model = Value::Dict{};
+  int64_t bytes = 0;
   for (const auto& [name, value] : abstract.as_dict()) {
     const auto field = array_fields.find(name);
     if (field == array_fields.end()) {
@@ -210,6 +222,15 @@ inline Result<Value> ZerosOf(const Value& abstract, const std::map<std::string, 
     } else if (value.is_dict()) {
       const ShapeDType sd = AbstractModelView::ReadShapeDType(value);
       TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(sd.shape));
+      // A few bytes of request could otherwise ask for any amount of memory.
+      bytes += shape.num_elements() * ItemSize(sd.dtype);
+      if (shape.num_elements() > kMaxAbstractEvalBytes || bytes > kMaxAbstractEvalBytes) {
+        return Status::ResourceExhausted(
+            "abstract_eval derived by evaluation runs the function on zeros of "
+            "the given shapes, up to ",
+            kMaxAbstractEvalBytes, " bytes in all; '", name,
+            "' goes past that (write abstract_eval by hand for such shapes)");
+      }
       TESS_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Allocate(sd.dtype, std::move(shape)));
       std::fill(zeros.bytes().begin(), zeros.bytes().end(), uint8_t{0});
       model.as_dict().set(name, Value(std::move(zeros)));
@@ -298,13 +319,20 @@ struct TapeConstants {
 
   bool operator==(const TapeConstants&) const = default;
 
-  static TapeConstants Of(uint64_t function, const Value& model,
-                          const std::map<std::string, Dtype>& input_fields, const PathSet& wanted) {
+  // The fixed inputs are copied, not shared: a caller's array borrowed in
+  // place (an in-process numpy input) may change before the next call.
+  static Result<TapeConstants> Of(uint64_t function, const Value& model,
+                                  const std::map<std::string, Dtype>& input_fields, const PathSet& wanted) {
     TapeConstants constants{function, Value::Dict{}, {}, wanted};
     for (const auto& [name, value] : model.as_dict()) {
       if (input_fields.contains(name) && value.is_tensor()) {
         const auto dims = value.as_tensor().shape().dims();
         constants.shapes.emplace(name, std::vector<int64_t>(dims.begin(), dims.end()));
+      } else if (value.is_tensor()) {
+        const Tensor& shared = value.as_tensor();
+        TESS_ASSIGN_OR_RETURN(Tensor copy, Tensor::Allocate(shared.dtype(), shared.shape()));
+        std::copy(shared.bytes().begin(), shared.bytes().end(), copy.bytes().begin());
+        constants.fixed.as_dict().set(name, Value(std::move(copy)));
       } else {
         constants.fixed.as_dict().set(name, value);
       }
@@ -321,8 +349,8 @@ struct KeptTape {
   Taped taped;
 };
 inline KeptTape& LastTape() {
-  static KeptTape kept;
-  return kept;
+  static auto* kept = new KeptTape();  // leaked: what it holds must not be freed after its pools at exit
+  return *kept;
 }
 
 // A tape of `fn` at `in`'s point with the outputs in `wanted` dependent,
@@ -335,7 +363,8 @@ template <typename Fn>
 Result<Taped> TapeAt(uint64_t function, const Fn& fn, const ModelView& in,
                      const std::map<std::string, Dtype>& input_fields,
                      const std::map<std::string, Dtype>& output_fields, const PathSet& wanted) {
-  TapeConstants constants = TapeConstants::Of(function, in.value(), input_fields, wanted);
+  TESS_ASSIGN_OR_RETURN(TapeConstants constants,
+                        TapeConstants::Of(function, in.value(), input_fields, wanted));
   KeptTape& kept = LastTape();
   TapeSlot& slot = ProcessTapeSlot();
   if (kept.constants == constants && kept.recording == slot.recordings) {

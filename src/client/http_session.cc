@@ -357,9 +357,15 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   if (offer_events && response->status >= 200 && response->status < 300) {
     server_waits_for_events_ = response->Header(gpu_transport::kIpcEventsHeader) == "1";
   }
-  if (offer_vmm && response->status >= 200 && response->status < 300) {
-    server_maps_vmm_ =
-        response->Header(gpu_transport::kCudaVmmHeader) == "1" ? cuda::VmmPeer::kCan : cuda::VmmPeer::kCannot;
+  if (offer_vmm) {
+    const bool accepted = response->Header(gpu_transport::kCudaVmmHeader) == "1";
+    if (response->status >= 200 && response->status < 300) {
+      server_maps_vmm_ = accepted ? cuda::VmmPeer::kCan : cuda::VmmPeer::kCannot;
+    } else if (!accepted) {
+      // A failure from a server that no longer says it maps VMM memory (one
+      // swapped in behind the URL): the next request stages and asks again.
+      server_maps_vmm_ = cuda::VmmPeer::kNotYetKnown;
+    }
   }
   if (response->status < 200 || response->status >= 300)
     return client::ErrorFromResponse(*response, endpoint, accept);

@@ -168,6 +168,28 @@ TEST(Autodiff, DerivesAbstractEvalFromTheShapes) {
   const Value answer = std::move(out).Finish();
   EXPECT_EQ(answer.as_dict().at("y"), shape_dtype({5}, Dtype::kFloat32));  // the declared dtype
   EXPECT_EQ(answer.as_dict().at("total"), shape_dtype({}, Dtype::kFloat64));
+  // Shapes of any size cost the request nothing: the zeros are capped.
+  const Value huge = Value::Dict{{"x", shape_dtype({int64_t{1} << 40}, Dtype::kFloat64)},
+                                 {"k", shape_dtype({}, Dtype::kFloat64)}};
+  Record refused;
+  EXPECT_STATUS(c.abstract_eval().fn(AbstractModelView(huge), refused), StatusCode::kResourceExhausted);
+}
+
+TEST(Autodiff, AConstantChangedInPlaceIsANewConstant) {
+  // An in-process caller's array is borrowed: the kept tape must hold a copy.
+  const Component c = Branchy();
+  Tensor k = Scalar(2.0).as_tensor();
+  const Value inputs = Value::Dict{{"x", Scalar(3.0)}, {"k", Value(k)}};
+  auto vjp_at = [&] {
+    TensorMap vjp;
+    EXPECT_TRUE(c.vector_jacobian_product()
+                    .fn(ModelView(inputs), {"x"}, {"y"}, {{"y", Scalar(1.0).as_tensor()}}, vjp)
+                    .ok());
+    return vjp.at("x").data_as<double>()[0];
+  };
+  EXPECT_EQ(vjp_at(), 12.0);
+  k.data_as<double>()[0] = 5.0;  // the same tensor, changed in place
+  EXPECT_EQ(vjp_at(), 30.0);
 }
 
 }  // namespace

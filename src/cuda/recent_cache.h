@@ -48,11 +48,14 @@ class RecentCache {
     return opened;
   }
 
-  /// \brief Drops the entries whose key `dead(key)` says are gone.
+  /// \brief Drops the entries whose key `dead(key)` says are gone; does
+  /// nothing when another thread holds the cache (Get keeps it while it
+  /// opens, which may wait on a peer whose own sweep must not wait on us).
   template <typename Dead>
-  void RemoveIf(const Dead& dead) {
+  void TryRemoveIf(const Dead& dead) {
     std::vector<std::shared_ptr<Opened>> evicted;  // released outside the lock
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return;
     for (auto it = entries_.begin(); it != entries_.end();) {
       if (dead(it->first)) {
         evicted.push_back(std::move(it->second));

@@ -2,6 +2,7 @@
 // mapped through a cache (docs/gpu-transport.md 15).
 #include "cuda/vmm.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -161,7 +162,7 @@ RecentCache<VmmMapping>& Mappings() {
 // dead process's memory (an exporter's socket closes with it).
 void ForgetExitedExporters() {
   std::map<std::string, bool> gone;
-  Mappings().RemoveIf([&gone](const std::string& entry) {
+  Mappings().TryRemoveIf([&gone](const std::string& entry) {
     const std::string exporter = entry.substr(0, entry.find('|'));
     auto [it, fresh] = gone.try_emplace(exporter, false);
     if (fresh) it->second = !platform::AbstractSocketListening(SocketName(exporter));
@@ -186,30 +187,49 @@ class Exporter {
   const std::string& endpoint() const { return endpoint_; }
   const std::string& token() const { return token_; }
 
-  Status Register(const std::vector<Block>& blocks, int ordinal) {
+  // Registers the allocations and returns the names peers ask for them by:
+  // a random 64-bit handle per allocation rather than the driver's block id,
+  // which is small and guessable, so that only a reader of a message that
+  // named an allocation can ask for it (as a legacy IPC handle's 64 bytes).
+  Result<std::vector<uint64_t>> Register(const std::vector<Block>& blocks, int ordinal) {
     std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<uint64_t> handles;
     for (const Block& block : blocks) {
-      if (entries_.size() >= kMaxRegistered && entries_.find(block.id) == entries_.end()) {
-        return Status::ResourceExhausted("more than ", kMaxRegistered,
-                                         " VMM allocations are exported at once");
+      auto found = entries_.find(block.id);
+      if (found == entries_.end()) {
+        if (entries_.size() >= kMaxRegistered) {
+          return Status::ResourceExhausted("more than ", kMaxRegistered,
+                                           " VMM allocations are exported at once");
+        }
+        uint64_t handle = 0;
+        while (handle == 0 || by_handle_.contains(handle)) handle = random_();
+        found = entries_.emplace(block.id, Entry{block.base, ordinal, handle, {}}).first;
+        by_handle_.emplace(handle, block.id);
       }
-      Entry& entry = entries_[block.id];
-      entry.base = block.base;
-      entry.ordinal = ordinal;
+      handles.push_back(found->second.handle);
     }
-    return Status::OK();
+    return handles;
   }
 
  private:
   struct Entry {
     CUdeviceptr base = 0;
     int ordinal = 0;
+    uint64_t handle = 0;  // what peers name it by
     platform::Fd fd;
   };
 
   static Exporter* Start() {
     const char* setting = std::getenv("TESSCPP_CUDA_VMM");
     if ((setting != nullptr && std::string_view(setting) == "0") || !CheckAvailable().ok()) return nullptr;
+    // An exporter keeps one fd per allocation it exported, and an importer
+    // holds a tensor's fds while it maps them: thousands for a large torch
+    // process (20 MiB chunks), past the usual soft limit of 1024.
+    rlimit files{};
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+      files.rlim_cur = files.rlim_max;
+      (void)setrlimit(RLIMIT_NOFILE, &files);
+    }
     auto* exporter = new Exporter();
     exporter->endpoint_ = std::to_string(getpid()) + "." + RandomHex(8);
     exporter->token_ = RandomHex(16);
@@ -245,32 +265,37 @@ class Exporter {
     return fds;
   }
 
-  Result<int> FdOf(uint64_t id) {
+  Result<int> FdOf(uint64_t handle) {
     CUdeviceptr base = 0;
     int ordinal = 0;
+    uint64_t id = 0;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = entries_.find(id);
-      if (it == entries_.end())
-        return Status::NotFound("VMM allocation ", id, " is not exported by this process");
-      if (it->second.fd.valid()) return it->second.fd.get();
-      base = it->second.base;
-      ordinal = it->second.ordinal;
+      auto named = by_handle_.find(handle);
+      if (named == by_handle_.end()) {
+        return Status::NotFound("VMM allocation ", handle, " is not exported by this process");
+      }
+      id = named->second;
+      const Entry& entry = entries_.at(id);
+      if (entry.fd.valid()) return entry.fd.get();
+      base = entry.base;
+      ordinal = entry.ordinal;
     }
     // The export happens outside the lock: exporters on other threads only
     // add entries, and only this thread removes them.
     TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(ordinal));
     TESS_ASSIGN_OR_RETURN(Block block, BlockAt(base));
-    if (block.id != id) return Status::NotFound("VMM allocation ", id, " is gone");
+    if (block.id != id) return Status::NotFound("VMM allocation ", handle, " is gone");
     TESS_ASSIGN_OR_RETURN(const DriverApi* driver, Driver());
-    CUmemGenericAllocationHandle handle = 0;
-    TESS_RETURN_IF_ERROR(DriverStatus(driver->mem_retain_allocation_handle(&handle, PointerFromAddress(base)),
-                                      "cuMemRetainAllocationHandle"));
+    CUmemGenericAllocationHandle allocation = 0;
+    TESS_RETURN_IF_ERROR(
+        DriverStatus(driver->mem_retain_allocation_handle(&allocation, PointerFromAddress(base)),
+                     "cuMemRetainAllocationHandle"));
     int fd = -1;
     const Status exported = DriverStatus(
-        driver->mem_export_to_shareable_handle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+        driver->mem_export_to_shareable_handle(&fd, allocation, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
         "cuMemExportToShareableHandle");
-    LogIfFailed(DriverStatus(driver->mem_release(handle), "cuMemRelease"));
+    LogIfFailed(DriverStatus(driver->mem_release(allocation), "cuMemRelease"));
     TESS_RETURN_IF_ERROR(exported);
     TransportCountersOf().vmm_fds_exported++;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -285,14 +310,21 @@ class Exporter {
     auto guard = DeviceGuard::Enter(entries_.begin()->second.ordinal);
     for (auto it = entries_.begin(); it != entries_.end();) {
       auto block = BlockAt(it->second.base);
-      it = block.ok() && block->id == it->first ? std::next(it) : entries_.erase(it);
+      if (block.ok() && block->id == it->first) {
+        ++it;
+      } else {
+        by_handle_.erase(it->second.handle);
+        it = entries_.erase(it);
+      }
     }
   }
 
   std::string endpoint_;
   std::string token_;
   std::mutex mutex_;
-  std::map<uint64_t, Entry> entries_;
+  std::map<uint64_t, Entry> entries_;       // by the driver's block id
+  std::map<uint64_t, uint64_t> by_handle_;  // handle -> block id
+  std::mt19937_64 random_{std::random_device{}()};
   std::unique_ptr<platform::FdServer> server_;
 };
 
@@ -325,17 +357,17 @@ Result<std::optional<IpcDescriptor>> DescribeVmm(const void* data, int64_t nbyte
     blocks.push_back(*block);
     address = block->base + block->size;
   }
-  const Status registered = exporter->Register(blocks, ordinal);
-  if (!registered.ok()) {
-    *why_not = registered.message();
+  auto handles = exporter->Register(blocks, ordinal);
+  if (!handles.ok()) {
+    *why_not = handles.status().message();
     return std::optional<IpcDescriptor>();
   }
   IpcDescriptor descriptor;
   descriptor.vmm_exporter = exporter->endpoint();
   descriptor.vmm_token = exporter->token();
-  for (const Block& block : blocks) {
-    descriptor.vmm_pieces.push_back({block.id, static_cast<int64_t>(block.size)});
-    descriptor.allocation_size += static_cast<int64_t>(block.size);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    descriptor.vmm_pieces.push_back({(*handles)[i], static_cast<int64_t>(blocks[i].size)});
+    descriptor.allocation_size += static_cast<int64_t>(blocks[i].size);
   }
   descriptor.offset = static_cast<int64_t>(start - blocks.front().base);
   return std::optional<IpcDescriptor>(std::move(descriptor));
@@ -346,7 +378,10 @@ Result<VmmBytes> MapVmm(const IpcDescriptor& descriptor, int ordinal) {
     return Status::InvalidArgument("'", descriptor.vmm_exporter, "' is not a cuda_vmm endpoint");
   }
   std::string request = descriptor.vmm_token + " ";
-  std::string key = descriptor.vmm_exporter + "|" + std::to_string(ordinal) + "|";
+  // The token is part of the key: a message with another token is not
+  // served mappings opened for one that carried the right one.
+  std::string key =
+      descriptor.vmm_exporter + "|" + descriptor.vmm_token + "|" + std::to_string(ordinal) + "|";
   for (size_t i = 0; i < descriptor.vmm_pieces.size(); ++i) {
     const std::string id = std::to_string(descriptor.vmm_pieces[i].block);
     request += (i > 0 ? "," : "") + id;
@@ -359,7 +394,8 @@ Result<VmmBytes> MapVmm(const IpcDescriptor& descriptor, int ordinal) {
           key,
           [&]() -> Result<std::shared_ptr<VmmMapping>> {
             TESS_ASSIGN_OR_RETURN(std::vector<platform::Fd> fds,
-                                  platform::RequestFds(SocketName(descriptor.vmm_exporter), request));
+                                  platform::RequestFds(SocketName(descriptor.vmm_exporter), request,
+                                                       descriptor.vmm_pieces.size()));
             if (fds.size() != descriptor.vmm_pieces.size()) {
               return Status::Unavailable("the cuda_vmm exporter answered ", fds.size(), " descriptors for ",
                                          descriptor.vmm_pieces.size(), " allocations");

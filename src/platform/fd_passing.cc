@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -173,22 +174,37 @@ FdServer::~FdServer() {
 }
 
 void FdServer::Serve() {
+  using Clock = std::chrono::steady_clock;
+  auto next_tick = Clock::now() + std::chrono::milliseconds(tick_ms_);
   for (;;) {
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - Clock::now()).count();
     std::array<pollfd, 2> watched{pollfd{listener_.get(), POLLIN, 0}, pollfd{stop_.get(), POLLIN, 0}};
-    const int ready = poll(watched.data(), watched.size(), tick_ms_);
+    const int ready = poll(watched.data(), watched.size(), static_cast<int>(std::max<int64_t>(wait, 0)));
     if (ready > 0 && (watched[1].revents & POLLIN) != 0) return;
     if (ready > 0 && (watched[0].revents & POLLIN) != 0) {
       Fd connection(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (connection.valid()) Answer(connection);
     }
-    if (tick_) tick_();
+    // On the clock only, never per connection: a tick may connect to peers,
+    // whose servers would otherwise tick back at once, without end.
+    if (tick_ && Clock::now() >= next_tick) {
+      tick_();
+      next_tick = Clock::now() + std::chrono::milliseconds(tick_ms_);
+    }
   }
 }
 
 void FdServer::Answer(const Fd& connection) {
-  SetTimeouts(connection.get(), kServerTimeoutMs);
+  // One deadline for the whole request: a peer sending a byte at a time
+  // cannot hold the (single) server thread longer than that.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kServerTimeoutMs);
   std::string request;
   for (char buffer[4096];;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+            .count();
+    if (left <= 0) return;
+    SetTimeouts(connection.get(), static_cast<int>(left));
     const ssize_t got = recv(connection.get(), buffer, sizeof buffer, 0);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return;  // a peer that only checked that we listen, or went away
@@ -211,7 +227,8 @@ void FdServer::Answer(const Fd& connection) {
   }
 }
 
-Result<std::vector<Fd>> RequestFds(std::string_view name, std::string_view request, int timeout_ms) {
+Result<std::vector<Fd>> RequestFds(std::string_view name, std::string_view request, size_t expected,
+                                   int timeout_ms) {
   if (request.find('\n') != std::string_view::npos) return Status::InvalidArgument("a request is one line");
   TESS_ASSIGN_OR_RETURN(Fd connection, Connect(name, timeout_ms));
   std::string line(request);
@@ -225,8 +242,13 @@ Result<std::vector<Fd>> RequestFds(std::string_view name, std::string_view reque
     TESS_RETURN_IF_ERROR(ReceiveAll(connection.get(), error.data(), error.size()));
     return Status::NotFound("@", name, " refused: ", error);
   }
+  // The count comes from the peer: anything but what was asked for is refused
+  // before a byte of it is read.
+  if (head[1] != expected) {
+    return Status::Unavailable("@", name, " answered ", head[1], " descriptors for ", expected, " asked");
+  }
   std::vector<Fd> fds;
-  fds.reserve(head[1]);
+  fds.reserve(expected);
   TESS_RETURN_IF_ERROR(ReceiveFdsInto(connection.get(), head[1], fds).WithContext("@" + std::string(name)));
   return fds;
 }

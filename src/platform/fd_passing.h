@@ -30,8 +30,8 @@ class FdServer {
   using Handler = std::function<Result<std::vector<int>>(std::string_view request)>;
 
   /// \brief Listens on the abstract name `name` (no leading NUL). `tick`, if
-  /// set, runs on the server's thread about every `tick_ms` and after each
-  /// connection, never at the same time as `handler`.
+  /// set, runs on the server's thread about every `tick_ms` (not more often,
+  /// however many connections come), never at the same time as `handler`.
   static Result<std::unique_ptr<FdServer>> Start(std::string name, Handler handler,
                                                  std::function<void()> tick = nullptr, int tick_ms = 1000);
   ~FdServer();
@@ -55,11 +55,12 @@ class FdServer {
 };
 
 /// \brief Sends `request` to the FdServer at `name` and returns the
-/// descriptors it answers with (close-on-exec, owned by the caller). Errors:
-/// kUnavailable when nothing listens there or the exchange fails or takes
-/// longer than `timeout_ms`; kNotFound with the server's message when it
-/// refused.
-Result<std::vector<Fd>> RequestFds(std::string_view name, std::string_view request, int timeout_ms = 60000);
+/// `expected` descriptors it answers with (close-on-exec, owned by the
+/// caller). Errors: kUnavailable when nothing listens there, the exchange
+/// fails, a read waits longer than `timeout_ms`, or the server offers another
+/// number of descriptors; kNotFound with the server's message when it refused.
+Result<std::vector<Fd>> RequestFds(std::string_view name, std::string_view request, size_t expected,
+                                   int timeout_ms = 60000);
 
 /// \brief Whether something listens on the abstract name `name` (a connect
 /// succeeds).

@@ -202,7 +202,8 @@ class Exporter {
                                            " VMM allocations are exported at once");
         }
         uint64_t handle = 0;
-        while (handle == 0 || by_handle_.contains(handle)) handle = random_();
+        // 63 bits: the descriptor grammar reads its numbers as non-negative int64.
+        while (handle == 0 || by_handle_.contains(handle)) handle = random_() >> 1;
         found = entries_.emplace(block.id, Entry{block.base, ordinal, handle, {}}).first;
         by_handle_.emplace(handle, block.id);
       }

@@ -358,11 +358,12 @@ inline KeptTape& LastTape() {
 // tape of the last call is swept forward to the new point when the constants
 // are the same; ADOL-C's forward sweep checks every comparison the recording
 // made, and a branch that would go the other way (it prints a warning) gets
-// the call recorded again. The caller holds TapeLock().
+// the call recorded again. The caller holds TapeLock(), and reads the
+// answer (the kept tape, not a copy of its per-element index) under it.
 template <typename Fn>
-Result<Taped> TapeAt(uint64_t function, const Fn& fn, const ModelView& in,
-                     const std::map<std::string, Dtype>& input_fields,
-                     const std::map<std::string, Dtype>& output_fields, const PathSet& wanted) {
+Result<const Taped*> TapeAt(uint64_t function, const Fn& fn, const ModelView& in,
+                            const std::map<std::string, Dtype>& input_fields,
+                            const std::map<std::string, Dtype>& output_fields, const PathSet& wanted) {
   TESS_ASSIGN_OR_RETURN(TapeConstants constants,
                         TapeConstants::Of(function, in.value(), input_fields, wanted));
   KeptTape& kept = LastTape();
@@ -377,16 +378,15 @@ Result<Taped> TapeAt(uint64_t function, const Fn& fn, const ModelView& in,
     const auto m = static_cast<int>(kept.taped.dependents);
     std::vector<double> values(static_cast<size_t>(m));
     if (m == 0 || n == 0 || zos_forward(kTape, m, n, 1, point.data(), values.data()) >= 0) {
-      Taped swept = kept.taped;
-      swept.point = std::move(point);
-      return swept;
+      kept.taped.point = std::move(point);
+      return &kept.taped;
     }
   }
   kept.constants.reset();
   ++slot.recordings;  // the tape is overwritten whether or not the recording succeeds
   TESS_ASSIGN_OR_RETURN(Taped taped, Tape(fn, in, input_fields, output_fields, wanted));
-  kept = {std::move(constants), slot.recordings, taped};
-  return taped;
+  kept = {std::move(constants), slot.recordings, std::move(taped)};
+  return &kept.taped;
 }
 
 // `fn` in doubles at `in`: its outputs.
@@ -498,8 +498,9 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
     c.VectorJacobianProduct([=](const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
                                 const TensorMap& cotangent, TensorMap& vjp) -> Status {
       std::lock_guard<std::mutex> lock(internal::TapeLock());
-      TESS_ASSIGN_OR_RETURN(internal::Taped taped,
+      TESS_ASSIGN_OR_RETURN(const internal::Taped* kept,
                             internal::TapeAt(function, fn, in, input_fields, output_fields, vjp_outputs));
+      const internal::Taped& taped = *kept;
       const int64_t m = taped.dependents;
       std::vector<double> weights;
       for (const std::string& name : vjp_outputs) {
@@ -536,8 +537,9 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
     c.Jacobian([=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs,
                    JacobianMap& jac) -> Status {
       std::lock_guard<std::mutex> lock(internal::TapeLock());
-      TESS_ASSIGN_OR_RETURN(internal::Taped taped,
+      TESS_ASSIGN_OR_RETURN(const internal::Taped* kept,
                             internal::TapeAt(function, fn, in, input_fields, output_fields, jac_outputs));
+      const internal::Taped& taped = *kept;
       const int64_t m = taped.dependents;
       const auto n = static_cast<int>(taped.point.size());
       std::vector<double> storage(static_cast<size_t>(m) * taped.point.size(), 0.0);

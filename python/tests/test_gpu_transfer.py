@@ -32,6 +32,10 @@ def test_nested_batches_arrive_whole():
         "sample": Sample(torch.rand(7), label=3),
         "pair": Pair(torch.ones(2, 2, dtype=torch.float16), torch.zeros(0)),
         "strided": torch.arange(100.0).view(10, 10).t(),
+        "expanded": torch.arange(3.0).expand(4, 3),
+        "conj": torch.randn(5, dtype=torch.complex64).conj(),  # conjugate bit, read lazily
+        "neg": torch._neg_view(torch.randn(5)),  # negative bit
+        "grad": torch.randn(6, requires_grad=True),
         "already": torch.ones(3, device="cuda"),
         "name": "batch-1",
     }
@@ -48,9 +52,14 @@ def test_nested_batches_arrive_whole():
         (out["pair"].left, batch["pair"].left),
         (out["pair"].right, batch["pair"].right),
         (out["strided"], batch["strided"]),
+        (out["expanded"], batch["expanded"]),
+        (out["conj"], batch["conj"]),
+        (out["neg"], batch["neg"]),
+        (out["grad"], batch["grad"]),
     ]:
-        assert got.device.type == "cuda" and got.dtype == want.dtype
-        assert torch.equal(got.cpu(), want)
+        assert got.device.type == "cuda" and got.dtype == want.dtype and got.is_contiguous()
+        assert not got.requires_grad and not got.is_conj() and not got.is_neg()
+        assert torch.equal(got.cpu(), want.detach().resolve_conj().resolve_neg())
 
 
 def test_consumer_stream_waits_without_a_host_sync():

@@ -431,15 +431,15 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
   // function that refuses zeros needs an abstract_eval written by hand.
   // Only for inputs whose arrays are all top-level: a nested one would reach
   // the function as a shape and dtype, not as an array.
-  const auto& input_schema_fields = c.input_schema()->fields();
+  const auto input_schema = c.input_schema();  // held: fields() refers into it
   const bool flat =
-      std::all_of(input_schema_fields.begin(), input_schema_fields.end(), [](const FieldSchema& f) {
+      std::all_of(input_schema->fields().begin(), input_schema->fields().end(), [](const FieldSchema& f) {
         const auto kind = f.type.kind();
         return kind != SchemaType::Kind::kList && kind != SchemaType::Kind::kDict &&
                kind != SchemaType::Kind::kModel && kind != SchemaType::Kind::kOptional;
       });
   if (!c.abstract_eval() && flat) {
-    const auto array_fields = internal::ArrayFields(*c.input_schema());
+    const auto array_fields = internal::ArrayFields(*input_schema);
     c.AbstractEval(
         [=](const AbstractModelView& abstract, Record& out) -> Status {
           TESS_ASSIGN_OR_RETURN(const Value model, internal::ZerosOf(abstract.value(), array_fields));

@@ -298,8 +298,8 @@ def test_the_clients_send_the_token(server, tmp_path):
     token_file.write_text("another token")
     port, _ = server("vectoradd", "--token-file", str(token_file))
     url = f"http://127.0.0.1:{port}"
-    # The Python client where this build has the module (not under
-    # ThreadSanitizer, tests/CMakeLists.txt); the CLI always.
+    # The Python client where this suite can import the module (not in
+    # sanitizer builds, tests/CMakeLists.txt); the CLI always.
     if os.environ.get("TESSCPP_PYTHON_MODULE", "ON") != "OFF":
         import tesscpp
 

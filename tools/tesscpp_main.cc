@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -398,9 +399,8 @@ int CheckGradients(CheckGradientsOptions o) {
   return tesscpp::cli::PrintGradientReport(*results, o.max_failures, std::cout) ? 0 : 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// main's body: the subcommands run from its parse callbacks.
+int Run(int argc, char** argv) {
   CLI::App app{"tesscpp: serve and run Tesseract components written in C++"};
   app.require_subcommand(1);
 
@@ -672,4 +672,19 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   return 0;
+}
+
+}  // namespace
+
+// Errors travel as Status; what can still throw (allocation, the standard
+// library) is reported in one line rather than by std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "tesscpp: unexpected error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "tesscpp: unexpected error\n";
+  }
+  return 1;
 }

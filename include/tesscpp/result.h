@@ -43,7 +43,8 @@ class [[nodiscard]] Result {
             typename = std::enable_if_t<
                 std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, T> &&
                 !std::is_same_v<std::decay_t<U>, Status> && !std::is_same_v<std::decay_t<U>, Result>>>
-  Result(U&& value) : storage_(T(std::forward<U>(value))) {}  // NOLINT(google-explicit-constructor)
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  Result(U&& value) : storage_(std::in_place_type<T>, std::forward<U>(value)) {}
 
   bool ok() const noexcept { return std::holds_alternative<T>(storage_); }
 

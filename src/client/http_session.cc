@@ -227,8 +227,8 @@ namespace {
 // Started on the first cuda_ipc request only: a CPU-only client never
 // initialises CUDA for it.
 const std::optional<std::string>& ThisVmmEndpoint() {
-  static const std::optional<std::string> endpoint = cuda::VmmEndpoint();
-  return endpoint;
+  static const std::optional<std::string> kEndpoint = cuda::VmmEndpoint();
+  return kEndpoint;
 }
 
 }  // namespace

@@ -148,6 +148,7 @@ void BufferPool::AdviseHugePages(const Buffer& buffer, int64_t offset) const {
   const auto begin =
       (reinterpret_cast<uintptr_t>(buffer.data()) + static_cast<uintptr_t>(offset) + page - 1) & ~(page - 1);
   const auto end = reinterpret_cast<uintptr_t>(buffer.data()) + static_cast<uintptr_t>(buffer.size());
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the address was rounded as an integer
   if (begin < end) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 

@@ -45,9 +45,12 @@ template <typename S>
 #define ASSERT_OK(expr) ASSERT_PRED_FORMAT1(::tesscpp::testing::IsOk, expr)
 #define EXPECT_STATUS(expr, code) EXPECT_PRED_FORMAT2(::tesscpp::testing::HasCode, expr, code)
 #define ASSERT_STATUS(expr, code) ASSERT_PRED_FORMAT2(::tesscpp::testing::HasCode, expr, code)
+// lhs may be a declaration ("auto x"), which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ASSERT_OK_AND_ASSIGN(lhs, rexpr) \
   TESS_ASSERT_OK_AND_ASSIGN_IMPL(TESS_CONCAT(tess_assert_result_, __LINE__), lhs, rexpr)
 #define TESS_ASSERT_OK_AND_ASSIGN_IMPL(result_name, lhs, rexpr) \
   auto result_name = (rexpr);                                   \
   ASSERT_OK(result_name);                                       \
   lhs = *std::move(result_name)
+// NOLINTEND(bugprone-macro-parentheses)

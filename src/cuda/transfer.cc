@@ -49,8 +49,8 @@ using Job = std::vector<Piece>;
 
 // One CopyHostToDevice call's jobs, taken by the staging threads.
 struct Batch {
-  int device;
-  cudaStream_t stream;
+  int device = 0;
+  cudaStream_t stream = nullptr;
   std::vector<Job> jobs;
   std::atomic<size_t> next{0};
   std::mutex mutex;

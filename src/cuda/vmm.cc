@@ -105,12 +105,12 @@ class VmmMapping {
     auto mapping = std::shared_ptr<VmmMapping>(new VmmMapping(base, total, ordinal));
     for (size_t i = 0; i < pieces.size(); ++i) {
       CUmemGenericAllocationHandle handle = 0;
-      TESS_RETURN_IF_ERROR(DriverStatus(
-          driver->mem_import_from_shareable_handle(&handle,
-                                                   reinterpret_cast<void*>(static_cast<uintptr_t>(
-                                                       fds[i].get())),  // NOLINT(performance-no-int-to-ptr)
-                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-          "cuMemImportFromShareableHandle"));
+      // The driver takes the fd's number in a pointer-sized argument.
+      // NOLINTNEXTLINE(performance-no-int-to-ptr)
+      void* shareable = reinterpret_cast<void*>(static_cast<uintptr_t>(fds[i].get()));
+      TESS_RETURN_IF_ERROR(DriverStatus(driver->mem_import_from_shareable_handle(
+                                            &handle, shareable, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                                        "cuMemImportFromShareableHandle"));
       // The mapping holds the memory from here on; the handle can go.
       const Status mapped = DriverStatus(
           driver->mem_map(base + mapping->mapped_, static_cast<size_t>(pieces[i].size), 0, handle, 0),
@@ -180,8 +180,8 @@ class Exporter {
  public:
   // Null where the extension is off or cannot start.
   static Exporter* Instance() {
-    static Exporter* const instance = Start();  // leaked: peers may ask until exit
-    return instance;
+    static Exporter* const kInstance = Start();  // leaked: peers may ask until exit
+    return kInstance;
   }
 
   const std::string& endpoint() const { return endpoint_; }

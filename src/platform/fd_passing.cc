@@ -42,7 +42,7 @@ Result<std::pair<sockaddr_un, socklen_t>> AbstractAddress(std::string_view name)
 }
 
 void SetTimeouts(int fd, int timeout_ms) {
-  timeval timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  timeval timeout{timeout_ms / 1000, static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
   (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
 }
@@ -73,7 +73,7 @@ Status ReceiveAll(int fd, void* data, size_t size) {
 }
 
 Status SendChunk(int fd, const int* fds, size_t count) {
-  std::array<char, kChunk> bytes;
+  std::array<char, kChunk> bytes{};
   bytes.fill('F');
   std::array<char, CMSG_SPACE(sizeof(int) * kChunk)> control{};
   iovec io{bytes.data(), count};
@@ -102,7 +102,7 @@ Status SendChunk(int fd, const int* fds, size_t count) {
 // never merges bytes that carry descriptors with later ones into one read.
 Status ReceiveFdsInto(int fd, size_t count, std::vector<Fd>& fds) {
   while (count > 0) {
-    std::array<char, kChunk> bytes;
+    std::array<char, kChunk> bytes{};
     std::array<char, CMSG_SPACE(sizeof(int) * kChunk)> control{};
     iovec io{bytes.data(), std::min(count, kChunk)};
     msghdr message{};

@@ -12,12 +12,12 @@ namespace {
 
 // The trace file, opened once; -1 when tracing is off.
 int TraceFd() {
-  static const int fd = [] {
+  static const int kFd = [] {
     const char* path = std::getenv("TESSCPP_PHASE_TRACE");
     if (path == nullptr || *path == '\0') return -1;
     return ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   }();
-  return fd;
+  return kFd;
 }
 
 thread_local PhaseTrace* active = nullptr;

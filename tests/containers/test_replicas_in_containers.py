@@ -13,7 +13,7 @@ import tesscpp
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "deploy"))
-from haproxy import apply_count, start_haproxy  # noqa: E402
+from haproxy import apply_count, start_haproxy, stop_haproxy  # noqa: E402
 
 
 def test_calls_spread_over_three_containers(vectoradd):
@@ -42,7 +42,6 @@ def test_calls_spread_over_three_containers(vectoradd):
         counts = [apply_count(r.url) for r in replicas]
         assert sum(counts) == 200 and min(counts) > 0, counts
     finally:
-        haproxy.kill()
-        haproxy.wait()
+        stop_haproxy(haproxy)
         for r in replicas:
             r.teardown()

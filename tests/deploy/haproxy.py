@@ -7,6 +7,7 @@ import os
 import re
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,12 +37,16 @@ def start_haproxy(replicas: list[str]) -> tuple[subprocess.Popen, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = dict(os.environ, LB_BIND=f"127.0.0.1:{port}", **{f"REPLICA{i + 1}": r for i, r in enumerate(replicas)})
+    # Its log goes to a file (a pipe nobody reads would fill): server_events() reads it.
+    log = tempfile.NamedTemporaryFile(prefix="haproxy-", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen(["haproxy", "-db", "-f", ROOT / "deploy/haproxy/haproxy.cfg"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+                            stdout=log, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    log.close()
+    proc.log_path = Path(log.name)  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{port}"
     if not wait_for_health(url, 30):
         proc.kill()
-        pytest.fail(f"HAProxy never answered: {proc.communicate()[0]}")
+        pytest.fail(f"HAProxy never answered: {proc.log_path.read_text()}")  # type: ignore[attr-defined]
     time.sleep(1.5)  # health checks every 500 ms, two to rise: every replica is in the pool
     return proc, url
 
@@ -51,3 +56,17 @@ def apply_count(url: str) -> int:
     text = requests.get(f"{url}/metrics", timeout=10).text
     match = re.search(r'^tesscpp_requests_total\{endpoint="/apply",status="200"\} (\d+)', text, re.M)
     return int(match.group(1)) if match else 0
+
+
+def server_events(haproxy: subprocess.Popen) -> list[str]:
+    """The lines of HAProxy's log that say a server went up or down, and why."""
+    text = haproxy.log_path.read_text(errors="replace")  # type: ignore[attr-defined]
+    return [line for line in text.splitlines() if re.search(r"Server \S+ is (UP|DOWN)", line)]
+
+
+def stop_haproxy(haproxy: subprocess.Popen) -> None:
+    """Stops it and removes its log."""
+    if haproxy.poll() is None:
+        haproxy.kill()
+        haproxy.wait()
+    haproxy.log_path.unlink(missing_ok=True)  # type: ignore[attr-defined]

@@ -21,7 +21,7 @@ import pytest
 import requests
 
 import tesscpp
-from haproxy import apply_count, start_haproxy
+from haproxy import apply_count, server_events, start_haproxy, stop_haproxy
 
 NAP = {"x": [1.0, 2.0], "seconds": 0.05}
 
@@ -51,10 +51,11 @@ class Deployment:
         self.replicas.append(proc)
 
     def close(self) -> None:
-        for proc in [*self.replicas, self.haproxy]:
+        for proc in self.replicas:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        stop_haproxy(self.haproxy)
 
 
 @pytest.fixture
@@ -116,11 +117,40 @@ def test_a_killed_replica_costs_no_read_and_only_clear_errors(deployment):
     killer.start()
     on_threads(8, work)
     killer.join()
-    assert reads["failed"] == 0 and reads["ok"] > 0, failures
+    assert reads["failed"] == 0 and reads["ok"] > 0, (failures[:3], server_events(deployment.haproxy))
     # Applies the dead replica was computing fail, each with the balancer's answer named.
     assert all(f.startswith("apply: ") and re.search(r"Error 50[234] from Tesseract", f) for f in failures), failures
     assert len(failures) <= 4, failures  # at most the POSTs in flight on it (4 threads)
     assert client.apply(NAP)["y"].tolist() == [1.0, 2.0]  # the pool carries on without it
+
+
+def test_replicas_busy_computing_stay_in_the_pool(deployment):
+    """Every thread of every replica computing 0.8 s calls back to back (sent
+    to the replicas directly): a health check waits for a thread, up to a
+    call's length, and must not take the replica out of the pool for it, or
+    the balancer answers 503 to everyone while all replicas are merely busy."""
+    stop = time.monotonic() + 3
+    direct = [tesscpp.Tesseract.from_url(f"http://127.0.0.1:{p}") for p in deployment.ports]
+
+    def compute(i: int) -> int:
+        done = 0
+        while time.monotonic() < stop:
+            direct[i % len(direct)].apply({"x": [1.0], "seconds": 0.8})
+            done += 1
+        return done
+
+    busy = threading.Thread(target=lambda: on_threads(2 * len(direct), compute))
+    busy.start()
+    time.sleep(0.2)
+    client = tesscpp.Tesseract.from_url(deployment.url)
+    failures = []
+    while time.monotonic() < stop:
+        try:
+            assert client.health() == {"status": "ok"}
+        except Exception as e:  # noqa: BLE001 - named by the assertion below
+            failures.append(str(e))
+    busy.join(30)
+    assert not failures, (failures[:3], server_events(deployment.haproxy))
 
 
 def test_a_drained_replica_finishes_its_calls_and_leaves_the_pool(deployment):

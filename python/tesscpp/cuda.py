@@ -72,7 +72,7 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
             # time for a batch of small tensors (docs/gpu-transport.md §12.4):
             # plain contiguous sources (the usual case) are read in place, and
             # empty_like allocates at half torch.empty's cost.
-            source = value
+            source = value.detach() if value.requires_grad else value  # kept: not its graph
             if not source.is_contiguous() or source.is_conj() or source.is_neg():
                 source = source.contiguous().resolve_conj().resolve_neg()
             destination = torch.empty_like(source, device=target, memory_format=torch.contiguous_format)

@@ -37,7 +37,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -190,12 +189,13 @@ inline Result<Tensor> ScalarTensor(const std::string& name, const Value& number,
     case Dtype::kFloat64: tensor.data_as<double>()[0] = value; break;
     case Dtype::kFloat32: tensor.data_as<float>()[0] = static_cast<float>(value); break;
     case Dtype::kInt64:
-      if (!(std::fabs(value) < 9.2e18))
+      // The double interval that converts to int64 without overflow.
+      if (!(value >= -0x1p63 && value < 0x1p63))
         return Status::InvalidArgument("'", name, "': ", value, " is not an int64");
       tensor.data_as<int64_t>()[0] = static_cast<int64_t>(value);
       break;
     case Dtype::kInt32:
-      if (!(std::fabs(value) < 2.1e9))
+      if (!(value >= -0x1p31 && value < 0x1p31))
         return Status::InvalidArgument("'", name, "': ", value, " is not an int32");
       tensor.data_as<int32_t>()[0] = static_cast<int32_t>(value);
       break;
@@ -319,25 +319,34 @@ struct TapeConstants {
 
   bool operator==(const TapeConstants&) const = default;
 
-  // The fixed inputs are copied, not shared: a caller's array borrowed in
-  // place (an in-process numpy input) may change before the next call.
-  static Result<TapeConstants> Of(uint64_t function, const Value& model,
-                                  const std::map<std::string, Dtype>& input_fields, const PathSet& wanted) {
+  // The fixed inputs as the call shares them: enough to compare with the
+  // kept tape's, which holds its own copies (Owned).
+  static TapeConstants Of(uint64_t function, const Value& model,
+                          const std::map<std::string, Dtype>& input_fields, const PathSet& wanted) {
     TapeConstants constants{function, Value::Dict{}, {}, wanted};
     for (const auto& [name, value] : model.as_dict()) {
       if (input_fields.contains(name) && value.is_tensor()) {
         const auto dims = value.as_tensor().shape().dims();
         constants.shapes.emplace(name, std::vector<int64_t>(dims.begin(), dims.end()));
-      } else if (value.is_tensor()) {
-        const Tensor& shared = value.as_tensor();
-        TESS_ASSIGN_OR_RETURN(Tensor copy, Tensor::Allocate(shared.dtype(), shared.shape()));
-        std::copy(shared.bytes().begin(), shared.bytes().end(), copy.bytes().begin());
-        constants.fixed.as_dict().set(name, Value(std::move(copy)));
       } else {
         constants.fixed.as_dict().set(name, value);
       }
     }
     return constants;
+  }
+
+  // The same with the fixed arrays copied, for keeping: a caller's array
+  // borrowed in place (an in-process numpy input) may change before the next
+  // call. Copied only when a tape is recorded, not on every sweep.
+  Result<TapeConstants> Owned() && {
+    for (auto& [name, value] : fixed.as_dict()) {
+      if (!value.is_tensor()) continue;
+      const Tensor& shared = value.as_tensor();
+      TESS_ASSIGN_OR_RETURN(Tensor copy, Tensor::Allocate(shared.dtype(), shared.shape()));
+      std::copy(shared.bytes().begin(), shared.bytes().end(), copy.bytes().begin());
+      value = Value(std::move(copy));
+    }
+    return std::move(*this);
   }
 };
 
@@ -364,8 +373,7 @@ template <typename Fn>
 Result<const Taped*> TapeAt(uint64_t function, const Fn& fn, const ModelView& in,
                             const std::map<std::string, Dtype>& input_fields,
                             const std::map<std::string, Dtype>& output_fields, const PathSet& wanted) {
-  TESS_ASSIGN_OR_RETURN(TapeConstants constants,
-                        TapeConstants::Of(function, in.value(), input_fields, wanted));
+  TapeConstants constants = TapeConstants::Of(function, in.value(), input_fields, wanted);
   KeptTape& kept = LastTape();
   TapeSlot& slot = ProcessTapeSlot();
   if (kept.constants == constants && kept.recording == slot.recordings) {
@@ -385,7 +393,8 @@ Result<const Taped*> TapeAt(uint64_t function, const Fn& fn, const ModelView& in
   kept.constants.reset();
   ++slot.recordings;  // the tape is overwritten whether or not the recording succeeds
   TESS_ASSIGN_OR_RETURN(Taped taped, Tape(fn, in, input_fields, output_fields, wanted));
-  kept = {std::move(constants), slot.recordings, std::move(taped)};
+  TESS_ASSIGN_OR_RETURN(TapeConstants owned, std::move(constants).Owned());
+  kept = {std::move(owned), slot.recordings, std::move(taped)};
   return &kept.taped;
 }
 

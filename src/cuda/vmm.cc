@@ -389,21 +389,18 @@ Result<VmmBytes> MapVmm(const IpcDescriptor& descriptor, int ordinal) {
     key += id + "/" + std::to_string(descriptor.vmm_pieces[i].size) + ",";
   }
   bool hit = false;
-  TESS_ASSIGN_OR_RETURN(
-      std::shared_ptr<VmmMapping> mapping,
-      Mappings().Get(
-          key,
-          [&]() -> Result<std::shared_ptr<VmmMapping>> {
-            TESS_ASSIGN_OR_RETURN(std::vector<platform::Fd> fds,
+  TESS_ASSIGN_OR_RETURN(std::shared_ptr<VmmMapping> mapping,
+                        Mappings().Get(
+                            key,
+                            [&]() -> Result<std::shared_ptr<VmmMapping>> {
+                              // RequestFds answers exactly as many as asked for, or fails.
+                              TESS_ASSIGN_OR_RETURN(
+                                  std::vector<platform::Fd> fds,
                                   platform::RequestFds(SocketName(descriptor.vmm_exporter), request,
                                                        descriptor.vmm_pieces.size()));
-            if (fds.size() != descriptor.vmm_pieces.size()) {
-              return Status::Unavailable("the cuda_vmm exporter answered ", fds.size(), " descriptors for ",
-                                         descriptor.vmm_pieces.size(), " allocations");
-            }
-            return VmmMapping::Map(std::move(fds), descriptor.vmm_pieces, ordinal);
-          },
-          &hit));
+                              return VmmMapping::Map(std::move(fds), descriptor.vmm_pieces, ordinal);
+                            },
+                            &hit));
   ++(hit ? TransportCountersOf().vmm_maps_reused : TransportCountersOf().vmm_maps_opened);
   return VmmBytes{mapping, mapping->base() + descriptor.offset};
 }

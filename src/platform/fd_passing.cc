@@ -73,8 +73,7 @@ Status ReceiveAll(int fd, void* data, size_t size) {
 }
 
 Status SendChunk(int fd, const int* fds, size_t count) {
-  std::array<char, kChunk> bytes{};
-  bytes.fill('F');
+  std::array<char, kChunk> bytes{};  // content unread: one byte per descriptor
   std::array<char, CMSG_SPACE(sizeof(int) * kChunk)> control{};
   iovec io{bytes.data(), count};
   msghdr message{};

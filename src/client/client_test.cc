@@ -2,6 +2,7 @@
 // socket server), and the real paths — from_library, from_source for a
 // component library and for a Python tesseract_api.py (tesseract-runtime).
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -28,17 +29,13 @@ namespace tesscpp {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 const std::string kExamples = TESS_EXAMPLES_DIR;  // NOLINT(cert-err58-cpp): test constants
 const std::string kFixtures =
     std::string(TESS_SOURCE_DIR) + "/tests/fixtures";  // NOLINT(cert-err58-cpp): test constants
 const std::string kVenvPython = TESS_VENV_PYTHON;      // NOLINT(cert-err58-cpp): test constants
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
+using ::testing::HasSubstr;
 using testing::Values;
 using testing::Vector;
 
@@ -212,6 +209,9 @@ class ScriptedServer {
     return heads_;
   }
 
+  // A reply that closes the connection after reading the request, unanswered.
+  static constexpr const char* kHangUp = "<hang up>";
+
   static std::string Http(int status, const std::string& body, const std::string& type = "application/json",
                           bool close = true) {
     return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: " + type +
@@ -251,7 +251,8 @@ class ScriptedServer {
             heads_.push_back(head);
           }
           const std::string out = reply_(line);
-          if (out.empty()) {  // stay silent until the test ends
+          if (out == kHangUp) return;  // closes the connection without an answer
+          if (out.empty()) {           // stay silent until the test ends
             while (!stop_) std::this_thread::sleep_for(std::chrono::milliseconds(10));
             return;
           }
@@ -291,7 +292,10 @@ ScriptedServer::Reply WithOpenApi(const std::string& apply) {
   };
 }
 
-TEST(ClientErrors, DeadPortIsUnavailableAtOnce) {
+// No test here bounds a duration (a loaded 2-core machine would make any bound
+// flaky); each asserts which failure was reported, which says whether a
+// timeout fired or the problem was seen at once.
+TEST(ClientErrors, DeadPortIsARefusedConnectionNotATimeout) {
   int port = 0;
   {
     ScriptedServer gone([](const std::string&) { return std::string(); });
@@ -299,28 +303,27 @@ TEST(ClientErrors, DeadPortIsUnavailableAtOnce) {
   }
   auto t = Tesseract::FromUrl("127.0.0.1:" + std::to_string(port));
   ASSERT_OK(t);
-  const auto start = Clock::now();
   auto health = t->Health();
   EXPECT_STATUS(health, StatusCode::kUnavailable);
-  EXPECT_LT(SecondsSince(start), 2.0);
+  EXPECT_THAT(health.status().message(), HasSubstr("cannot reach the Tesseract: GET"));
+  EXPECT_THAT(health.status().message(), HasSubstr("Couldn't connect to server"));
 }
 
 TEST(ClientErrors, SilentServerTimesOut) {
   ScriptedServer silent([](const std::string&) { return std::string(); });
   auto t = Tesseract::FromUrl(silent.url(), {.read_timeout_s = 1});
-  const auto start = Clock::now();
   auto health = t->Health();
   EXPECT_STATUS(health, StatusCode::kDeadlineExceeded);
-  EXPECT_LT(SecondsSince(start), 4.0);
+  EXPECT_THAT(health.status().message(), HasSubstr("timed out: GET " + silent.url() + "/health"));
 }
 
-TEST(ClientErrors, GarbageIsAnErrorNotAHang) {
+TEST(ClientErrors, GarbageIsAnErrorNotATimeout) {
   ScriptedServer garbage([](const std::string&) { return std::string("\x01\x02 not http at all\r\n\r\n"); });
-  auto t = Tesseract::FromUrl(garbage.url(), {.read_timeout_s = 2});
-  const auto start = Clock::now();
+  auto t = Tesseract::FromUrl(garbage.url(), {.read_timeout_s = 30});
   auto health = t->Health();
-  EXPECT_FALSE(health.ok());
-  EXPECT_LT(SecondsSince(start), 4.0);
+  ASSERT_FALSE(health.ok());
+  EXPECT_NE(health.status().code(), StatusCode::kDeadlineExceeded) << health.status().ToString();
+  EXPECT_THAT(health.status().message(), HasSubstr("GET " + garbage.url() + "/health"));
 }
 
 TEST(ClientErrors, InvalidJsonIsADecodeErrorNamingTheEndpoint) {
@@ -509,6 +512,27 @@ TEST(ClientErrors, ServerClosingAKeptConnectionIsRetried) {
   EXPECT_EQ(server.requests().size(), 5U);
 }
 
+TEST(ClientErrors, ACallWhoseKeptConnectionDiesIsNotSentAgain) {
+  // The whole apply request is read, then the kept-alive connection closes
+  // without an answer: what HAProxy does when the replica computing the call
+  // is killed. The call may have run, so it must not run a second time
+  // (libcurl's own "retrying a fresh connect" would resend it).
+  ScriptedServer server(
+      [](const std::string& line) {
+        if (line.find("/openapi.json") != std::string::npos) {
+          return ScriptedServer::Http(200, kOpenApi, "application/json", false);
+        }
+        return std::string(ScriptedServer::kHangUp);
+      },
+      /*close_after_reply=*/false);
+  auto t = Tesseract::FromUrl(server.url());
+  auto out = t->Apply(VectorAddInputs());
+  EXPECT_STATUS(out, StatusCode::kUnavailable);
+  EXPECT_THAT(out.status().message(), HasSubstr("not sent again, since the Tesseract may have run it"));
+  EXPECT_EQ(server.requests(),
+            (std::vector<std::string>{"GET /openapi.json HTTP/1.1", "POST /apply HTTP/1.1"}));
+}
+
 // ------------------------------------------------------------ from_library
 
 TEST(FromLibrary, CallsTheComponentInProcess) {
@@ -638,19 +662,28 @@ TEST(FromSource, BadSourcesFailClearlyWithinTheirTimeouts) {
   EXPECT_STATUS(gone, StatusCode::kUnavailable);
   EXPECT_NE(gone.status().message().find("stopped before it was healthy"), std::string::npos);
 
-  // One that never becomes healthy: kDeadlineExceeded after startup_timeout_s.
-  const fs::path script = fs::temp_directory_path() / ("tesscpp_slow_" + std::to_string(::getpid()));
-  std::ofstream(script) << "#!/bin/sh\necho starting slowly\nsleep 30\n";
+  // One that never becomes healthy: kDeadlineExceeded after startup_timeout_s,
+  // and the server it started is stopped (its pid is gone once FromSource returns).
+  const std::string stem = "tesscpp_slow_" + std::to_string(::getpid());
+  const fs::path script = fs::temp_directory_path() / stem;
+  const fs::path pid_file = fs::temp_directory_path() / (stem + ".pid");
+  std::ofstream(script) << "#!/bin/sh\necho $$ > " << pid_file.string()
+                        << "\necho starting slowly\nexec sleep 300\n";
   fs::permissions(script, fs::perms::owner_all);
   SourceOptions slow;
   slow.python_executable = script.string();
   slow.startup_timeout_s = 1;
-  const auto start = Clock::now();
   auto late = Tesseract::FromSource(kFixtures + "/python/noop/tesseract_api.py", slow);
   EXPECT_STATUS(late, StatusCode::kDeadlineExceeded);
   EXPECT_NE(late.status().message().find("starting slowly"), std::string::npos);
-  EXPECT_LT(SecondsSince(start), 15.0);  // 1 s of waiting, then SIGTERM
+  EXPECT_NE(late.status().message().find("not healthy within 1 s"), std::string::npos) << late.status();
+  pid_t slow_pid = 0;
+  std::ifstream(pid_file) >> slow_pid;
+  ASSERT_GT(slow_pid, 0);
+  EXPECT_EQ(::kill(slow_pid, 0), -1) << "the server that never became healthy still runs";
+  EXPECT_EQ(errno, ESRCH);
   fs::remove(script);
+  fs::remove(pid_file);
 }
 
 }  // namespace

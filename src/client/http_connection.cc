@@ -70,6 +70,10 @@ struct HttpConnection::Transfer {
   int64_t received = 0;  // bytes in `body`
   std::string overflow;  // bytes without (or beyond) a Content-Length
   Status failure;        // an allocation that failed inside a callback
+  // The request body, handed to curl piece by piece.
+  const char* upload = nullptr;
+  size_t upload_size = 0;
+  size_t uploaded = 0;  // bytes curl has taken
 
   static size_t OnHeader(char* data, size_t size, size_t count, void* self) {
     auto* t = static_cast<Transfer*>(self);
@@ -114,6 +118,26 @@ struct HttpConnection::Transfer {
       t->overflow.append(data, n);
     }
     return n;
+  }
+
+  static size_t OnRead(char* data, size_t size, size_t count, void* self) {
+    auto* t = static_cast<Transfer*>(self);
+    const size_t n = std::min(size * count, t->upload_size - t->uploaded);
+    if (n > 0) std::memcpy(data, t->upload + t->uploaded, n);
+    t->uploaded += n;
+    return n;
+  }
+
+  // curl rewinds the body to replay a request on a fresh connection when a
+  // reused one dies before any response byte ("Connection died, retrying").
+  // Once a byte has gone out the server may have run the call (a replica
+  // killed mid-apply behind HAProxy looks exactly like that), and POST is not
+  // idempotent: refusing the rewind makes curl fail with
+  // CURLE_SEND_FAIL_REWIND instead of running the call a second time.
+  static int OnSeek(void* self, curl_off_t offset, int origin) {
+    auto* t = static_cast<Transfer*>(self);
+    if (origin != SEEK_SET || offset != 0 || t->uploaded != 0) return CURL_SEEKFUNC_CANTSEEK;
+    return CURL_SEEKFUNC_OK;
   }
 
   // The body as one padded buffer.
@@ -170,6 +194,8 @@ Result<void*> HttpConnection::Acquire() {
   }
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
+  curl_easy_setopt(curl, CURLOPT_READFUNCTION, &Transfer::OnRead);
+  curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, &Transfer::OnSeek);
   return static_cast<void*>(curl);
 }
 
@@ -193,8 +219,10 @@ Result<HttpResponse> HttpConnection::Send(std::string_view method, std::string_v
   bool connection_failed = false;
   auto response = SendOnce(curl, method, url, headers, body, &connection_failed);
   // The server may close a kept-alive connection just as a request goes out
-  // (its idle timeout); the request never reached it, so it is sent again.
-  if (!response.ok() && connection_failed)
+  // (its idle timeout). A GET is safe to send again; a call with a body is
+  // not, since the server may have run it before the connection died
+  // (docs/client.md, "Lost connections").
+  if (!response.ok() && connection_failed && method == "GET")
     response = SendOnce(curl, method, url, headers, body, &connection_failed);
   Release(curl);
   return response;
@@ -217,11 +245,13 @@ Result<HttpResponse> HttpConnection::SendOnce(void* handle, std::string_view met
   if (method == "GET") {
     curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
   } else {
+    transfer.upload = body != nullptr ? reinterpret_cast<const char*>(body->data()) : "";
+    transfer.upload_size = body != nullptr ? static_cast<size_t>(body->size()) : 0;
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS,
-                     body != nullptr ? reinterpret_cast<const char*>(body->data()) : "");
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(body != nullptr ? body->size() : 0));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, nullptr);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(transfer.upload_size));
+    curl_easy_setopt(curl, CURLOPT_READDATA, &transfer);
+    curl_easy_setopt(curl, CURLOPT_SEEKDATA, &transfer);
     if (method != "POST") curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, std::string(method).c_str());
   }
   const CURLcode code = curl_easy_perform(curl);
@@ -233,6 +263,11 @@ Result<HttpResponse> HttpConnection::SendOnce(void* handle, std::string_view met
       case CURLE_GOT_NOTHING:
       case CURLE_SEND_ERROR:
       case CURLE_RECV_ERROR: *connection_failed = true; return Status::Unavailable("connection lost: ", what);
+      case CURLE_SEND_FAIL_REWIND:
+        return Status::Unavailable(
+            "connection lost after the request was sent; not sent again, since the "
+            "Tesseract may have run it: ",
+            std::string(method) + " " + url);
       default: return Status::Unavailable("cannot reach the Tesseract: ", what);
     }
   }

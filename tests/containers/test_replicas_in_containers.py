@@ -13,16 +13,19 @@ import tesscpp
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "deploy"))
-from haproxy import apply_count, start_haproxy, stop_haproxy  # noqa: E402
+from haproxy import apply_count, start_haproxy  # noqa: E402
 
 
-def test_calls_spread_over_three_containers(vectoradd):
-    replicas = [tesscpp.Tesseract.from_image(vectoradd) for _ in range(3)]
-    for r in replicas:
-        r.serve()
-    haproxy, url = start_haproxy([f"127.0.0.1:{r.container_info().host_port}" for r in replicas])
-    try:
-        client = tesscpp.Tesseract.from_url(url)
+def test_calls_spread_over_three_containers(vectoradd, tmp_path):
+    replicas: list[tesscpp.Tesseract] = []
+    balancer = None
+    try:  # a failed start tears down what did start
+        for _ in range(3):
+            replica = tesscpp.Tesseract.from_image(vectoradd)
+            replica.serve()
+            replicas.append(replica)
+        balancer = start_haproxy([f"127.0.0.1:{r.container_info().host_port}" for r in replicas], tmp_path / "lb")
+        client = tesscpp.Tesseract.from_url(balancer.url)
         errors: list[Exception] = []
 
         def work() -> None:
@@ -42,6 +45,7 @@ def test_calls_spread_over_three_containers(vectoradd):
         counts = [apply_count(r.url) for r in replicas]
         assert sum(counts) == 200 and min(counts) > 0, counts
     finally:
-        stop_haproxy(haproxy)
+        if balancer:
+            balancer.stop()
         for r in replicas:
             r.teardown()

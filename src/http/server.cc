@@ -21,6 +21,7 @@
 
 #include "http/http_head.h"
 #include "http/metrics.h"
+#include "platform/file.h"
 #include "tesscpp/buffer_pool.h"
 #include "tesscpp/json.h"
 #include "tesscpp/runtime.h"
@@ -407,7 +408,7 @@ class Session : public std::enable_shared_from_this<Session> {
 struct HttpServer::Impl {
   Impl(const Runtime& r, const HttpServerOptions& o) : runtime(r), options(o), io(kThreads) {
     state.metrics = ServerMetrics::Create();
-    if (options.access_log) state.access_log_fd = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
+    if (options.access_log) state.access_log_fd = stderr_copy.get();
     if (options.body_budget_bytes < 0) {
       const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
       options.body_budget_bytes = memory > 0 ? memory / 4 : 0;
@@ -420,6 +421,8 @@ struct HttpServer::Impl {
 
   const Runtime& runtime;
   HttpServerOptions options;
+  // stderr as it was before any endpoint captured it into a run's log.
+  platform::Fd stderr_copy{::fcntl(2, F_DUPFD_CLOEXEC, 3)};
   ServerState state;
   asio::io_context io;
   tcp::acceptor acceptor{io};
@@ -492,7 +495,8 @@ struct HttpServer::Impl {
       std::erase_if(sessions, [](const std::weak_ptr<Session>& weak) { return weak.expired(); });
       any = !sessions.empty();
     }
-    if (!any || std::chrono::steady_clock::now() >= deadline) {
+    if (any && std::chrono::steady_clock::now() >= deadline) AbandonRunningCalls();
+    if (!any) {
       sweep_timer.cancel();
       io.stop();
       return;
@@ -501,6 +505,17 @@ struct HttpServer::Impl {
     drain_timer.async_wait([this, deadline](beast::error_code ec) {
       if (!ec) WaitForSessions(deadline);
     });
+  }
+
+  // The drain timeout passed with calls still running. An endpoint cannot be
+  // interrupted, and returning from Run() would leave it running on this
+  // object as it is destroyed: the process ends here, as a drained one would
+  // (status 0), and the callers' connections close unanswered.
+  [[noreturn]] void AbandonRunningCalls() {
+    const std::string line = "tesscpp: the drain timeout (" + std::to_string(options.drain_timeout.count()) +
+                             " s) passed with calls still running; exiting without answering them\n";
+    if (stderr_copy.valid()) (void)!::write(stderr_copy.get(), line.data(), line.size());
+    std::_Exit(0);
   }
 
   // Serves in this process until drained.

@@ -70,8 +70,10 @@ class HttpServer {
   /// \brief Serves until Stop() or SIGINT/SIGTERM, then drains: the
   /// listening socket closes, idle keep-alive connections close, in-flight
   /// requests are answered (with `connection: close`), and GET /health?ready
-  /// answers 503 meanwhile; returns when none is left or drain_timeout
-  /// passed. With worker processes, returns in the supervisor once every
+  /// answers 503 meanwhile; returns when none is left. When drain_timeout
+  /// passes with requests still inside an endpoint, the process exits with
+  /// status 0 instead (an endpoint cannot be interrupted, and it would outlive
+  /// this object). With worker processes, returns in the supervisor once every
   /// worker has drained (workers never return from it: they exit).
   void Run();
   /// \brief Asks Run() to drain and return; callable from any thread.

@@ -29,22 +29,37 @@ def _require(name: str) -> str:
     return value
 
 
+def _library(example: str) -> Path:
+    """An example's component library, or a test fixture's (nap: a call that sleeps)."""
+    if example == "nap":
+        if not os.environ.get("TESSCPP_BRIDGE_FIXTURES"):  # tests/CMakeLists.txt sets it where python/ is built
+            pytest.skip("the nap fixture is built with the Python package, which this build lacks")
+        return Path(os.environ["TESSCPP_BRIDGE_FIXTURES"]) / "libnap.so"
+    return Path(_require("TESSCPP_EXAMPLES_DIR")) / f"lib{example}.so"
+
+
 @pytest.fixture
 def server(tmp_path):
-    """Starts `tesscpp serve` on a free port with extra flags; yields (port, process)."""
+    """Starts `tesscpp serve` on a free port with extra flags (and environment
+    variables in `env`); yields (port, process). The server's stderr goes to
+    `process.log` (a file: a pipe nobody reads would stall a server that logs)."""
     procs = []
 
-    def start(example: str = "vectoradd", *flags: str):
+    def start(example: str = "vectoradd", *flags: str, env: dict[str, str] | None = None):
         cli = _require("TESSCPP_CLI")
-        lib = Path(_require("TESSCPP_EXAMPLES_DIR")) / f"lib{example}.so"
-        proc = subprocess.Popen(
-            [cli, "serve", str(lib), "--port", "0", "--output-path", str(tmp_path), *flags],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
+        n = len(procs)
+        log = tmp_path / f"server{n}.stderr"
+        output = tmp_path / f"out{n}"
+        output.mkdir()
+        with log.open("w") as err:
+            proc = subprocess.Popen([cli, "serve", str(_library(example)), "--port", "0", "--output-path",
+                                     str(output), *flags], stdout=subprocess.PIPE, stderr=err, text=True,
+                                    env={**os.environ, **(env or {})})  # fmt: skip
+        proc.log = log
         procs.append(proc)
         line = proc.stdout.readline()
         m = re.search(r"http://[^:]+:(\d+)", line)
-        assert m, f"no 'serving' line; got {line!r}, stderr {proc.stderr.read() if proc.poll() is not None else ''}"
+        assert m, f"no 'serving' line; got {line!r}, stderr {log.read_text() if proc.poll() is not None else ''}"
         return int(m.group(1)), proc
 
     yield start
@@ -162,40 +177,52 @@ def test_malformed_request_is_400_and_closed(server):
 
 
 def test_idle_connections_are_closed_after_the_keep_alive_timeout(server):
+    # The flag (1 s) against the default (60 s, longer than the socket's 30 s
+    # timeout): a server that ignored the flag fails with a timeout here, one
+    # that closed after every answer fails the second request.
     port, _ = server("vectoradd", "--timeout-keep-alive", "1")
     with _connect(port) as s:
-        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert _recv_response(s)[0] == 200
-        s.settimeout(5)
-        start = time.monotonic()
-        assert s.recv(1) == b""  # the server closed it
-        assert 0.5 < time.monotonic() - start < 4
+        for _ in range(2):
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            status, headers, _ = _recv_response(s)
+            assert status == 200 and headers.get("connection") != "close"
+        assert s.recv(1) == b""  # then idle: the server closed it
 
 
-def test_concurrent_connections(server):
-    port, _ = server("vectoradd", "--num-workers", "4")
-    errors = []
-    answered = [0] * 16
+def _on_threads(n: int, work) -> None:
+    """work(0..n-1) on n threads at once; the first exception any raised is raised here."""
+    errors: list[BaseException] = []
 
-    def client(i: int) -> None:
+    def run(i: int) -> None:
         try:
-            with _connect(port) as s:
-                for _ in range(25):
-                    s.sendall(_post("/apply", APPLY))
-                    status, _, body = _recv_response(s)
-                    assert status == 200, body
-                    assert json.loads(body)["result"]["data"]["buffer"] == [5.0, 7.0, 9.0], body
-                    answered[i] += 1
-        except Exception as e:  # noqa: BLE001 - collected and reported below
+            work(i)
+        except Exception as e:  # noqa: BLE001 - raised below, in the test's thread
             errors.append(e)
 
-    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(16)]
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(2 * SOCKET_TIMEOUT_S)
     assert not [t for t in threads if t.is_alive()], "clients still waiting for answers"
-    assert not errors, errors[:3]
+    if errors:
+        raise errors[0]
+
+
+def test_concurrent_connections(server):
+    port, _ = server("vectoradd", "--num-workers", "4")
+    answered = [0] * 16
+
+    def client(i: int) -> None:
+        with _connect(port) as s:
+            for _ in range(25):
+                s.sendall(_post("/apply", APPLY))
+                status, _, body = _recv_response(s)
+                assert status == 200, body
+                assert json.loads(body)["result"]["data"]["buffer"] == [5.0, 7.0, 9.0], body
+                answered[i] += 1
+
+    _on_threads(16, client)
     assert answered == [25] * 16
 
 
@@ -228,7 +255,8 @@ def test_declared_bodies_that_never_arrive_commit_no_memory(server):
             s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                       b"Content-Length: 1073741824\r\n\r\n" + b"x" * 1024)
             sockets.append(s)
-        time.sleep(1.0)  # every header and first KiB read
+        # Every header read (a request counts as in flight from then on), and its first KiB with it.
+        _wait_for_in_flight(port, 200)
         grown = _rss_mib(proc.pid) - before
         with _connect(port) as s:
             s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -244,15 +272,16 @@ def test_the_body_budget_and_the_in_flight_cap_answer_503_with_retry_after(serve
     first = _connect(port)
     # 8 MiB declared, half sent: it holds 8 MiB of the budget while it arrives.
     first.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 8388608\r\n\r\n" + b"x" * 4096)
-    time.sleep(0.3)
+    _wait_for_in_flight(port, 1)
     with _connect(port) as s:
         s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n")
         status, headers, body = _recv_response(s)
         assert status == 503 and headers["retry-after"] == "1" and b"too many request bodies" in body, body
         assert headers.get("connection") == "close"
+    _wait_for_in_flight(port, 1)  # the refused request no longer counts
     second = _connect(port)
     second.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
-    time.sleep(0.3)
+    _wait_for_in_flight(port, 2)
     with _connect(port) as s:  # a third request in flight: over the cap of 2
         s.sendall(_post("/apply", APPLY))
         status, headers, body = _recv_response(s)
@@ -262,10 +291,13 @@ def test_the_body_budget_and_the_in_flight_cap_answer_503_with_retry_after(serve
         assert _recv_response(s)[0] == 200
     first.close()
     second.close()
-    time.sleep(0.3)
+    _wait_for_in_flight(port, 0)
     with _connect(port) as s:  # both released: served again
         s.sendall(_post("/apply", APPLY))
         assert _recv_response(s)[0] == 200
+    m = _metrics(port)
+    assert m[("tesscpp_rejected_total", (("reason", "body_budget"),))] == 1
+    assert m[("tesscpp_rejected_total", (("reason", "in_flight"),))] == 1
 
 
 def test_a_token_is_required_when_configured(server, tmp_path):
@@ -315,13 +347,25 @@ def test_the_clients_send_the_token(server, tmp_path):
     assert refused.returncode != 0 and "401" in refused.stderr
 
 
-def _metrics(port: int) -> dict:
+def _wait_for_in_flight(port: int, n: int) -> None:
+    """Until the server's /metrics says `n` requests are in flight (past their header, not answered)."""
+    deadline = time.monotonic() + SOCKET_TIMEOUT_S
+    while (now := _metrics(port)[("tesscpp_requests_in_flight", ())]) != n:
+        assert time.monotonic() < deadline, f"{now:.0f} requests in flight, not {n}, after {SOCKET_TIMEOUT_S} s"
+        time.sleep(0.01)
+
+
+def _get(port: int, target: str, extra: str = "") -> tuple[int, dict[str, str], bytes]:
+    with _connect(port) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
+        return _recv_response(s)
+
+
+def _metrics(port: int, extra: str = "") -> dict:
     """GET /metrics, parsed by prometheus_client's own parser: {(name, labels): value}."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    with _connect(port) as s:
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        status, headers, body = _recv_response(s)
+    status, headers, body = _get(port, "/metrics", extra)
     assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4"), headers
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
             for family in text_string_to_metric_families(body.decode()) for sample in family.samples}  # fmt: skip
@@ -361,9 +405,188 @@ def test_the_access_log_has_one_json_line_per_request(server):
         s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         assert _recv_response(s)[0] == 200
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    proc.wait(timeout=30)
+    err = proc.log.read_text()
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert [(x["method"], x["target"], x["status"]) for x in lines] == [
         ("POST", "/apply?run_id=seen", 200), ("GET", "/health", 200)], err  # fmt: skip
     assert lines[0]["bytes_in"] == len(APPLY) and lines[0]["bytes_out"] > 0 and lines[0]["remote"] == "127.0.0.1"
     assert all(x["duration_ms"] >= 0 and x["time"] > 1.7e9 for x in lines)
+
+
+def _children(pid: int) -> set[int]:
+    """The live (not zombie) child processes of `pid`."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == pid and fields[0] not in "ZX":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in "ZX"  # an orphan's zombie waits for init, which may never reap it
+
+
+def _until(condition, what: str):
+    """Polls `condition` until it returns something true (returned), for SOCKET_TIMEOUT_S at most."""
+    deadline = time.monotonic() + SOCKET_TIMEOUT_S
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"no {what} after {SOCKET_TIMEOUT_S} s"
+        time.sleep(0.02)
+    return value
+
+
+def test_metrics_need_the_token_even_where_health_is_public(server):
+    """TESSERACT_API_TOKEN and TESSERACT_PUBLIC_HEALTH from the environment:
+    /health answers without the token, /metrics never does (it names the
+    server's endpoints and load), and each refusal is counted."""
+    port, _ = server("vectoradd", env={"TESSERACT_API_TOKEN": "m3trics", "TESSERACT_PUBLIC_HEALTH": "1"})
+    assert _get(port, "/health")[0] == 200
+    assert _get(port, "/metrics")[0] == 401
+    assert _get(port, "/metrics", "Authorization: Bearer m3tric\r\n")[0] == 401
+    assert _get(port, "/openapi.json")[0] == 401
+    m = _metrics(port, "Authorization: Bearer m3trics\r\n")
+    assert m[("tesscpp_rejected_total", (("reason", "unauthorized"),))] == 3
+
+
+def test_a_killed_worker_is_replaced(server):
+    port, proc = server("vectoradd", "--num-workers", "2")
+    workers = _until(lambda: c if len(c := _children(proc.pid)) == 2 else None, "two workers")
+    victim = min(workers)
+    os.kill(victim, signal.SIGKILL)
+    now = _until(lambda: c if len(c := _children(proc.pid)) == 2 and victim not in c else None,
+                 "worker in the killed one's place")  # fmt: skip
+    assert len(now & workers) == 1
+    assert f"worker {victim} died (signal 9); starting another" in proc.log.read_text()
+    for _ in range(10):  # separate connections: both workers answer
+        with _connect(port) as s:
+            s.sendall(_post("/apply", APPLY))
+            assert _recv_response(s)[0] == 200
+
+
+def test_workers_do_not_outlive_their_supervisor(server):
+    """SIGKILL leaves the supervisor no chance to stop its workers: the kernel
+    signals them (PR_SET_PDEATHSIG), so nothing keeps serving the port."""
+    port, proc = server("vectoradd", "--num-workers", "2")
+    workers = _until(lambda: c if len(c := _children(proc.pid)) == 2 else None, "two workers")
+    proc.kill()
+    proc.wait()
+    _until(lambda: not any(_alive(w) for w in workers), "exit of the orphaned workers")
+    with pytest.raises(ConnectionRefusedError):
+        _connect(port)
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_a_gpu_transport_needs_a_single_worker(how):
+    cli = _require("TESSCPP_CLI")
+    workers = ["--num-workers", "2"] if how == "flag" else []
+    env = {**os.environ, "TESSERACT_NUM_WORKERS": "2"} if how == "environment" else None
+    run = subprocess.run([cli, "serve", str(_library("vectoradd")), "--port", "0", "--gpu-transport", "cuda_ipc",
+                          *workers], capture_output=True, text=True, timeout=30, env=env, check=False)  # fmt: skip
+    assert run.returncode != 0 and not run.stdout, (run.returncode, run.stdout)
+    assert "gpu_transport='cuda_ipc' cannot be served by more than one worker (got num_workers=2)" in run.stderr
+
+
+def test_the_caps_come_from_the_environment(server):
+    port, _ = server("vectoradd", env={"TESSERACT_MAX_IN_FLIGHT": "1", "TESSERACT_BODY_BUDGET_MIB": "1"})
+    held = _connect(port)
+    held.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+    _wait_for_in_flight(port, 1)
+    with _connect(port) as s:
+        s.sendall(_post("/apply", APPLY))
+        status, _, body = _recv_response(s)
+        assert status == 503 and b"Too many requests in flight (1)" in body, body
+    held.close()
+    _wait_for_in_flight(port, 0)
+    with _connect(port) as s:  # alone in flight, but over the 1 MiB budget
+        s.sendall(b"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: 2097152\r\n\r\n")
+        status, _, body = _recv_response(s)
+        assert status == 503 and b"too many request bodies" in body, body
+    m = _metrics(port)
+    assert m[("tesscpp_rejected_total", (("reason", "in_flight"),))] == 1
+    assert m[("tesscpp_rejected_total", (("reason", "body_budget"),))] == 1
+
+
+def test_the_default_caps_are_256_requests_and_a_quarter_of_memory(server):
+    quarter = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
+    # --max-body-mib above the budget, so that its 413 does not answer first.
+    port, _ = server("vectoradd", "--max-body-mib", str(2 * quarter >> 20))
+    with _connect(port) as s:
+        s.sendall(f"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: {quarter + 1}\r\n\r\n".encode())
+        status, _, body = _recv_response(s)
+        assert status == 503 and b"too many request bodies" in body, body
+    held = []
+    try:
+        # One body just under the budget (reserved, never sent), then 255 small ones.
+        for length in [quarter - (1 << 20)] + [10] * 255:
+            s = _connect(port)
+            s.sendall(f"POST /apply HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n".encode())
+            held.append(s)
+        _wait_for_in_flight(port, 256)
+        with _connect(port) as s:
+            s.sendall(_post("/apply", APPLY))
+            status, _, body = _recv_response(s)
+            assert status == 503 and b"Too many requests in flight (256)" in body, body
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_the_drain_timeout_ends_a_call_that_would_not_finish(server):
+    """TESSERACT_DRAIN_TIMEOUT=1 and a 60 s call: SIGTERM stops the server
+    after the timeout, with status 0, and the caller's connection closes
+    without an answer (instead of the server waiting out the call)."""
+    port, proc = server("nap", env={"TESSERACT_DRAIN_TIMEOUT": "1"})
+    with _connect(port) as s:
+        s.sendall(_post("/apply", json.dumps({"inputs": {"x": [1.0], "seconds": 60.0}}).encode()))
+        _wait_for_in_flight(port, 1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=SOCKET_TIMEOUT_S) == 0
+        with pytest.raises(ConnectionError):
+            _recv_response(s)
+    assert "drain timeout (1 s) passed with calls still running" in proc.log.read_text()
+
+
+def test_access_log_lines_of_concurrent_requests_never_interleave(server):
+    """3 workers and 12 threads, each line longer than a pipe's atomic write
+    (4096 bytes): every line must still parse, one per request."""
+    port, proc = server("vectoradd", "--access-log", "--num-workers", "3")
+    pad = "p" * 5000
+
+    def client(i: int) -> None:
+        for n in range(40):
+            with _connect(port) as s:  # a new connection each: every worker writes
+                s.sendall(f"GET /health?{pad}&c={i}-{n} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                assert _recv_response(s)[0] == 200
+
+    _on_threads(12, client)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=SOCKET_TIMEOUT_S) == 0
+    lines = [line for line in proc.log.read_text().splitlines() if line.startswith("{")]
+    targets = sorted(json.loads(line)["target"] for line in lines)
+    assert targets == sorted(f"/health?{pad}&c={i}-{n}" for i in range(12) for n in range(40))
+
+
+def test_tracing_writes_one_line_per_call_to_stderr(server):
+    port, proc = server("vectoradd", env={"TESSERACT_TRACING": "1"})
+    with _connect(port) as s:
+        for _ in range(2):
+            s.sendall(_post("/apply", APPLY))
+            assert _recv_response(s)[0] == 200
+        jacobian = {"inputs": {"a": [1, 2, 3], "b": [4, 5, 6]}, "jac_inputs": ["a"], "jac_outputs": ["result"]}
+        s.sendall(_post("/jacobian", json.dumps(jacobian).encode()))
+        assert _recv_response(s)[0] == 200
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")  # not a call
+        assert _recv_response(s)[0] == 200
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=SOCKET_TIMEOUT_S) == 0
+    traced = [line for line in proc.log.read_text().splitlines() if line.endswith(" called")]
+    assert traced == ["tesscpp: apply called", "tesscpp: apply called", "tesscpp: jacobian called"], traced

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -249,31 +250,32 @@ NAP_THREADS = 8
 
 
 @pytest.fixture(scope="module")
-def runtime_nap() -> Iterator[str]:
+def runtime_nap(tmp_path_factory) -> Iterator[str]:
     """The nap fixture's Python twin under `tesseract-runtime serve --num-workers
     8` (worker processes, so its calls overlap): the server the client's
-    concurrency is measured against."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    concurrency is measured against. On port 0: uvicorn logs the port it bound."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERACT_")}
     env["TESSERACT_API_PATH"] = str(fixture_api("nap"))
-    server = subprocess.Popen(
-        [sys.executable, "-c", "from tesseract_core.runtime.cli import main; main()", "serve",
-         "--host", "127.0.0.1", "--port", str(port), "--num-workers", str(NAP_THREADS)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("runtime_nap") / "stderr"
+    with open(log, "wb") as err:  # a file, not a pipe nobody reads (a full pipe stalls the server)
+        server = subprocess.Popen(
+            [sys.executable, "-c", "from tesseract_core.runtime.cli import main; main()", "serve",
+             "--host", "127.0.0.1", "--port", "0", "--num-workers", str(NAP_THREADS)],
+            env=env, stdout=subprocess.DEVNULL, stderr=err,
+        )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
+        url = None
         while True:
+            if url is None and (m := re.search(r"Uvicorn running on (http://\S+)", log.read_text(errors="replace"))):
+                url = m.group(1)
             try:
-                if requests.get(f"{url}/health", timeout=1).ok:
+                if url and requests.get(f"{url}/health", timeout=1).ok:
                     break
             except requests.ConnectionError:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"tesseract-runtime did not serve nap: {server.stderr.read().decode()[-2000:]}")
+                pytest.fail(f"tesseract-runtime did not serve nap: {log.read_text(errors='replace')[-2000:]}")
             time.sleep(0.1)
 
         # /health answers once the first worker is up; the others may still be
@@ -363,17 +365,36 @@ def test_direct_construction_is_refused():
         Tesseract()
 
 
+def _in_flight(url: str) -> int:
+    match = re.search(r"^tesscpp_requests_in_flight (\d+)", requests.get(f"{url}/metrics", timeout=10).text, re.M)
+    assert match
+    return int(match.group(1))
+
+
+def _refused(url: str) -> bool:
+    try:
+        requests.get(f"{url}/health", timeout=5)
+    except requests.ConnectionError:
+        return True
+    return False
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_sigterm_drains_the_server(workers, tmp_path):
     """SIGTERM: new connections are refused, idle ones closed, the call in
-    flight is answered, readiness turns false, and the server exits 0."""
-    server = subprocess.Popen(
-        [required_dir("TESSCPP_CLI"), "serve", str(fixture_library("nap")), "--port", "0",
-         "--num-workers", str(workers), "--output-path", str(tmp_path), "--drain-timeout", "20"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    flight is answered, readiness turns false, and the server exits 0. Each
+    step waits for what the server reports (its /metrics, a closed socket, a
+    refused connection), never for a guessed time."""
+    stderr = tmp_path / "stderr"
+    with open(stderr, "wb") as err:  # a file: a pipe nobody reads could fill and stall the server
+        server = subprocess.Popen(
+            [required_dir("TESSCPP_CLI"), "serve", str(fixture_library("nap")), "--port", "0",
+             "--num-workers", str(workers), "--output-path", str(tmp_path), "--drain-timeout", "20"],
+            stdout=subprocess.PIPE, stderr=err, text=True,
+        )  # fmt: skip
     try:
         line = server.stdout.readline()
+        assert line, f"exited with {server.wait()} before serving: {stderr.read_text()}"
         port = int(line.rsplit(":", 1)[1])
         url = f"http://127.0.0.1:{port}"
         idle = socket.create_connection(("127.0.0.1", port), timeout=30)
@@ -384,25 +405,30 @@ def test_sigterm_drains_the_server(workers, tmp_path):
         asking.sendall(b"GET /health?ready HTTP/1.1\r\n")
         answers: list[requests.Response] = []
         call = threading.Thread(target=lambda: answers.append(requests.post(
-            f"{url}/apply", json={"inputs": {"x": [1.0, 2.0], "seconds": 1.5}},
+            f"{url}/apply", json={"inputs": {"x": [1.0, 2.0], "seconds": 3.0}},
             headers={"Accept": "application/json"}, timeout=30)))  # fmt: skip
         call.start()
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while _in_flight(url) < 1:  # the call is being computed
+            assert time.monotonic() < deadline, "the apply never arrived"
+            time.sleep(0.01)
         server.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        assert idle.recv(4096) == b"", "an idle keep-alive connection is closed at once"
+        assert idle.recv(4096) == b"", "an idle keep-alive connection is closed"
         if workers == 1:  # the worker that reads it is draining (with two, either may have it)
             asking.sendall(b"Host: x\r\n\r\n")
             ready = asking.recv(4096)
             assert ready.startswith(b"HTTP/1.1 503") and b'{"status":"draining"}' in ready, ready
         asking.close()  # else its half a request holds a worker until the drain timeout
-        with pytest.raises(requests.ConnectionError):
-            requests.get(f"{url}/health", timeout=5)
+        deadline = time.monotonic() + 10
+        while not _refused(url):  # every worker (and the supervisor) closes its listening socket
+            assert time.monotonic() < deadline, "new connections still accepted 10 s into the drain"
+            time.sleep(0.01)
+        assert call.is_alive() and not answers, "the call in flight was answered before the drain refused others"
         call.join(30)
         assert answers and answers[0].status_code == 200, answers
         assert answers[0].json()["y"]["data"]["buffer"] == [1.0, 2.0]
         assert answers[0].headers.get("connection") == "close"
-        assert server.wait(timeout=30) == 0
+        assert server.wait(timeout=30) == 0, stderr.read_text()
     finally:
         if server.poll() is None:
             server.kill()

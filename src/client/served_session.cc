@@ -56,18 +56,27 @@ std::vector<std::string> ServerEnvironment(const std::vector<std::pair<std::stri
   return env;
 }
 
-// Waits for the "tesscpp: serving <name> on <url>" line.
-Result<std::string> WaitForServingLine(client::ServerProcess& process,
-                                       std::chrono::steady_clock::time_point deadline) {
-  static const std::regex kServing(R"(tesscpp: serving \S+ on (http://\S+))");
+// Both servers are started on port 0 and say which port the kernel gave them
+// once it is bound, so no other process can take a port between our choosing
+// it and the server binding it: `tesscpp serve` prints "tesscpp: serving
+// <name> on <url>", uvicorn (tesseract-runtime) logs "Uvicorn running on <url>".
+const std::regex& ListeningLine(bool is_library) {
+  static const std::regex kTesscpp(R"(tesscpp: serving \S+ on (http://\S+))");
+  static const std::regex kUvicorn(R"(Uvicorn running on (http://[^\s:]+:[0-9]+))");
+  return is_library ? kTesscpp : kUvicorn;
+}
+
+// Waits for the server's listening line; the URL it names.
+Result<std::string> WaitForListeningLine(client::ServerProcess& process, const std::regex& line,
+                                         std::chrono::steady_clock::time_point deadline) {
   while (std::chrono::steady_clock::now() < deadline) {
     std::smatch match;
     const std::string logs = process.Logs();
-    if (std::regex_search(logs, match, kServing)) return match[1].str();
+    if (std::regex_search(logs, match, line)) return match[1].str();
     if (!process.Alive()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return Status::DeadlineExceeded("no serving line");
+  return Status::DeadlineExceeded("no line saying where it listens");
 }
 
 }  // namespace
@@ -95,7 +104,6 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
   if (!input_path.empty()) settings.emplace_back("TESSERACT_INPUT_PATH", input_path);
 
   std::vector<std::string> argv;
-  int port = 0;
   if (is_library) {
     argv = {TesscppExecutable(options.tesscpp_executable),
             "serve",
@@ -105,15 +113,11 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
             "--port",
             "0"};
   } else {
-    TESS_ASSIGN_OR_RETURN(port, client::FreePort("127.0.0.1"));
-    TESS_ASSIGN_OR_RETURN(int debugger_port, client::FreePort("127.0.0.1"));
     settings.emplace_back("TESSERACT_API_PATH", absolute.string());
-    settings.emplace_back("TESSERACT_DEBUGPY_PORT",
-                          std::to_string(debugger_port));  // debug mode listens there
+    settings.emplace_back("TESSERACT_DEBUGPY_PORT", "0");  // debug mode listens for a debugger: any port
     settings.emplace_back("PYTHONUNBUFFERED", "1");
     const std::string python = options.python_executable.empty() ? "python3" : options.python_executable;
-    argv = {python,      "-c",     kRunTesseractRuntime, "serve", "--host",
-            "127.0.0.1", "--port", std::to_string(port)};
+    argv = {python, "-c", kRunTesseractRuntime, "serve", "--host", "127.0.0.1", "--port", "0"};
   }
   const std::string log_path = (fs::path(log_dir) / "server.log").string();
   TESS_ASSIGN_OR_RETURN(auto process,
@@ -131,18 +135,14 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
     return client::StartupFailure("from_source: the server for '" + path + "' (" + argv[0] + ")", exited,
                                   state, options.startup_timeout_s, why, logs);
   };
-  std::string url = "http://127.0.0.1:" + std::to_string(port);
-  if (is_library) {
-    auto line = WaitForServingLine(running, deadline);
-    if (!line.ok()) return failed(line.status());
-    url = *line;
-  }
+  auto url = WaitForListeningLine(running, ListeningLine(is_library), deadline);
+  if (!url.ok()) return failed(url.status());
   if (Status healthy = client::WaitForHealth(
-          url, options.client.token, [&] { return running.Alive(); }, deadline);
+          *url, options.client.token, [&] { return running.Alive(); }, deadline);
       !healthy.ok())
     return failed(healthy);
 
-  return client::ConnectServed(url, options, input_path, output_path, std::move(server));
+  return client::ConnectServed(*url, options, input_path, output_path, std::move(server));
 }
 
 }  // namespace tesscpp::client

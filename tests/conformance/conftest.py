@@ -163,18 +163,29 @@ def _settings_env(example: str, settings: dict[str, str]) -> dict[str, str]:
     return env
 
 
+# How each backend says where it listens once it has bound its port: both are
+# started on port 0 (the kernel picks a free one), so no other process can take
+# the port between choosing it and binding it.
+LISTENING_LINE = {
+    "tesscpp": ("stdout", SERVING_LINE),
+    "python": ("stderr", re.compile(r"Uvicorn running on (?P<url>http://(?P<host>[^\s:]+):(?P<port>\d+))")),
+}
+
+
 def _wait_for_line(server: Server, deadline: float) -> re.Match:
+    stream, pattern = LISTENING_LINE[server.backend]
+    path = server.stdout_path if stream == "stdout" else server.stderr_path
     while time.monotonic() < deadline:
-        text = server.stdout_path.read_text(errors="replace") if server.stdout_path.exists() else ""
+        text = path.read_text(errors="replace") if path.exists() else ""
         for line in text.splitlines():
-            if m := SERVING_LINE.match(line):
+            if m := pattern.search(line):
                 return m
         if not server.alive():
             break
         time.sleep(0.02)
     raise AssertionError(
-        f"tesscpp server for {server.example} did not print its 'tesscpp: serving <name> on http://<host>:<port>' "
-        f"line within {STARTUP_TIMEOUT_S:.0f} s\n{server.logs()}"
+        f"{server.backend} server for {server.example} did not say where it listens ({pattern.pattern!r} on its "
+        f"{stream}) within {STARTUP_TIMEOUT_S:.0f} s\n{server.logs()}"
     )
 
 
@@ -232,40 +243,27 @@ def start_server(
         if not runtime.exists():
             pytest.fail(f"{runtime} does not exist: the venv needs tesseract-core[runtime]==1.15.0")
         env["TESSERACT_API_PATH"] = str(PY_FIXTURES / example / "tesseract_api.py")
-        env["TESSERACT_DEBUGPY_PORT"] = str(free_port())  # debug mode listens for a debugger
+        env["TESSERACT_DEBUGPY_PORT"] = "0"  # debug mode listens for a debugger: on a port the kernel picks
         env["PYTHONUNBUFFERED"] = "1"
-        port = port or free_port()
-        command = [str(runtime), "serve", "--host", "127.0.0.1", "--port", str(port), *(cli_args or [])]
+        command = [str(runtime), "serve", "--host", "127.0.0.1", "--port", str(port or 0), *(cli_args or [])]
     else:
         pytest.fail(f"unknown backend {backend!r}")
 
     stdout_path, stderr_path = workdir / "server.stdout", workdir / "server.stderr"
-    for attempt in range(3):
-        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            process = subprocess.Popen(
-                command, env=env, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
-            )
-        server = Server(
-            backend, example, "", output_path, input_path, env, process, stdout_path, stderr_path, command, settings
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        process = subprocess.Popen(
+            command, env=env, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
         )
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        try:
-            if backend == "tesscpp":
-                server.url = _wait_for_line(server, deadline)["url"]
-            else:
-                server.url = f"http://127.0.0.1:{port}"
-                _wait_for_health(server, deadline)
-            return server
-        except BaseException:
-            server.stop(signal.SIGKILL)
-            lost_race = backend == "python" and "address already in use" in server.logs().lower()
-            if not lost_race or attempt == 2:
-                raise
-        # another process took the free port (or the debugger's) first: pick new ones
-        port = free_port()
-        env["TESSERACT_DEBUGPY_PORT"] = str(free_port())
-        command[command.index("--port") + 1] = str(port)
-    raise AssertionError("unreachable")
+    server = Server(backend, example, "", output_path, input_path, env, process, stdout_path, stderr_path, command,
+                    settings)  # fmt: skip
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    try:
+        server.url = _wait_for_line(server, deadline)["url"]
+        _wait_for_health(server, deadline)
+    except BaseException:
+        server.stop(signal.SIGKILL)
+        raise
+    return server
 
 
 class ServerPool:

@@ -940,8 +940,16 @@ def test_c38_binref_rotates_files_past_100_mib(servers):
 
 @pytest.mark.tesscpp_only
 def test_cli_serving_line_and_port(servers):
-    port = free_port()
-    server = servers.fresh("noop", port=port)
+    # A port chosen here, not by the kernel: another process may bind it before
+    # the server does, which the server reports; then another one is tried.
+    for attempt in range(3):
+        port = free_port()
+        try:
+            server = servers.fresh("noop", port=port)
+            break
+        except AssertionError as e:
+            if "Address already in use" not in str(e) or attempt == 2:
+                raise
     assert server.url == f"http://127.0.0.1:{port}"
     lines = server.stdout_path.read_text().splitlines()
     assert f"tesscpp: serving noop on http://127.0.0.1:{port}" in lines

@@ -1,0 +1,95 @@
+"""tesseract-jax 0.4.0 (the newest for Python 3.11) with tesscpp components.
+
+tesseract-jax drives a tesseract_core.Tesseract; here that client reaches
+`tesscpp serve` of the univariate example (the Rosenbrock function), and the
+same JAX program runs against tesseract-runtime serving the Python twin
+(tests/fixtures/python/univariate). Every value, gradient and tangent must
+agree between the two servers and with the closed form, and tesscpp's
+/metrics must show that the derivative endpoints were the ones called.
+"""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import requests
+import tesseract_core
+from tesseract_jax import apply_tesseract
+
+X, Y = 1.5, 2.0
+
+
+def rosenbrock(x: float, y: float) -> float:
+    return (1 - x) ** 2 + 100 * (y - x**2) ** 2
+
+
+def gradient(x: float, y: float) -> tuple[float, float]:
+    return -2 * (1 - x) - 400 * x * (y - x**2), 200 * (y - x**2)
+
+
+def program(t: tesseract_core.Tesseract) -> dict[str, np.ndarray]:
+    """The JAX transformations a user applies to a Tesseract, by name."""
+
+    def f(x, y):
+        return apply_tesseract(t, {"x": x, "y": y})["result"]
+
+    def f_batched(x, y):
+        return apply_tesseract(t, {"x": x, "y": y}, vmap_method="sequential")["result"]
+
+    x, y = jnp.float32(X), jnp.float32(Y)
+    xs, ys = jnp.array([0.0, 1.0, 1.5, -1.2], jnp.float32), jnp.array([0.0, 1.0, 2.0, 1.0], jnp.float32)
+    primal, tangent = jax.jvp(f, (x, y), (jnp.float32(1.0), jnp.float32(0.5)))
+    return {
+        "apply": f(x, y),
+        "grad": jnp.stack(jax.grad(f, argnums=(0, 1))(x, y)),
+        "jit": jax.jit(f)(x, y),
+        "jit(grad)": jnp.stack(jax.jit(jax.grad(f, argnums=(0, 1)))(x, y)),
+        "jvp primal": primal,
+        "jvp tangent": tangent,
+        "jacfwd": jnp.stack(jax.jacfwd(f, argnums=(0, 1))(x, y)),
+        "jacrev": jnp.stack(jax.jacrev(f, argnums=(0, 1))(x, y)),
+        "vmap": jax.vmap(f_batched)(xs, ys),
+        "jit(vmap(grad))": jnp.stack(jax.jit(jax.vmap(jax.grad(f_batched, argnums=(0, 1))))(xs, ys)),
+    }
+
+
+def calls(url: str) -> dict[str, int]:
+    """Answered requests per endpoint, from a tesscpp server's /metrics."""
+    text = requests.get(f"{url}/metrics", timeout=30).text
+    counts: dict[str, int] = {}
+    for endpoint, n in re.findall(r'^tesscpp_requests_total\{endpoint="(/[a-z_]+)",status="200"\} (\d+)', text, re.M):
+        counts[endpoint] = counts.get(endpoint, 0) + int(n)
+    return counts
+
+
+@pytest.mark.tesscpp_only
+def test_jax_transformations_through_tesscpp_match_tesseract_runtime(servers):
+    ours_server = servers.fresh("univariate")  # its own, so its /metrics count this test's calls only
+    ours = program(tesseract_core.Tesseract.from_url(ours_server.url))
+    reference = program(tesseract_core.Tesseract.from_url(servers.reference("univariate").url))
+    assert sorted(ours) == sorted(reference)
+    for name in ours:
+        assert ours[name].dtype == reference[name].dtype == jnp.float32, name
+        np.testing.assert_allclose(ours[name], reference[name], rtol=1e-6, err_msg=name)
+
+    fx, (gx, gy) = rosenbrock(X, Y), gradient(X, Y)
+    np.testing.assert_allclose(ours["apply"], fx, rtol=1e-6)
+    np.testing.assert_allclose(ours["jit"], fx, rtol=1e-6)
+    np.testing.assert_allclose(ours["jvp primal"], fx, rtol=1e-6)
+    np.testing.assert_allclose(ours["jvp tangent"], gx * 1.0 + gy * 0.5, rtol=1e-5)
+    for name in ("grad", "jit(grad)", "jacfwd", "jacrev"):
+        np.testing.assert_allclose(ours[name], [gx, gy], rtol=1e-5, err_msg=name)
+    points = [(0.0, 0.0), (1.0, 1.0), (1.5, 2.0), (-1.2, 1.0)]
+    np.testing.assert_allclose(ours["vmap"], [rosenbrock(*p) for p in points], rtol=1e-5)
+    np.testing.assert_allclose(ours["jit(vmap(grad))"], np.array([gradient(*p) for p in points]).T, rtol=1e-5)
+
+    # tesseract-jax reached tesscpp's endpoints: shapes from abstract_eval, reverse mode
+    # through the VJP, forward mode through the JVP, jacfwd/jacrev through the jacobian.
+    seen = calls(ours_server.url)
+    for endpoint in ("/apply", "/abstract_eval", "/vector_jacobian_product", "/jacobian_vector_product", "/jacobian"):
+        assert seen.get(endpoint, 0) >= 1, (endpoint, seen)
+    assert seen["/apply"] >= 4 + len(points), seen  # apply, jit, jvp's primal and the batch, at least

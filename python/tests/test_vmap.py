@@ -195,6 +195,20 @@ def test_vectorised_jacobian_equals_the_plain_one(pair, strategy):
         assert sum(c[0] == kind for c in t.calls) >= 3
 
 
+def test_grads_batched_cotangents_give_the_rows_of_the_jacobian(pair):
+    """torch.autograd.grad(..., is_grads_batched=True): each row of an identity
+    batch of cotangents is one VJP, together the Jacobian's rows."""
+    for tesseract in pair:
+        t = Recorder(tesseract)
+        x = torch.tensor(X[0], dtype=F64, requires_grad=True)
+        w = torch.tensor(W, dtype=F64)
+        y = tesscpp.torch.apply_tesseract(t, {"x": x, "w": w})["y"]
+        eye = torch.eye(y.numel(), dtype=F64)
+        (rows,) = torch.autograd.grad(y, x, grad_outputs=eye, is_grads_batched=True)
+        assert torch.equal(rows, torch.diag(w)), rows
+        assert sum(c[0] == "vjp" for c in t.calls) == y.numel()
+
+
 def test_tesseract_torch_refuses_the_vectorised_jacobian(pair):
     _, theirs = pair
 

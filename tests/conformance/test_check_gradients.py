@@ -9,9 +9,12 @@ endpoint and path.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from conftest import PY_FIXTURES, _tool
 
@@ -19,9 +22,9 @@ ROSENBROCK = '{"inputs": {"x": 1.5, "y": 2.0}}'
 WRONG_VJP = PY_FIXTURES / "wrong_vjp" / "tesseract_api.py"
 
 
-def tesscpp(*args: str) -> subprocess.CompletedProcess:
+def tesscpp(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     # tesseract_api.py targets are served by the tesseract-runtime of this Python.
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}", **(env or {}))
     return subprocess.run([str(_tool("TESSCPP_CLI")), "check-gradients", *args], capture_output=True, text=True,
                           env=env, timeout=300, check=False)  # fmt: skip
 
@@ -95,6 +98,84 @@ def test_mistakes_are_refused_with_status_2_naming_them():
         ((example("noop"), '{"inputs": {"x": [1.0]}}'), "no derivative endpoint"),
         ((example("univariate"), "@/nonexistent.json"), "cannot read payload file"),
     ]
+    for args, message in cases:
+        result = tesscpp(*args)
+        assert result.returncode == 2 and message in result.stderr, (args, result.returncode, result.stderr)
+
+
+def test_options_come_from_the_environment_as_tesseract_runtime_reads_them():
+    env = {"TESSERACT_RUNTIME_CHECK_GRADIENTS_ENDPOINTS": "jacobian",
+           "TESSERACT_RUNTIME_CHECK_GRADIENTS_INPUT_PATHS": "y",
+           "TESSERACT_RUNTIME_CHECK_GRADIENTS_MAX_EVALS": "1"}  # fmt: skip
+    ours = tesscpp(example("univariate"), ROSENBROCK, env=env)
+    assert ours.returncode == 0, ours.stderr
+    assert passed_lines(ours.stdout) == ["✅ Gradient check for jacobian passed ✅ (0 failures / 1 checks)"]
+    # A wrong value from the environment is refused like the flag's.
+    refused = tesscpp(example("univariate"), ROSENBROCK, env={"TESSERACT_RUNTIME_CHECK_GRADIENTS_INPUT_PATHS": "z"})
+    assert refused.returncode == 2 and "input path z is not among" in refused.stderr, refused.stderr
+
+
+def test_rtol_decides_what_passes():
+    # The wrong VJP is off by a factor 2 (fd -50 against -100): |fd - grad| = 50 fails
+    # rtol 0.1 (the default) and passes rtol 0.6, so the tolerance is the one given.
+    assert tesscpp(str(WRONG_VJP), ROSENBROCK, "--endpoints", "vector_jacobian_product").returncode == 1
+    loose = tesscpp(str(WRONG_VJP), ROSENBROCK, "--endpoints", "vector_jacobian_product", "--rtol", "0.6")
+    assert loose.returncode == 0, loose.stdout
+    assert passed_lines(loose.stdout) == [
+        "✅ Gradient check for vector_jacobian_product passed ✅ (0 failures / 2 checks)"
+    ]
+
+
+def _vjp_calls(url: str) -> float:
+    import requests
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = requests.get(f"{url}/metrics", timeout=30).text
+    samples = [s for f in text_string_to_metric_families(text) for s in f.samples if s.name == "tesscpp_requests_total"]
+    return sum(s.value for s in samples if s.labels["endpoint"] == "/vector_jacobian_product")
+
+
+@pytest.fixture
+def burgers_url(tmp_path):
+    """burgers_ad served by `tesscpp serve` on a port of its own choosing."""
+    proc = subprocess.Popen([str(_tool("TESSCPP_CLI")), "serve", example("burgers_ad"), "--port", "0",
+                             "--output-path", str(tmp_path)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"on (http://\S+)", line)
+        assert match, f"no serving line: {line!r}"
+        yield match.group(1)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_output_paths_and_max_output_samples_choose_what_the_vjp_sweeps(burgers_url):
+    """burgers_ad served by tesscpp: u (5 cells) to u_next (5) and energy (1).
+    The checker asks one VJP per swept output element, counted by /metrics."""
+    url = burgers_url
+    payload = '{"inputs": {"u": [0.1, 0.4, 0.9, 0.4, 0.1]}}'
+    vjp = ("--endpoints", "vector_jacobian_product", "--input-paths", "u", "--max-evals", "5", "--seed", "3")
+    counts = []
+    for extra in [("--output-paths", "u_next"), ("--output-paths", "u_next", "--max-output-samples", "2"),
+                  ("--output-paths", "energy"), ()]:  # fmt: skip
+        before = _vjp_calls(url)
+        run = tesscpp(url, payload, *vjp, *extra)
+        assert run.returncode == 0, (extra, run.stdout, run.stderr)
+        counts.append(_vjp_calls(url) - before)
+    # Every u_next element; 2 of them; energy's one; then both outputs (5 + 1).
+    assert counts == [5, 2, 1, 6], counts
+    unknown = tesscpp(url, payload, *vjp, "--output-paths", "nope")
+    assert unknown.returncode == 2 and "output path nope is not among" in unknown.stderr, unknown.stderr
+
+
+def test_inputs_it_cannot_check_end_with_status_2():
+    half = PY_FIXTURES / "half" / "tesseract_api.py"
+    cases = [
+        ((str(half), '{"inputs": {"x": [1.0, 2.0]}}'), "x: finite differences need a float32 or float64 array, "
+                                                         "not float16"),
+        ((example("univariate"), '{"inputs": {"x": "a", "y": 2.0}}'), "apply at the payload: 1 validation error"),
+    ]  # fmt: skip
     for args, message in cases:
         result = tesscpp(*args)
         assert result.returncode == 2 and message in result.stderr, (args, result.returncode, result.stderr)

@@ -336,3 +336,83 @@ def test_b50_failing_spec_is_reported(servers, tmp_path: Path):
         done = subprocess.run([str(_tool("TESSCPP_CLI")), "call", server.url, "test", f"@{path}"],
                               capture_output=True, timeout=60, check=False)
         assert done.returncode == 0 and json.loads(done.stdout)["status"] == "failed", done.stdout
+
+
+class RecordingProxy:
+    """A TCP proxy in front of a real server that keeps every byte the client
+    sent, so a test can see what went over the wire (url, output_path and
+    input_path as the server's, for cli_call)."""
+
+    def __init__(self, server) -> None:
+        import socket
+        import threading
+
+        self.output_path, self.input_path = server.output_path, server.input_path
+        upstream = server.url.removeprefix("http://").rsplit(":", 1)
+        self._upstream = (upstream[0], int(upstream[1]))
+        self.sent = bytearray()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            server = socket.create_connection(self._upstream)
+            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+
+    def _pump(self, source, sink, record: bool) -> None:
+        try:
+            while chunk := source.recv(65536):
+                if record:
+                    self.sent += chunk
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                try:
+                    s.shutdown(2)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def test_lz4_compresses_the_inputs_too_and_both_runtimes_read_them(servers):
+    """With compression="lz4" the client sends its base64 input arrays lz4
+    framed (docs/compatibility.md), and tesseract-runtime, like tesscpp,
+    decodes them: the answer is right, and the wire holds no plain base64 of them."""
+    x = np.linspace(0.0, 1.0, 4096)  # compressible, and large enough to show in the bytes
+    for backend in BACKENDS:
+        proxy = RecordingProxy(servers.get("noop", backend=backend))
+        try:
+            status, answer, stderr = cli_call(proxy, "apply", {"inputs": {"x": x}}, "json+base64", "lz4")
+        finally:
+            proxy.close()
+        assert status == 0, (backend, stderr)
+        np.testing.assert_array_equal(answer["result"]["x"] if "result" in answer else answer["x"], x)
+        body = bytes(proxy.sent)
+        assert base64.b64encode(x.tobytes())[:64] not in body, f"{backend}: the input went uncompressed"
+        assert b"lz4" in body, body[:2000]
+
+
+def test_run_ids_that_need_url_escaping_are_refused_before_any_request(servers):
+    server = servers.get("univariate", backend="python")
+    for run_id in ["a b", "x&y", "p%20", "h#1", "q?r", "plus+"]:
+        proxy = RecordingProxy(server)
+        try:
+            status, _, stderr = cli_call(proxy, "apply", CASES["u1_apply"][2], None, None, "--run-id", run_id)
+        finally:
+            proxy.close()
+        assert status != 0 and f"run_id '{run_id}' holds characters that would need URL escaping" in stderr, stderr
+        assert b"POST" not in bytes(proxy.sent), run_id

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +126,10 @@ def test_pkg_config_builds_a_component(prefix, tmp_path):
     library = tmp_path / "libscaler.so"
     run("g++", "-shared", "-fPIC", "-fvisibility=hidden", "-O1", SCALER / "scaler.cc", "-o", library, *flags, env=env)
     check_scaler(prefix / "bin" / "tesscpp", library)
+    # Its -rpath finds libtesscpp outside the CLI too: dlopen in a process with no library path set.
+    loaded = run(sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('loaded')", library,
+                 env=clean_env(), check=False)  # fmt: skip
+    assert loaded.returncode == 0 and loaded.stdout.strip() == "loaded", loaded.stderr
 
 
 def test_the_prefix_is_relocatable(tmp_path):
@@ -210,3 +215,32 @@ def test_init_writes_a_project_that_builds_and_passes_its_test_spec(prefix, tmp_
                 env=clean_env(), check=False)  # fmt: skip
     assert check.returncode == 0, check.stdout + check.stderr
     assert "0 failures" in check.stdout, check.stdout
+
+
+def test_the_cmake_package_names_its_cli_and_links_with_no_undefined(prefix, tmp_path):
+    source = project(tmp_path / "scaler")
+    with (source / "CMakeLists.txt").open("a") as f:
+        f.write('message(STATUS "the CLI: ${tesscpp_EXECUTABLE}")\n')
+    cmake_build(source, prefix)
+    configured = run("cmake", "-S", source, "-B", source / "build", env=clean_env()).stdout
+    cli = re.search(r"the CLI: (\S+)", configured)
+    assert cli and Path(cli[1]).resolve() == (prefix / "bin" / "tesscpp").resolve(), configured
+    assert run(cli[1], "--help", env=clean_env()).returncode == 0
+    # A symbol that no library defines fails the component's link, not its load.
+    with (source / "scaler.cc").open("a") as f:
+        f.write('\nint nowhere_defined(int);\nextern "C" int scaler_uses_it(int x) { return nowhere_defined(x); }\n')
+    broken = cmake_build(source, prefix, check=False)
+    assert broken.returncode != 0 and "nowhere_defined" in broken.stdout + broken.stderr, broken.stdout
+
+
+def test_the_derived_template_says_what_to_install_without_adolc(prefix, tmp_path):
+    target = tmp_path / "needs-ad"
+    run(prefix / "bin" / "tesscpp", "init", "needs-ad", "--dir", target, env=clean_env())
+    # Headers and libraries are looked for under a root with nothing in it: ADOL-C and Sacado are missing.
+    result = cmake_build(target, prefix, "-DCMAKE_FIND_ROOT_PATH=/nonexistent",
+                         "-DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY", "-DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY",
+                         check=False)  # fmt: skip
+    assert result.returncode != 0
+    said = " ".join((result.stdout + result.stderr).split())
+    assert "needs-ad derives its derivatives with tesscpp::autodiff, which needs ADOL-C and Sacado" in said, said
+    assert "apt install libadolc-dev libtrilinos-sacado-dev" in said and "--template explicit" in said, said

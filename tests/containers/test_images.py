@@ -21,7 +21,9 @@ from haproxy import wait_for_health  # noqa: E402
 
 def test_the_image_holds_the_cli_the_component_and_their_libraries_only(vectoradd, tmp_path):
     size = int(docker("image", "inspect", vectoradd, "--format", "{{.Size}}").stdout)
-    assert size < 100 * 2**20, size
+    # docs/containers.md and README: 27.4 MB (2026-12-03); a margin for other
+    # libraries of the same Debian, no more: a debug build or an extra closure fails.
+    assert 24e6 < size < 31e6, f"{size / 1e6:.1f} MB"
     container = docker("create", vectoradd).stdout.strip()
     try:
         docker("export", "-o", tmp_path / "fs.tar", container)

@@ -19,6 +19,11 @@ if(NOT TESSCPP_CUDA STREQUAL "OFF")
     set(TESSCPP_CUDA ON)
   elseif(TESSCPP_CUDA STREQUAL "ON")
     message(FATAL_ERROR "TESSCPP_CUDA=ON but no CUDA toolkit was found (set CUDAToolkit_ROOT)")
+  elseif("$ENV{CI}" STREQUAL "true")
+    # The CI machine has a toolkit (and no GPU): without it the CUDA
+    # module and its tests would silently drop out of a green run.
+    message(FATAL_ERROR "CI=true but no CUDA toolkit was found: the CUDA module would not be built "
+                        "(install it, set CUDAToolkit_ROOT, or configure with -DTESSCPP_CUDA=OFF)")
   else()
     set(TESSCPP_CUDA OFF)
   endif()

@@ -40,6 +40,10 @@ FIXTURE_SOURCES = Path(__file__).parent / "fixtures"
 BACKENDS = ("cpp-inprocess", "cpp-served", "py-served")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gpu: needs a CUDA device (ctest runs these as python_gpu)")
+
+
 def required_dir(variable: str) -> Path:
     value = os.environ.get(variable)
     if not value:

@@ -21,7 +21,7 @@ import torch.autograd.forward_ad as fwAD
 import tesscpp
 from tesscpp.torch import apply_tesseract
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 F64 = torch.float64
 

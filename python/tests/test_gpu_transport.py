@@ -24,7 +24,7 @@ import torch
 import tesscpp
 from tesscpp.torch import apply_tesseract
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 SOURCE = Path(os.environ.get("TESSCPP_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 NOOP_PY = SOURCE / "tests" / "fixtures" / "python" / "noop" / "tesseract_api.py"
@@ -335,20 +335,32 @@ def test_in_process_dlpack_inputs_are_ordered_on_the_gpu():
 
 
 def test_ipc_events_order_pending_producers_between_processes(noop):
-    """Between tesscpp ends (docs/gpu-transport.md 14) no side synchronises its
-    device: the server's work on the input waits on the GPU for the client's
-    event, and the call returns once the server's event is done. A producer
-    still spinning on the default stream, or on a side stream, is read whole."""
+    """Between tesscpp ends (docs/gpu-transport.md 14) the server's work on the
+    input waits on the GPU for the client's event, and the call returns once
+    the server's event is done: a producer still spinning on the default
+    stream, or on a side stream, is read whole. The client waits for that
+    event, never for its whole device: work on an unrelated stream, queued
+    before the calls and longer than both, is still running when they return
+    (a cudaDeviceSynchronize fallback would have waited for it). The
+    server's own device is out of this test's sight."""
     noop.apply({"x": torch.ones(4, device="cuda")})  # the server has said that it waits for events
-    x = torch.zeros(1 << 22, device="cuda")
+    unrelated, side = torch.cuda.Stream(), torch.cuda.Stream()
+    x, y = torch.zeros(1 << 22, device="cuda"), torch.zeros(1 << 22, device="cuda")
     torch.cuda.synchronize()
+    with torch.cuda.stream(unrelated):
+        torch.cuda._sleep(6 * _LONG_SPIN)
     torch.cuda._sleep(_LONG_SPIN)
     x.fill_(9.0)
-    assert torch.equal(torch.from_dlpack(noop.apply({"x": x})["x"]), torch.full_like(x, 9.0))
-    y, side = _pending_fill(1 << 22, 8.0, spin_cycles=_LONG_SPIN)
+    out = noop.apply({"x": x})["x"]
+    assert not unrelated.query(), "the call waited for an unrelated stream: a device synchronisation"
+    assert torch.equal(torch.from_dlpack(out), torch.full_like(x, 9.0))
     with torch.cuda.stream(side):
+        torch.cuda._sleep(_LONG_SPIN)
+        y.fill_(8.0)
         out = noop.apply({"x": y})["x"]
+    assert not unrelated.query(), "the call waited for an unrelated stream: a device synchronisation"
     assert torch.equal(torch.from_dlpack(out), torch.full_like(y, 8.0))
+    unrelated.synchronize()
 
 
 class NoStreamDlpack:
@@ -515,14 +527,22 @@ def test_a_server_that_names_the_gpu_differently(monkeypatch, visible):
 
 
 def test_a_server_that_sees_no_gpu_says_which_one_it_lacks(monkeypatch):
+    """A 422 (pydantic's ValidationError, as tesseract_core raises it) of type
+    array_decode_error that names the GPU by UUID and how to give access."""
+    import pydantic
+
+    uuid = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
     t = tesscpp.Tesseract.from_source(example("noop"), gpu_transport="cuda_ipc")
     with monkeypatch.context() as m:
         m.setenv("CUDA_VISIBLE_DEVICES", "")
         t.serve()
     try:
-        with pytest.raises(Exception, match="CUDA|GPU") as refused:
+        with pytest.raises(pydantic.ValidationError) as refused:
             t.apply({"x": torch.ones(10, device="cuda")})
         print(f"server without the GPU: {refused.value}")
+        errors = refused.value.errors()
+        assert [e["type"] for e in errors] == ["array_decode_error"], errors
+        assert f"the GPU with UUID {uuid}" in errors[0]["msg"] and "CUDA_VISIBLE_DEVICES" in errors[0]["msg"], errors
     finally:
         t.teardown()
 

@@ -24,11 +24,39 @@ cmake -S "$root" -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DCM
 make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_cuda_internal_tests tesscpp_runtime_tests tesscpp_gpu_transport_tests noop bench_devhold \
   bridge_vec bridge_nl bridge_devid bridge_vmmout >"$out/build.log" 2>&1 \
   || { grep -E "error" -A3 "$out/build.log" | head -40; exit 1; }
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-"$build/bin/tesscpp_cuda_tests" 2>&1 | tail -4
-"$build/bin/tesscpp_cuda_internal_tests" 2>&1 | tail -1
-"$build/bin/tesscpp_runtime_tests" --gtest_filter='GpuTransport*' 2>&1 | tail -3
-"$build/bin/tesscpp_gpu_transport_tests" 2>&1 | tail -3
+# What ran, for the record (run.log): the commit (from .git, or where the copy
+# has none from .devdeps/commit, which prepare.sh writes), and the versions used.
+{
+  if git -C "$root" rev-parse HEAD >/dev/null 2>&1; then
+    echo "commit: $(git -C "$root" rev-parse HEAD)$(git -C "$root" diff --quiet HEAD || echo ' +uncommitted changes')"
+  else
+    echo "commit: $(cat "$root/.devdeps/commit" 2>/dev/null || echo unknown)"
+  fi
+  echo "date: $(date -u +%FT%TZ)"
+  echo "gpu, driver: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+  echo "cuda toolkit: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none)"
+  python3 - <<'PY'
+import importlib, sys
+print("python:", sys.version.split()[0])
+for name in ("torch", "pytest", "cupy", "jax", "tesseract_core"):
+    try:
+        print(f"{name}:", importlib.import_module(name).__version__)
+    except Exception as e:  # noqa: BLE001 - a missing one is recorded, not fatal
+        print(f"{name}: not available ({type(e).__name__})")
+PY
+} | tee "$out/run.log"
+# The C++ GPU tests: their full gtest output goes into run.log; the console
+# gets each binary's summary.
+gtest() {
+  echo "== $*" >>"$out/run.log"
+  "$@" >>"$out/run.log" 2>&1 && echo "ok: $(basename "$1")" || { echo "FAILED: $*"; status=1; }
+}
+status=0
+gtest "$build/bin/tesscpp_cuda_tests"
+gtest "$build/bin/tesscpp_cuda_internal_tests"
+gtest "$build/bin/tesscpp_runtime_tests" --gtest_filter='GpuTransport*'
+gtest "$build/bin/tesscpp_gpu_transport_tests"
+grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/run.log" || true
 cd "$build"
 export PYTHONPATH="$build/python:$PYTHONPATH" TESSCPP_BRIDGE_FIXTURES="$build/python/fixtures" \
   TESSCPP_EXAMPLES_DIR="$build/examples" TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$build/bin/tesscpp"
@@ -40,12 +68,12 @@ if [[ $bench == 1 ]]; then
   python3 "$root/bench/vmm_bench.py" --examples "$build/examples" --bench-components "$build/bench" \
     --fixtures "$build/python/fixtures" --out "$out/vmm-bench.md" 2>&1 | tee "$out/vmm-bench.log" | tail -16
 fi
-status=0
 # -v: the log names every test and its outcome (kept in bench/results/ as the
 # evidence of a GPU run); the console shows what did not pass, and the counts.
 python3 -m pytest -v -p no:cacheprovider --noconftest -rs -s "$root/python/tests/test_gpu_host_path.py" \
   "$root/python/tests/test_gpu_transport.py" "$root/python/tests/test_gpu_transfer.py" "$root/python/tests/test_gpu_vmm.py" "$@" 2>&1 | tee "$out/pytest.log" | grep -v " PASSED" | tail -60 \
   || status=1
+cat "$out/pytest.log" >>"$out/run.log"
 echo "processes left on the GPU after the tests:"
 gpu_processes
 exit $status

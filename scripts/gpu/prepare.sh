@@ -23,4 +23,7 @@ tc_wheels=(tesseract-core==1.15.0 pydantic==2.14.1 pydantic-core==2.50.1 annotat
 "$root/.venv/bin/python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 -d "$deps/whl-tc" "${tc_wheels[@]}"
+# The commit goes with the deps too, for copies of the tree without .git
+# (build_and_test.sh records it), marked when the tree has local changes.
+{ git -C "$root" rev-parse HEAD | tr -d '\n'; git -C "$root" diff --quiet HEAD || echo -n " +uncommitted changes"; echo; } >"$deps/commit"
 du -sh "$deps"

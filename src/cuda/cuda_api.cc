@@ -217,7 +217,13 @@ Result<std::string> DeviceUuid(int ordinal) {
 }
 
 Result<int> OrdinalOfUuid(std::string_view uuid) {
-  TESS_RETURN_IF_ERROR(CheckAvailable());
+  if (Status available = CheckAvailable(); !available.ok()) {
+    // The caller needs the GPU named, not only that this process has none.
+    return Status::Unavailable("The array lives on the GPU with UUID ", uuid,
+                               ", but this process can use no GPU (", available.message(),
+                               "). Give both processes access to that GPU (e.g. via --gpus or "
+                               "CUDA_VISIBLE_DEVICES).");
+  }
   return internal::FindOrdinal(internal::State().uuids, uuid);
 }
 

@@ -94,12 +94,17 @@ TEST(GpuTransportServer, EnabledAdvertisesAndAnswersChecks) {
             R"j(ValueError: expected a cuda_ipc array"})j");
 
   if (cuda::CheckAvailable().ok()) return;  // the device paths: test_gpu_transport.py
-  // Without a device, reading a well-formed array fails as the driver says.
+  // Without a device, reading a well-formed array fails naming its GPU and what the driver says.
   const std::string check = reply(
       R"j({"gpu_transport":"cuda_ipc","expected":"","array":{"dtype":"uint8","shape":[256],"data":{"buffer":")j"
       R"j(00010203-0405-0607-0809-0a0b0c0d0e0f:q6urq6urq6urq6urq6urq6urq6urq6urq6urq6ur)j"
       R"j(q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urqw==:0:256","encoding":"cuda_ipc"}}})j");
-  EXPECT_NE(check.find("RuntimeError: " + cuda::CheckAvailable().message()), std::string::npos) << check;
+  EXPECT_NE(
+      check.find("RuntimeError: The array lives on the GPU with UUID 00010203-0405-0607-0809-0a0b0c0d0e0f, "
+                 "but this process can use no GPU (" +
+                 cuda::CheckAvailable().message()),
+      std::string::npos)
+      << check;
   r = Request(*runtime, "POST", "/apply", kEmptyArray);
   EXPECT_EQ(r.status, 422);
   EXPECT_NE(r.body.string_view().find("array_decode_error"), std::string_view::npos);

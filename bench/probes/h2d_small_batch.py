@@ -82,11 +82,11 @@ def lean(batch, packed):
         for x in sources:
             n = x.numel()
             out.append(buffer.as_strided(x.shape, x.stride(), offset))
-            copies.append((x.data_ptr(), base + offset * 4, n * 4, x.is_pinned()))
+            copies.append((x.data_ptr(), base + offset * 4, n * 4))
             offset += n
     else:
         out = [torch.empty(x.shape, dtype=x.dtype, device=device) for x in sources]
-        copies = [(x.data_ptr(), y.data_ptr(), x.nbytes, x.is_pinned()) for x, y in zip(sources, out, strict=True)]
+        copies = [(x.data_ptr(), y.data_ptr(), x.nbytes) for x, y in zip(sources, out, strict=True)]
     _tesscpp._copy_h2d(copies, device.index, stream.cuda_stream)
     return out
 

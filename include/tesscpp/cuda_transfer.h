@@ -22,7 +22,6 @@ struct HostToDeviceCopy {
   const void* source = nullptr;
   void* destination = nullptr;  ///< device memory on the transfer's device
   int64_t nbytes = 0;
-  bool source_pinned = false;  ///< page-locked (DMA reads it directly)
 };
 
 /// \brief Completion of one transfer: Wait() blocks until its copies are done
@@ -34,11 +33,11 @@ class TransferDone {
 };
 
 /// \brief Enqueues `copies` on the calling thread's transfer stream of `device`
-/// and makes `consumer_stream` (a cudaStream_t as an integer; 0 is the legacy
-/// default stream) wait for them. Pageable sources have been read when this
-/// returns; pinned sources must stay alive and unchanged until the returned
-/// TransferDone says so. On a failure the copies already submitted are waited
-/// for before the error is returned, so no copy still touches the buffers.
+/// (page-locked sources, as the driver reports them, by DMA directly) and makes `consumer_stream` (a
+/// cudaStream_t as an integer; 0 is the legacy default stream) wait for them. Pageable sources have been read
+/// when this returns; pinned sources must stay alive and unchanged until the returned TransferDone says so.
+/// On a failure the copies already submitted are waited for before the error is returned, so no copy still
+/// touches the buffers.
 Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDeviceCopy> copies, int device,
                                                        uintptr_t consumer_stream);
 

@@ -110,18 +110,18 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
   });
   m.def(
       "_copy_h2d",
-      [](const std::vector<std::tuple<uintptr_t, uintptr_t, int64_t, bool>>& copies, int device,
+      [](const std::vector<std::tuple<uintptr_t, uintptr_t, int64_t>>& copies, int device,
          uintptr_t consumer_stream) {
         std::vector<cuda::HostToDeviceCopy> planned;
         planned.reserve(copies.size());
-        for (const auto& [source, destination, nbytes, pinned] : copies) {
+        for (const auto& [source, destination, nbytes] : copies) {
           planned.push_back(
-              {reinterpret_cast<const void*>(source), reinterpret_cast<void*>(destination), nbytes, pinned});
+              {reinterpret_cast<const void*>(source), reinterpret_cast<void*>(destination), nbytes});
         }
         return Released([&] { return cuda::CopyHostToDevice(planned, device, consumer_stream); });
       },
       nb::arg("copies"), nb::arg("device"), nb::arg("consumer_stream"),
-      "Copies (source, destination, nbytes, source_pinned) host ranges to `device` (see tesscpp.cuda).");
+      "Copies (source, destination, nbytes) host ranges to `device` (see tesscpp.cuda).");
 
   m.def(
       "_transport_counters",

@@ -23,6 +23,40 @@ __all__ = ["transfer_h2d", "transport_counters"]
 
 _cache = threading.local()
 
+# Sources up to this size get their destinations carved out of a few
+# allocations per batch (arenas): for 1000 x 64 KiB, one torch allocation and
+# one free per tensor cost more than their copies (docs/gpu-transport.md §12.4).
+_ARENA_MAX_SOURCE = 1 << 20
+_ARENA_MAX_BYTES = 8 << 20
+_ARENA_ALIGN = 256  # bytes between destinations, as torch's allocator rounds
+
+
+class _Arenas:
+    """One batch's arenas, one open per dtype; each is twice the size of the
+    previous one of its dtype (from 16 sources' worth), up to _ARENA_MAX_BYTES,
+    so a batch with few small tensors allocates little beyond them."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.open: dict[torch.dtype, list] = {}  # dtype -> [buffer, base, next element, capacity, next size]
+
+    def take(self, source: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """A destination shaped like `source` (contiguous) and its address."""
+        n = source.numel()
+        arena = self.open.get(source.dtype)
+        if arena is None or arena[2] + n > arena[3]:
+            itemsize = source.element_size()
+            size = arena[4] if arena is not None else 16 * source.nbytes
+            elements = max(n, size // itemsize)
+            buffer = torch.empty(elements, dtype=source.dtype, device=self.device)
+            arena = self.open[source.dtype] = [buffer, buffer.data_ptr(), 0, elements,
+                                               min(2 * size, _ARENA_MAX_BYTES)]  # fmt: skip
+        buffer, base, at = arena[0], arena[1], arena[2]
+        itemsize = source.element_size()
+        step = max(1, _ARENA_ALIGN // itemsize)
+        arena[2] = at + (n + step - 1) // step * step
+        return buffer.as_strided(source.shape, source.stride(), at), base + at * itemsize
+
 
 def transport_counters() -> dict[str, int]:
     """What this process's cuda_ipc transport has done so far (counts since start).
@@ -52,7 +86,10 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
 
     Returns:
         A batch of the same structure. Its tensors may be used on the current
-        stream at once: that stream waits for the copies.
+        stream at once: that stream waits for the copies. Copies of tensors
+        of up to 1 MiB are views into a few allocations shared within the
+        batch (per dtype, 8 MiB at most each), so that one kept tensor keeps
+        its allocation alive; larger ones are allocations of their own.
     """
     if num_caches < 1:
         raise ValueError(f"num_caches must be at least 1, got {num_caches}")
@@ -61,8 +98,9 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
         raise ValueError(f"transfer_h2d copies to a CUDA device, got {target}")
     if target.index is None:
         target = torch.device("cuda", torch.cuda.current_device())
-    copies: list[tuple[int, int, int, bool]] = []
+    copies: list[tuple[int, int, int]] = []
     sources: list[torch.Tensor] = []
+    arenas = _Arenas(target)
 
     def move(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
@@ -75,10 +113,14 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
             source = value.detach() if value.requires_grad else value  # kept: not its graph
             if not source.is_contiguous() or source.is_conj() or source.is_neg():
                 source = source.contiguous().resolve_conj().resolve_neg()
-            destination = torch.empty_like(source, device=target, memory_format=torch.contiguous_format)
             nbytes = source.nbytes
+            if 0 < nbytes <= _ARENA_MAX_SOURCE:
+                destination, address = arenas.take(source)
+            else:
+                destination = torch.empty_like(source, device=target, memory_format=torch.contiguous_format)
+                address = destination.data_ptr()
             if nbytes:
-                copies.append((source.data_ptr(), destination.data_ptr(), nbytes, source.is_pinned()))
+                copies.append((source.data_ptr(), address, nbytes))
                 sources.append(source)
             return destination
         if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -10,7 +10,7 @@ import torch
 
 from tesscpp.cuda import transfer_h2d
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 
 @dataclasses.dataclass
@@ -64,14 +64,42 @@ def test_nested_batches_arrive_whole():
 
 def test_consumer_stream_waits_without_a_host_sync():
     """Work queued on the current stream right after the call sees the data
-    (the stream waits on the GPU), batch after batch."""
+    (the stream waits on the GPU), batch after batch; and the call never
+    synchronises the device: an unrelated stream spinning since before the
+    call (~100 ms) is still spinning when it returns (a cudaDeviceSynchronize
+    would have waited for it)."""
     source = torch.randn(64 << 20 >> 2)
+    pinned = torch.randn(1 << 20).pin_memory()
+    unrelated = torch.cuda.Stream()
     for i in range(20):
         source[0] = float(i)
-        out = transfer_h2d({"x": source})["x"]
-        total = out.sum()  # queued at once on the current stream
-        assert out[0].item() == float(i)
+        with torch.cuda.stream(unrelated):
+            torch.cuda._sleep(200_000_000)
+        out = transfer_h2d({"x": source, "p": pinned})
+        still_spinning = not unrelated.query()
+        total = out["x"].sum()  # queued at once on the current stream
+        assert still_spinning, f"batch {i}: the call waited for work on another stream (a device sync)"
+        assert out["x"][0].item() == float(i)
         assert torch.isclose(total.cpu(), source.sum(), rtol=1e-4)
+        assert torch.equal(out["p"].cpu(), pinned)
+        unrelated.synchronize()
+
+
+def test_small_tensors_share_allocations_without_overlapping():
+    """Many small sources of mixed dtypes and sizes (destinations carved out
+    of shared per-dtype allocations): each arrives whole, and writing every
+    destination leaves the others untouched."""
+    dtypes = [torch.float32, torch.float16, torch.int64, torch.uint8, torch.complex64, torch.bool]
+    sources = [torch.randint(0, 100, (1 + (7 * i) % 3000,)).to(dtypes[i % len(dtypes)]) for i in range(600)]
+    sources += [torch.randn(3, 5).pin_memory(), torch.randn(()), torch.randn(300_000)]  # pinned, 0-d, > 1 MiB
+    out = transfer_h2d(sources)
+    for i, (x, y) in enumerate(zip(sources, out, strict=True)):
+        assert y.device.type == "cuda" and y.dtype == x.dtype and y.shape == x.shape and y.is_contiguous(), i
+        assert torch.equal(y.cpu(), x), i
+    for i, y in enumerate(out):
+        y.fill_(i % 2 == 0 if y.dtype == torch.bool else i % 100)
+    for i, y in enumerate(out):
+        assert torch.equal(y.cpu(), torch.full_like(sources[i], i % 2 == 0 if y.dtype == torch.bool else i % 100)), i
 
 
 def test_bad_arguments():

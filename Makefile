@@ -27,10 +27,11 @@ demo: build
 	scripts/demo.sh build/release
 
 # Every test: the static checks, unit, golden and conformance suites (-Werror build), then each
-# fuzz target for a few seconds under ASan+UBSan.
+# fuzz target for a few seconds under ASan+UBSan; then the ten slowest tests, pass or fail.
 test: bootstrap check
-	cmake --workflow --preset ci
-	cmake --workflow --preset fuzz
+	@status=0; cmake --workflow --preset ci || status=$$?; \
+	  if [ $$status -eq 0 ]; then cmake --workflow --preset fuzz || status=$$?; fi; \
+	  $(PYTHON) scripts/slowest_tests.py build/ci build/fuzz; exit $$status
 
 # Benchmarks next to the Python stack; the table lands in bench/results/.
 bench: build

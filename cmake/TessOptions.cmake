@@ -26,7 +26,10 @@ endif()
 
 find_program(TESS_CCACHE ccache)
 if(TESS_CCACHE)
-  set(CMAKE_CXX_COMPILER_LAUNCHER "${TESS_CCACHE}")
+  # Without the build directory in the hash (ccache adds it under -g), builds
+  # of this tree in other directories with the same flags share the cache: the
+  # wheel test's build (python/tests/check_wheel.sh) reuses the ci build's.
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${CMAKE_COMMAND};-E;env;CCACHE_NOHASHDIR=true;${TESS_CCACHE}")
 endif()
 # lld links noticeably faster than GNU ld on the 2-core machine.
 find_program(TESS_LLD NAMES ld.lld ld.lld-14)

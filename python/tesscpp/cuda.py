@@ -31,6 +31,17 @@ _ARENA_MAX_BYTES = 8 << 20
 _ARENA_ALIGN = 256  # bytes between destinations, as torch's allocator rounds
 
 
+class _Arena:
+    """One allocation that destinations of one dtype are carved from, in order."""
+
+    __slots__ = ("buffer", "address", "itemsize", "used", "capacity", "next_bytes")
+
+    def __init__(self, dtype: torch.dtype, elements: int, itemsize: int, next_bytes: int, device: torch.device):
+        self.buffer = torch.empty(elements, dtype=dtype, device=device)
+        self.address = self.buffer.data_ptr()
+        self.itemsize, self.used, self.capacity, self.next_bytes = itemsize, 0, elements, next_bytes
+
+
 class _Arenas:
     """One batch's arenas, one open per dtype; each is twice the size of the
     previous one of its dtype (from 16 sources' worth), up to _ARENA_MAX_BYTES,
@@ -38,24 +49,21 @@ class _Arenas:
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
-        self.open: dict[torch.dtype, list] = {}  # dtype -> [buffer, base, next element, capacity, next size]
+        self.open: dict[torch.dtype, _Arena] = {}
 
     def take(self, source: torch.Tensor) -> tuple[torch.Tensor, int]:
         """A destination shaped like `source` (contiguous) and its address."""
         n = source.numel()
         arena = self.open.get(source.dtype)
-        if arena is None or arena[2] + n > arena[3]:
+        if arena is None or arena.used + n > arena.capacity:
             itemsize = source.element_size()
-            size = arena[4] if arena is not None else 16 * source.nbytes
-            elements = max(n, size // itemsize)
-            buffer = torch.empty(elements, dtype=source.dtype, device=self.device)
-            arena = self.open[source.dtype] = [buffer, buffer.data_ptr(), 0, elements,
-                                               min(2 * size, _ARENA_MAX_BYTES)]  # fmt: skip
-        buffer, base, at = arena[0], arena[1], arena[2]
-        itemsize = source.element_size()
-        step = max(1, _ARENA_ALIGN // itemsize)
-        arena[2] = at + (n + step - 1) // step * step
-        return buffer.as_strided(source.shape, source.stride(), at), base + at * itemsize
+            size = arena.next_bytes if arena is not None else 16 * source.nbytes
+            arena = self.open[source.dtype] = _Arena(source.dtype, max(n, size // itemsize), itemsize,
+                                                     min(2 * size, _ARENA_MAX_BYTES), self.device)  # fmt: skip
+        at = arena.used
+        step = max(1, _ARENA_ALIGN // arena.itemsize)
+        arena.used = at + (n + step - 1) // step * step
+        return arena.buffer.as_strided(source.shape, source.stride(), at), arena.address + at * arena.itemsize
 
 
 def transport_counters() -> dict[str, int]:

@@ -371,6 +371,13 @@ def _in_flight(url: str) -> int:
     return int(match.group(1))
 
 
+def _wait_until(condition, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} after {seconds:.0f} s"
+        time.sleep(0.01)
+
+
 def _refused(url: str) -> bool:
     try:
         requests.get(f"{url}/health", timeout=5)
@@ -408,10 +415,7 @@ def test_sigterm_drains_the_server(workers, tmp_path):
             f"{url}/apply", json={"inputs": {"x": [1.0, 2.0], "seconds": 3.0}},
             headers={"Accept": "application/json"}, timeout=30)))  # fmt: skip
         call.start()
-        deadline = time.monotonic() + 30
-        while _in_flight(url) < 1:  # the call is being computed
-            assert time.monotonic() < deadline, "the apply never arrived"
-            time.sleep(0.01)
+        _wait_until(lambda: _in_flight(url) >= 1, 30, "the apply never arrived")  # it is being computed
         server.send_signal(signal.SIGTERM)
         assert idle.recv(4096) == b"", "an idle keep-alive connection is closed"
         if workers == 1:  # the worker that reads it is draining (with two, either may have it)
@@ -419,10 +423,8 @@ def test_sigterm_drains_the_server(workers, tmp_path):
             ready = asking.recv(4096)
             assert ready.startswith(b"HTTP/1.1 503") and b'{"status":"draining"}' in ready, ready
         asking.close()  # else its half a request holds a worker until the drain timeout
-        deadline = time.monotonic() + 10
-        while not _refused(url):  # every worker (and the supervisor) closes its listening socket
-            assert time.monotonic() < deadline, "new connections still accepted 10 s into the drain"
-            time.sleep(0.01)
+        # Every worker (and the supervisor) closes its listening socket.
+        _wait_until(lambda: _refused(url), 10, "new connections still accepted")
         assert call.is_alive() and not answers, "the call in flight was answered before the drain refused others"
         call.join(30)
         assert answers and answers[0].status_code == 200, answers

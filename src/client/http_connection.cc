@@ -221,7 +221,7 @@ Result<HttpResponse> HttpConnection::Send(std::string_view method, std::string_v
   // The server may close a kept-alive connection just as a request goes out
   // (its idle timeout). A GET is safe to send again; a call with a body is
   // not, since the server may have run it before the connection died
-  // (docs/client.md, "Lost connections").
+  // (docs/architecture.md §3, "Lost connections").
   if (!response.ok() && connection_failed && method == "GET")
     response = SendOnce(curl, method, url, headers, body, &connection_failed);
   Release(curl);

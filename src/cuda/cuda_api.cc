@@ -58,13 +58,17 @@ std::string FormatUuid(const CUuuid& uuid) {
   return text;
 }
 
+Status GpuOutOfReach(std::string_view uuid, std::string_view why) {
+  return Status::Unavailable(
+      "The array lives on the GPU with UUID ", uuid, ", ", why,
+      ". Give both processes access to that GPU (e.g. via --gpus or CUDA_VISIBLE_DEVICES).");
+}
+
 Result<int> FindOrdinal(const std::vector<std::string>& uuids, std::string_view uuid) {
   for (size_t i = 0; i < uuids.size(); ++i) {
     if (uuids[i] == uuid) return static_cast<int>(i);
   }
-  return Status::Unavailable("The array lives on the GPU with UUID ", uuid,
-                             ", which this process cannot see. Give both processes access to that GPU "
-                             "(e.g. via --gpus or CUDA_VISIBLE_DEVICES).");
+  return GpuOutOfReach(uuid, "which this process cannot see");
 }
 
 namespace {
@@ -219,10 +223,7 @@ Result<std::string> DeviceUuid(int ordinal) {
 Result<int> OrdinalOfUuid(std::string_view uuid) {
   if (Status available = CheckAvailable(); !available.ok()) {
     // The caller needs the GPU named, not only that this process has none.
-    return Status::Unavailable("The array lives on the GPU with UUID ", uuid,
-                               ", but this process can use no GPU (", available.message(),
-                               "). Give both processes access to that GPU (e.g. via --gpus or "
-                               "CUDA_VISIBLE_DEVICES).");
+    return internal::GpuOutOfReach(uuid, "but this process can use no GPU (" + available.message() + ")");
   }
   return internal::FindOrdinal(internal::State().uuids, uuid);
 }

@@ -129,6 +129,10 @@ class DeviceGuard {
 /// str(uuid.UUID(bytes=raw)), 8-4-4-4-12 lowercase hex, no "GPU-" prefix.
 std::string FormatUuid(const CUuuid& uuid);
 
+/// \brief kUnavailable: the array's GPU `uuid` is out of this process's reach
+/// (`why`), and how to give access; tesseract-core's wording.
+Status GpuOutOfReach(std::string_view uuid, std::string_view why);
+
 /// \brief The ordinal under which `uuids` (a process's visible devices, by
 /// ordinal) lists `uuid`: what names a GPU across processes whose
 /// CUDA_VISIBLE_DEVICES differ. kUnavailable with tesseract-core's text when

@@ -53,6 +53,8 @@ EXAMPLE_INFO = {
     "meshstats": ("0.1.0", "Summary statistics of a volumetric mesh.\\n"),
     "noop": ("0.1.0", "Returns its input array unchanged.\\n"),
     "collections": ("0.1.0", "Sums a list of vectors and scales it by named weights.\\n"),
+    # No Python twin: for tesscpp servers only.
+    "burgers_ad": ("0.1.0", "Explicit steps of the 1-D viscous Burgers equation.\\n"),
 }
 
 STARTUP_TIMEOUT_S = float(os.environ.get("TESSCPP_SERVER_STARTUP_TIMEOUT", "60"))
@@ -170,6 +172,19 @@ LISTENING_LINE = {
     "tesscpp": ("stdout", SERVING_LINE),
     "python": ("stderr", re.compile(r"Uvicorn running on (?P<url>http://(?P<host>[^\s:]+):(?P<port>\d+))")),
 }
+
+
+def answered(url: str) -> dict[str, float]:
+    """Requests a tesscpp server answered with 200, per endpoint, from its /metrics
+    (parsed by prometheus_client's own parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = requests.get(f"{url}/metrics", timeout=30).text
+    counts: dict[str, float] = {}
+    for sample in (s for f in text_string_to_metric_families(text) for s in f.samples):
+        if sample.name == "tesscpp_requests_total" and sample.labels["status"] == "200":
+            counts[sample.labels["endpoint"]] = counts.get(sample.labels["endpoint"], 0) + sample.value
+    return counts
 
 
 def _wait_for_line(server: Server, deadline: float) -> re.Match:

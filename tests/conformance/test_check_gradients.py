@@ -9,14 +9,11 @@ endpoint and path.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from conftest import PY_FIXTURES, _tool
+from conftest import PY_FIXTURES, _tool, answered
 
 ROSENBROCK = '{"inputs": {"x": 1.5, "y": 2.0}}'
 WRONG_VJP = PY_FIXTURES / "wrong_vjp" / "tesseract_api.py"
@@ -126,43 +123,19 @@ def test_rtol_decides_what_passes():
     ]
 
 
-def _vjp_calls(url: str) -> float:
-    import requests
-    from prometheus_client.parser import text_string_to_metric_families
-
-    text = requests.get(f"{url}/metrics", timeout=30).text
-    samples = [s for f in text_string_to_metric_families(text) for s in f.samples if s.name == "tesscpp_requests_total"]
-    return sum(s.value for s in samples if s.labels["endpoint"] == "/vector_jacobian_product")
-
-
-@pytest.fixture
-def burgers_url(tmp_path):
-    """burgers_ad served by `tesscpp serve` on a port of its own choosing."""
-    proc = subprocess.Popen([str(_tool("TESSCPP_CLI")), "serve", example("burgers_ad"), "--port", "0",
-                             "--output-path", str(tmp_path)], stdout=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        line = proc.stdout.readline()
-        match = re.search(r"on (http://\S+)", line)
-        assert match, f"no serving line: {line!r}"
-        yield match.group(1)
-    finally:
-        proc.kill()
-        proc.wait()
-
-
-def test_output_paths_and_max_output_samples_choose_what_the_vjp_sweeps(burgers_url):
+def test_output_paths_and_max_output_samples_choose_what_the_vjp_sweeps(servers):
     """burgers_ad served by tesscpp: u (5 cells) to u_next (5) and energy (1).
     The checker asks one VJP per swept output element, counted by /metrics."""
-    url = burgers_url
+    url = servers.fresh("burgers_ad", backend="tesscpp").url
     payload = '{"inputs": {"u": [0.1, 0.4, 0.9, 0.4, 0.1]}}'
     vjp = ("--endpoints", "vector_jacobian_product", "--input-paths", "u", "--max-evals", "5", "--seed", "3")
     counts = []
     for extra in [("--output-paths", "u_next"), ("--output-paths", "u_next", "--max-output-samples", "2"),
                   ("--output-paths", "energy"), ()]:  # fmt: skip
-        before = _vjp_calls(url)
+        before = answered(url).get("/vector_jacobian_product", 0)
         run = tesscpp(url, payload, *vjp, *extra)
         assert run.returncode == 0, (extra, run.stdout, run.stderr)
-        counts.append(_vjp_calls(url) - before)
+        counts.append(answered(url).get("/vector_jacobian_product", 0) - before)
     # Every u_next element; 2 of them; energy's one; then both outputs (5 + 1).
     assert counts == [5, 2, 1, 6], counts
     unknown = tesscpp(url, payload, *vjp, "--output-paths", "nope")

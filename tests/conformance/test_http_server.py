@@ -349,10 +349,7 @@ def test_the_clients_send_the_token(server, tmp_path):
 
 def _wait_for_in_flight(port: int, n: int) -> None:
     """Until the server's /metrics says `n` requests are in flight (past their header, not answered)."""
-    deadline = time.monotonic() + SOCKET_TIMEOUT_S
-    while (now := _metrics(port)[("tesscpp_requests_in_flight", ())]) != n:
-        assert time.monotonic() < deadline, f"{now:.0f} requests in flight, not {n}, after {SOCKET_TIMEOUT_S} s"
-        time.sleep(0.01)
+    _until(lambda: _metrics(port)[("tesscpp_requests_in_flight", ())] == n, f"{n} requests in flight")
 
 
 def _get(port: int, target: str, extra: str = "") -> tuple[int, dict[str, str], bytes]:

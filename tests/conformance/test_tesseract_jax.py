@@ -10,15 +10,14 @@ agree between the two servers and with the closed form, and tesscpp's
 
 from __future__ import annotations
 
-import re
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import requests
 import tesseract_core
 from tesseract_jax import apply_tesseract
+
+from conftest import answered
 
 X, Y = 1.5, 2.0
 
@@ -57,15 +56,6 @@ def program(t: tesseract_core.Tesseract) -> dict[str, np.ndarray]:
     }
 
 
-def calls(url: str) -> dict[str, int]:
-    """Answered requests per endpoint, from a tesscpp server's /metrics."""
-    text = requests.get(f"{url}/metrics", timeout=30).text
-    counts: dict[str, int] = {}
-    for endpoint, n in re.findall(r'^tesscpp_requests_total\{endpoint="(/[a-z_]+)",status="200"\} (\d+)', text, re.M):
-        counts[endpoint] = counts.get(endpoint, 0) + int(n)
-    return counts
-
-
 @pytest.mark.tesscpp_only
 def test_jax_transformations_through_tesscpp_match_tesseract_runtime(servers):
     ours_server = servers.fresh("univariate")  # its own, so its /metrics count this test's calls only
@@ -89,7 +79,7 @@ def test_jax_transformations_through_tesscpp_match_tesseract_runtime(servers):
 
     # tesseract-jax reached tesscpp's endpoints: shapes from abstract_eval, reverse mode
     # through the VJP, forward mode through the JVP, jacfwd/jacrev through the jacobian.
-    seen = calls(ours_server.url)
+    seen = answered(ours_server.url)
     for endpoint in ("/apply", "/abstract_eval", "/vector_jacobian_product", "/jacobian_vector_product", "/jacobian"):
         assert seen.get(endpoint, 0) >= 1, (endpoint, seen)
     assert seen["/apply"] >= 4 + len(points), seen  # apply, jit, jvp's primal and the batch, at least

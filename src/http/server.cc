@@ -94,6 +94,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void ReadHeader() {
+    // An answer begun before the drain promised keep-alive, and CloseIfIdle
+    // found this connection busy writing it: nothing else would close it, and
+    // the drain would wait for its timeout. A pipelined request already
+    // buffered is still read and answered (then closed, by Write).
+    if (state_.draining.load(std::memory_order_relaxed) && buffer_.size() == 0) return Close();
     idle_ = true;
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);

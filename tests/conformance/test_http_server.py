@@ -8,6 +8,7 @@ Needs TESSCPP_CLI (the tesscpp binary) and TESSCPP_EXAMPLES_DIR.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -550,6 +551,40 @@ def test_the_drain_timeout_ends_a_call_that_would_not_finish(server):
         with pytest.raises(ConnectionError):
             _recv_response(s)
     assert "drain timeout (1 s) passed with calls still running" in proc.log.read_text()
+
+
+def test_a_connection_answered_while_draining_closes_after_its_answer(server):
+    """SIGTERM while an answer is still being written (its reader is slow):
+    the answer arrives whole, then the server closes the connection and exits,
+    instead of keeping the connection for another request until the drain
+    timeout (600 s here) ends the process."""
+    port, proc = server("vectoradd", env={"TESSERACT_DRAIN_TIMEOUT": "600"})
+    n = 1 << 21  # an answer of ~10 MB as a JSON list, more than the socket buffers hold
+    zeros = {"object_type": "array", "shape": [n], "dtype": "float32",
+             "data": {"buffer": base64.b64encode(bytes(4 * n)).decode(), "encoding": "base64"}}  # fmt: skip
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(SOCKET_TIMEOUT_S)
+    with s:
+        s.connect(("127.0.0.1", port))
+        s.sendall(_post("/apply", json.dumps({"inputs": {"a": zeros, "b": zeros}}).encode(),
+                        "Accept: application/json\r\n"))  # fmt: skip
+        answered = ("tesscpp_requests_total", (("endpoint", "/apply"), ("status", "200")))
+        _until(lambda: _metrics(port).get(answered) == 1, "the answer counted (its write begun)")
+        proc.send_signal(signal.SIGTERM)
+        _until(lambda: _refused(port), "the listening socket closed (the drain begun)")
+        status, _, body = _recv_response(s)
+        assert status == 200 and len(json.loads(body)["result"]["data"]["buffer"]) == n
+        assert s.recv(1) == b"", "the connection stayed open after its answer"
+    assert proc.wait(timeout=SOCKET_TIMEOUT_S) == 0
+
+
+def _refused(port: int) -> bool:
+    try:
+        _connect(port).close()
+        return False
+    except ConnectionRefusedError:
+        return True
 
 
 def test_access_log_lines_of_concurrent_requests_never_interleave(server):

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -127,6 +129,52 @@ def test_tesscpp_run_hands_its_options_to_the_engine(vectoradd, engine_log, tmp_
     default_user = run(cli, "run", vectoradd, "health")
     assert json.loads(default_user.stdout) == {"status": "ok"}
     assert option(engine_log()[-1], "--user") == [f"{os.getuid()}:{os.getgid()}"]
+
+
+REPLAYER = """#!/bin/sh
+# Records the engine command line (one argument per line, then an empty one).
+# Run by root it asks the engine and keeps the answer; run by anyone else, who
+# may not reach the engine's socket, it replays root's answer to the same
+# command line, and fails a command root never ran.
+answers=$TESSCPP_ENGINE_ANSWERS/$(printf '%s\\n' "$@" | sha1sum | cut -c1-40)
+printf '%s\\n' "$@" '' >> "$TESSCPP_ENGINE_LOG"
+if [ "$(id -u)" = 0 ]; then
+  docker "$@" > "$answers.out"; echo $? > "$answers.rc"
+elif [ ! -f "$answers.rc" ]; then
+  echo "engine replay: root never ran this command" >&2; exit 1
+fi
+cat "$answers.out"; exit "$(cat "$answers.rc")"
+"""
+
+
+def test_tesscpp_run_defaults_to_the_callers_user_not_root(vectoradd):
+    """As root (this suite's user) the caller's user and a hard-coded root
+    look alike, so `tesscpp run` runs once as root and once as uid 4242, gid
+    4343, which is asked for 4242:4343. The second caller may not reach the
+    engine's socket: it gets root's answers to the same commands, and its
+    container command line (with another user) reaches no engine. from_image
+    takes its default from the same function (client::CurrentUser)."""
+    with tempfile.TemporaryDirectory() as folder:  # not under tmp_path, which only root may enter
+        shared = Path(folder)
+        shared.chmod(0o777)
+        wrapper = shared / "engine"
+        wrapper.write_text(REPLAYER)
+        wrapper.chmod(0o755)
+        (shared / "answers").mkdir(mode=0o755)
+        env = {"PATH": os.environ["PATH"], "DOCKER_HOST": os.environ.get("DOCKER_HOST", ""), "HOME": folder,
+               "TESSERACT_DOCKER_EXECUTABLE": str(wrapper),
+               "TESSCPP_ENGINE_ANSWERS": str(shared / "answers")}  # fmt: skip
+        users = {}
+        for uid, gid in [(0, 0), (4242, 4343)]:
+            log = shared / f"engine-{uid}.log"
+            subprocess.run([required("TESSCPP_CLI"), "run", vectoradd, "health"],
+                           env={**env, "TESSCPP_ENGINE_LOG": str(log)}, user=uid, group=gid, extra_groups=[],
+                           capture_output=True, timeout=120, check=False)  # fmt: skip
+            text = log.read_text() if log.exists() else ""
+            runs = [c.splitlines() for c in text.split("\n\n") if c.startswith("run\n")]
+            assert len(runs) == 1, text
+            users[uid] = option(runs[0], "--user")
+        assert users == {0: ["0:0"], 4242: ["4242:4343"]}
 
 
 def test_the_image_declares_no_volume_and_shares_its_data_folders(vectoradd, tmp_path):

@@ -138,6 +138,10 @@ struct ClientOptions {
   /// be complete, or written on the legacy default stream or a blocking one,
   /// when the call starts (what the Python package guarantees by asking
   /// DLPack producers for that stream). Other servers never see the events.
+  /// (Independently of this option, CUDA outputs borrowed from a tesscpp
+  /// server are released after the work queued on the legacy default stream
+  /// or a blocking one when the last of them goes: reads on a non-blocking
+  /// stream must be finished by then, docs/gpu-transport.md 13.)
   bool cuda_ipc_events = false;
   /// The encoding calls request (see Tesseract::WithEncoding).
   RequestedEncoding encoding;

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tesscpp/result.h"
@@ -56,6 +58,26 @@ Status OrderAfterStream(uintptr_t stream, int ordinal);
 /// \brief Waits until all work on device `ordinal` is done (for producers
 /// whose stream is unknown).
 Status SynchronizeDevice(int ordinal);
+
+/// \brief A point on the legacy default stream of a device, taken when it is
+/// made: reached once the work queued there before it is done. That includes
+/// work queued earlier on blocking streams (the legacy stream waits for them)
+/// but not on non-blocking ones (torch's side streams, XLA's), as with torch's
+/// rule that memory used on another stream is recorded there. An event, so
+/// waiting for it never waits for the rest of the device.
+class StreamMark {
+ public:
+  /// \brief Marks the legacy default stream of device `ordinal` now.
+  static Result<StreamMark> OnLegacyStream(int ordinal);
+  /// \brief Whether the work before the mark is done (never blocks).
+  Result<bool> Reached() const;
+  /// \brief Blocks the calling thread until the work before the mark is done.
+  Status Wait() const;
+
+ private:
+  explicit StreamMark(std::shared_ptr<void> event) : event_(std::move(event)) {}
+  std::shared_ptr<void> event_;  // the CUDA event, destroyed with the last copy
+};
 
 /// \brief A C-contiguous tensor of uninitialised device memory on `ordinal`,
 /// from the process's device pool (reused buffers are safe: the pool waits for

@@ -179,7 +179,7 @@ void HttpSession::QueueExports(const HttpResponse& response) {
 
 void HttpSession::FlushExportsDone() {
   if (connection_ == nullptr) return;
-  const std::optional<std::vector<std::string>> ids = acks_->Take(false);
+  const std::optional<std::vector<std::string>> ids = acks_->Take(false, /*wait=*/true);
   if (!ids) return;
   // Best effort: a server that is gone frees them after its timeout.
   (void)connection_->Send("GET", "/health", {ExportsDoneHeader(*ids)}, nullptr);
@@ -311,7 +311,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   } remove_files{files};
 
   TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
-  const std::optional<std::vector<std::string>> exports_done = acks_->Take(gpu_request);
+  const std::optional<std::vector<std::string>> exports_done = acks_->Take(gpu_request, /*wait=*/false);
   if (exports_done) headers.push_back(ExportsDoneHeader(*exports_done));
   // Offer to borrow cuda_ipc outputs (our extension; other servers ignore it).
   static const std::optional<platform::ProcessIdentity> kThisProcess = platform::ProcessIdentity::Self();

@@ -23,6 +23,9 @@ Result<int> OrdinalOfUuid(std::string_view /*uuid*/) { return NotBuilt(); }
 Result<int> DeviceOfPointer(const void* /*data*/) { return NotBuilt(); }
 Status OrderAfterStream(uintptr_t /*stream*/, int /*ordinal*/) { return NotBuilt(); }
 Status SynchronizeDevice(int /*ordinal*/) { return NotBuilt(); }
+Result<StreamMark> StreamMark::OnLegacyStream(int /*ordinal*/) { return NotBuilt(); }
+Result<bool> StreamMark::Reached() const { return NotBuilt(); }
+Status StreamMark::Wait() const { return NotBuilt(); }
 Result<Tensor> AllocateDevice(Dtype /*dtype*/, Shape /*shape*/, int /*ordinal*/) { return NotBuilt(); }
 Result<Tensor> CopyToHost(const Tensor& tensor) {
   if (tensor.device().host_accessible()) return tensor;

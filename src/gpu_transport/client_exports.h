@@ -2,10 +2,11 @@
 // acknowledgement of its exports, and the leases of borrowed outputs (internal).
 #pragma once
 
+#include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,39 +30,83 @@ inline std::string ExportsDoneHeader(const std::vector<std::string>& ids) {
 // Shared with the leases of borrowed outputs, which add theirs later.
 class ExportAcks {
  public:
-  // `devices`: where device work may still read the exports (borrowed
-  // outputs); waited for before the id leaves.
-  void Add(std::string id, std::vector<int> devices = {}) {
+  // Whether the device work that may still read an export is done, waiting
+  // for it first when asked to (an id without one may leave at once).
+  using Ready = std::function<bool(bool wait)>;
+
+  void Add(std::string id, Ready ready = nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
-    ids_.push_back(std::move(id));
-    devices_.insert(devices.begin(), devices.end());
+    pending_.push_back({std::move(id), std::move(ready)});
   }
   void Requeue(const std::vector<std::string>& ids) {
     std::lock_guard<std::mutex> lock(mutex_);
-    ids_.insert(ids_.end(), ids.begin(), ids.end());
+    for (const std::string& id : ids) pending_.push_back({id, nullptr});
   }
-  // The ids to send (nullopt when there are none and `always` is false).
-  std::optional<std::vector<std::string>> Take(bool always) {
-    std::vector<std::string> ids;
-    std::set<int> devices;
+  // The ids that may leave now (nullopt when there are none and `always` is
+  // false). Without `wait`, one whose device work is still running stays for
+  // a later request: the call never waits for the user's kernels.
+  std::optional<std::vector<std::string>> Take(bool always, bool wait) {
+    std::vector<Pending> pending;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!always && ids_.empty()) return std::nullopt;
-      ids = std::exchange(ids_, {});
-      devices = std::exchange(devices_, {});
+      pending = std::exchange(pending_, {});
     }
-    // The user's kernels may still read borrowed outputs; the server may
-    // reuse the memory once acknowledged. (A failed wait leaves nothing
-    // better to do than to acknowledge: the device is unusable anyway.)
-    for (int device : devices) (void)cuda::SynchronizeDevice(device);
+    std::vector<std::string> ids;
+    std::vector<Pending> later;
+    for (Pending& p : pending) {  // outside the lock: a wait may be long
+      if (p.ready == nullptr || p.ready(wait)) {
+        ids.push_back(std::move(p.id));
+      } else {
+        later.push_back(std::move(p));
+      }
+    }
+    if (!later.empty()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.insert(pending_.begin(), std::make_move_iterator(later.begin()),
+                      std::make_move_iterator(later.end()));
+    }
+    if (!always && ids.empty()) return std::nullopt;
     return ids;
   }
 
  private:
+  struct Pending {
+    std::string id;
+    Ready ready;
+  };
   std::mutex mutex_;
-  std::vector<std::string> ids_;
-  std::set<int> devices_;
+  std::vector<Pending> pending_;
 };
+
+// When the user's device work on borrowed outputs of `devices` is done: marks
+// on the devices' legacy default streams, taken now (the outputs are going).
+// Where a mark cannot be taken, the devices are synchronised before the id
+// leaves, as nothing narrower is known. (A failed query or wait leaves
+// nothing better to do than to acknowledge: the device is unusable anyway.)
+inline ExportAcks::Ready AfterDeviceWork(const std::vector<int>& devices) {
+  if (devices.empty()) return nullptr;
+  std::vector<cuda::StreamMark> marks;
+  for (int device : devices) {
+    Result<cuda::StreamMark> mark = cuda::StreamMark::OnLegacyStream(device);
+    if (!mark.ok()) {
+      return [devices](bool) {
+        for (int d : devices) (void)cuda::SynchronizeDevice(d);
+        return true;
+      };
+    }
+    marks.push_back(*std::move(mark));
+  }
+  return [marks = std::move(marks)](bool wait) {
+    for (const cuda::StreamMark& mark : marks) {
+      if (wait) {
+        (void)mark.Wait();
+      } else if (Result<bool> reached = mark.Reached(); reached.ok() && !*reached) {
+        return false;
+      }
+    }
+    return true;
+  };
+}
 
 // Held by every CUDA output borrowed from one response (docs/gpu-transport.md
 // 13): when the last is gone, the export id is acknowledged. Holds `server`
@@ -72,7 +117,7 @@ class BorrowedOutputs {
   BorrowedOutputs(std::string export_id, std::weak_ptr<ExportAcks> acks, std::shared_ptr<void> server)
       : export_id_(std::move(export_id)), acks_(std::move(acks)), server_(std::move(server)) {}
   ~BorrowedOutputs() {
-    if (auto queue = acks_.lock()) queue->Add(std::move(export_id_), std::move(devices_));
+    if (auto queue = acks_.lock()) queue->Add(std::move(export_id_), AfterDeviceWork(devices_));
   }
   BorrowedOutputs(const BorrowedOutputs&) = delete;
   BorrowedOutputs& operator=(const BorrowedOutputs&) = delete;

@@ -41,4 +41,11 @@ class TransferDone {
 Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDeviceCopy> copies, int device,
                                                        uintptr_t consumer_stream);
 
+/// \brief The calling thread's transfer stream of `device` (a cudaStream_t as
+/// an integer), which CopyHostToDevice enqueues on. Destinations are allocated
+/// for that stream (torch: under torch.cuda.ExternalStream of it), so that an
+/// allocator does not hand them memory still used on the consumer stream, and
+/// their later use there is recorded (record_stream) before they are freed.
+Result<uintptr_t> TransferStream(int device);
+
 }  // namespace tesscpp::cuda

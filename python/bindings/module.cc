@@ -122,6 +122,10 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
       },
       nb::arg("copies"), nb::arg("device"), nb::arg("consumer_stream"),
       "Copies (source, destination, nbytes) host ranges to `device` (see tesscpp.cuda).");
+  m.def(
+      "_h2d_stream", [](int device) { return Released([&] { return cuda::TransferStream(device); }); },
+      nb::arg("device"),
+      "The calling thread's transfer stream of `device`, as an integer (see tesscpp.cuda).");
 
   m.def(
       "_transport_counters",

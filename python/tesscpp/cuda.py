@@ -50,6 +50,7 @@ class _Arenas:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self.open: dict[torch.dtype, _Arena] = {}
+        self.buffers: list[torch.Tensor] = []  # every arena's allocation, full ones too
 
     def take(self, source: torch.Tensor) -> tuple[torch.Tensor, int]:
         """A destination shaped like `source` (contiguous) and its address."""
@@ -60,10 +61,22 @@ class _Arenas:
             size = arena.next_bytes if arena is not None else 16 * source.nbytes
             arena = self.open[source.dtype] = _Arena(source.dtype, max(n, size // itemsize), itemsize,
                                                      min(2 * size, _ARENA_MAX_BYTES), self.device)  # fmt: skip
+            self.buffers.append(arena.buffer)
         at = arena.used
         step = max(1, _ARENA_ALIGN // arena.itemsize)
         arena.used = at + (n + step - 1) // step * step
         return arena.buffer.as_strided(source.shape, source.stride(), at), arena.address + at * arena.itemsize
+
+
+def _transfer_stream(device: torch.device) -> torch.cuda.ExternalStream:
+    """This thread's transfer stream of `device` (tesscpp's, which the copies run on), as a torch stream."""
+    streams = getattr(_cache, "streams", None)
+    if streams is None:
+        streams = _cache.streams = {}
+    stream = streams.get(device.index)
+    if stream is None:
+        stream = streams[device.index] = torch.cuda.ExternalStream(_tesscpp._h2d_stream(device.index), device=device)
+    return stream
 
 
 def transport_counters() -> dict[str, int]:
@@ -109,6 +122,13 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
     copies: list[tuple[int, int, int]] = []
     sources: list[torch.Tensor] = []
     arenas = _Arenas(target)
+    # Destinations are written on our stream before the consumer stream
+    # touches them. Allocated for the consumer stream, torch could hand them
+    # a block just freed there whose readers are still queued, which our copy
+    # would overwrite; allocated for ours, their use on the consumer stream is
+    # recorded instead (record_stream), as torch asks of memory used there.
+    consumer = torch.cuda.current_stream(target)
+    large: list[torch.Tensor] = []
 
     def move(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
@@ -127,6 +147,8 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
             else:
                 destination = torch.empty_like(source, device=target, memory_format=torch.contiguous_format)
                 address = destination.data_ptr()
+                if nbytes:
+                    large.append(destination)
             if nbytes:
                 copies.append((source.data_ptr(), address, nbytes))
                 sources.append(source)
@@ -142,9 +164,11 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
             return type(value)(move(item) for item in value)
         return value
 
-    moved = move(batch)
-    stream = torch.cuda.current_stream(target)
-    done = _tesscpp._copy_h2d(copies, target.index, stream.cuda_stream)
+    with torch.cuda.stream(_transfer_stream(target)):
+        moved = move(batch)
+    done = _tesscpp._copy_h2d(copies, target.index, consumer.cuda_stream)
+    for allocation in [*arenas.buffers, *large]:
+        allocation.record_stream(consumer)
     cache = getattr(_cache, "batches", None)
     if cache is None:
         cache = _cache.batches = collections.deque()

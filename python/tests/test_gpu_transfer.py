@@ -85,6 +85,24 @@ def test_consumer_stream_waits_without_a_host_sync():
         unrelated.synchronize()
 
 
+@pytest.mark.parametrize("nbytes", [64 << 10, 4 << 20])  # an arena's source, and one of its own
+def test_memory_freed_on_the_consumer_stream_is_not_overwritten_while_read(nbytes):
+    """A tensor freed on the current stream while a kernel queued there (after
+    a ~100 ms spin) still has to read it: torch may hand its block to the
+    next allocation for that stream at once. The copies run on another
+    stream, so their destinations must not come from that block: the reader
+    sees the old values, and each destination holds the new ones."""
+    for _ in range(3):  # the first round may meet a fresh block by chance
+        old = torch.full((nbytes // 4,), 1.0, device="cuda")
+        torch.cuda._sleep(200_000_000)
+        read = old * 1  # queued behind the spin: reads `old` later
+        del old
+        out = transfer_h2d({"new": torch.full((nbytes // 4,), 2.0)})
+        torch.cuda.synchronize()
+        assert torch.equal(read, torch.full_like(read, 1.0)), "the copy overwrote memory still being read"
+        assert torch.equal(out["new"], torch.full_like(read, 2.0))
+
+
 def test_small_tensors_share_allocations_without_overlapping():
     """Many small sources of mixed dtypes and sizes (destinations carved out
     of shared per-dtype allocations): each arrives whole, and writing every

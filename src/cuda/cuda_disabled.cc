@@ -46,6 +46,7 @@ Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDev
                                                        int /*device*/, uintptr_t /*consumer_stream*/) {
   return NotBuilt();
 }
+Result<uintptr_t> TransferStream(int /*device*/) { return NotBuilt(); }
 Result<Tensor> ImportIpc(const IpcDescriptor& /*descriptor*/, Dtype /*dtype*/, const Shape& /*shape*/) {
   return NotBuilt();
 }

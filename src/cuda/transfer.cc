@@ -292,4 +292,14 @@ Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDev
   return std::unique_ptr<TransferDone>(new EventDone(*std::move(done), device));
 }
 
+Result<uintptr_t> TransferStream(int device) {
+  TESS_ASSIGN_OR_RETURN(int count, DeviceCount());
+  if (device < 0 || device >= count) {
+    return Status::InvalidArgument("CUDA device ", device, " does not exist (", count, " visible)");
+  }
+  TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(device));
+  TESS_ASSIGN_OR_RETURN(cudaStream_t stream, StreamFor(device));
+  return reinterpret_cast<uintptr_t>(stream);
+}
+
 }  // namespace tesscpp::cuda

@@ -36,8 +36,9 @@ class _Arena:
 
     __slots__ = ("buffer", "address", "itemsize", "used", "capacity", "next_bytes")
 
-    def __init__(self, dtype: torch.dtype, elements: int, itemsize: int, next_bytes: int, device: torch.device):
-        self.buffer = torch.empty(elements, dtype=dtype, device=device)
+    def __init__(self, dtype: torch.dtype, elements: int, itemsize: int, next_bytes: int, arenas: _Arenas):
+        self.buffer = torch.empty(elements, dtype=dtype, device=arenas.device)
+        self.buffer.record_stream(arenas.consumer)
         self.address = self.buffer.data_ptr()
         self.itemsize, self.used, self.capacity, self.next_bytes = itemsize, 0, elements, next_bytes
 
@@ -47,10 +48,9 @@ class _Arenas:
     previous one of its dtype (from 16 sources' worth), up to _ARENA_MAX_BYTES,
     so a batch with few small tensors allocates little beyond them."""
 
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
+    def __init__(self, device: torch.device, consumer: torch.cuda.Stream) -> None:
+        self.device, self.consumer = device, consumer
         self.open: dict[torch.dtype, _Arena] = {}
-        self.buffers: list[torch.Tensor] = []  # every arena's allocation, full ones too
 
     def take(self, source: torch.Tensor) -> tuple[torch.Tensor, int]:
         """A destination shaped like `source` (contiguous) and its address."""
@@ -60,8 +60,7 @@ class _Arenas:
             itemsize = source.element_size()
             size = arena.next_bytes if arena is not None else 16 * source.nbytes
             arena = self.open[source.dtype] = _Arena(source.dtype, max(n, size // itemsize), itemsize,
-                                                     min(2 * size, _ARENA_MAX_BYTES), self.device)  # fmt: skip
-            self.buffers.append(arena.buffer)
+                                                     min(2 * size, _ARENA_MAX_BYTES), self)  # fmt: skip
         at = arena.used
         step = max(1, _ARENA_ALIGN // arena.itemsize)
         arena.used = at + (n + step - 1) // step * step
@@ -121,14 +120,14 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
         target = torch.device("cuda", torch.cuda.current_device())
     copies: list[tuple[int, int, int]] = []
     sources: list[torch.Tensor] = []
-    arenas = _Arenas(target)
     # Destinations are written on our stream before the consumer stream
     # touches them. Allocated for the consumer stream, torch could hand them
     # a block just freed there whose readers are still queued, which our copy
     # would overwrite; allocated for ours, their use on the consumer stream is
-    # recorded instead (record_stream), as torch asks of memory used there.
+    # recorded as they are made (record_stream), as torch asks of memory used
+    # there.
     consumer = torch.cuda.current_stream(target)
-    large: list[torch.Tensor] = []
+    arenas = _Arenas(target, consumer)
 
     def move(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
@@ -147,8 +146,7 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
             else:
                 destination = torch.empty_like(source, device=target, memory_format=torch.contiguous_format)
                 address = destination.data_ptr()
-                if nbytes:
-                    large.append(destination)
+                destination.record_stream(consumer)
             if nbytes:
                 copies.append((source.data_ptr(), address, nbytes))
                 sources.append(source)
@@ -167,8 +165,6 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
     with torch.cuda.stream(_transfer_stream(target)):
         moved = move(batch)
     done = _tesscpp._copy_h2d(copies, target.index, consumer.cuda_stream)
-    for allocation in [*arenas.buffers, *large]:
-        allocation.record_stream(consumer)
     cache = getattr(_cache, "batches", None)
     if cache is None:
         cache = _cache.batches = collections.deque()

@@ -262,14 +262,19 @@ class EventDone final : public TransferDone {
   int device_;
 };
 
-}  // namespace
-
-Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDeviceCopy> copies, int device,
-                                                       uintptr_t consumer_stream) {
+Status CheckDevice(int device) {
   TESS_ASSIGN_OR_RETURN(int count, DeviceCount());
   if (device < 0 || device >= count) {
     return Status::InvalidArgument("CUDA device ", device, " does not exist (", count, " visible)");
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDeviceCopy> copies, int device,
+                                                       uintptr_t consumer_stream) {
+  TESS_RETURN_IF_ERROR(CheckDevice(device));
   TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(device));
   Batch batch;
   batch.device = device;
@@ -293,10 +298,7 @@ Result<std::unique_ptr<TransferDone>> CopyHostToDevice(std::span<const HostToDev
 }
 
 Result<uintptr_t> TransferStream(int device) {
-  TESS_ASSIGN_OR_RETURN(int count, DeviceCount());
-  if (device < 0 || device >= count) {
-    return Status::InvalidArgument("CUDA device ", device, " does not exist (", count, " visible)");
-  }
+  TESS_RETURN_IF_ERROR(CheckDevice(device));
   TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(device));
   TESS_ASSIGN_OR_RETURN(cudaStream_t stream, StreamFor(device));
   return reinterpret_cast<uintptr_t>(stream);

@@ -29,6 +29,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/endpoint_table.h"
 #include "gradient_report.h"
 #include "http/server.h"
 #include "image_build.h"
@@ -44,6 +45,7 @@
 
 namespace {
 
+namespace core = tesscpp::core;
 using tesscpp::Result;
 using tesscpp::Status;
 
@@ -257,40 +259,39 @@ Result<std::vector<std::string>> Paths(const tesscpp::Value& payload, const char
   return Status::InvalidArgument("'", name, "' must be a list of strings");
 }
 
+// The names `tesscpp call` takes: the endpoints and "openapi".
+std::string CallableEndpoints() {
+  std::string names;
+  for (const core::EndpointInfo& e : core::Endpoints()) names += std::string(e.name) + ", ";
+  return names + "openapi";
+}
+
 // The endpoint's request body, split into the client's arguments.
 Result<tesscpp::Value> CallEndpoint(const tesscpp::Tesseract& t, const CallOptions& o,
                                     const tesscpp::Value& p) {
   const std::string& e = o.endpoint;
-  if (e == "health") return t.Health();
   if (e == "openapi" || e == "openapi.json") return t.OpenApiSchema();
-  if (e == "test") {
+  const std::optional<core::EndpointId> id = core::FindEndpoint(e);
+  if (!id) return Status::InvalidArgument("unknown endpoint '", e, "' (", CallableEndpoints(), ")");
+  const core::EndpointInfo& endpoint = core::Endpoint(*id);
+  if (*id == core::EndpointId::kHealth) return t.Health();
+  if (*id == core::EndpointId::kTest) {
     TESS_ASSIGN_OR_RETURN(tesscpp::TestOutcome outcome, t.Test(p));
     return tesscpp::Value::Dict{{"status", tesscpp::Value(outcome.status)},
                                 {"message", tesscpp::Value(outcome.message)}};
   }
   TESS_ASSIGN_OR_RETURN(const tesscpp::Value* inputs, Field(p, "inputs"));
-  if (e == "apply") return t.Apply(*inputs, o.run_id);
-  if (e == "abstract_eval") return t.AbstractEval(*inputs);
-  if (e == "jacobian") {
-    TESS_ASSIGN_OR_RETURN(auto in, Paths(p, "jac_inputs"));
-    TESS_ASSIGN_OR_RETURN(auto out, Paths(p, "jac_outputs"));
-    return t.Jacobian(*inputs, in, out, o.run_id);
+  if (*id == core::EndpointId::kApply) return t.Apply(*inputs, o.run_id);
+  if (*id == core::EndpointId::kAbstractEval) return t.AbstractEval(*inputs);
+  const std::string prefix(endpoint.short_name);
+  TESS_ASSIGN_OR_RETURN(auto in, Paths(p, (prefix + "_inputs").c_str()));
+  TESS_ASSIGN_OR_RETURN(auto out, Paths(p, (prefix + "_outputs").c_str()));
+  if (*id == core::EndpointId::kJacobian) return t.Jacobian(*inputs, in, out, o.run_id);
+  TESS_ASSIGN_OR_RETURN(const tesscpp::Value* vector, Field(p, std::string(endpoint.vector_field).c_str()));
+  if (*id == core::EndpointId::kJacobianVectorProduct) {
+    return t.JacobianVectorProduct(*inputs, in, out, *vector, o.run_id);
   }
-  if (e == "jacobian_vector_product") {
-    TESS_ASSIGN_OR_RETURN(auto in, Paths(p, "jvp_inputs"));
-    TESS_ASSIGN_OR_RETURN(auto out, Paths(p, "jvp_outputs"));
-    TESS_ASSIGN_OR_RETURN(const tesscpp::Value* tangent, Field(p, "tangent_vector"));
-    return t.JacobianVectorProduct(*inputs, in, out, *tangent, o.run_id);
-  }
-  if (e == "vector_jacobian_product") {
-    TESS_ASSIGN_OR_RETURN(auto in, Paths(p, "vjp_inputs"));
-    TESS_ASSIGN_OR_RETURN(auto out, Paths(p, "vjp_outputs"));
-    TESS_ASSIGN_OR_RETURN(const tesscpp::Value* cotangent, Field(p, "cotangent_vector"));
-    return t.VectorJacobianProduct(*inputs, in, out, *cotangent, o.run_id);
-  }
-  return Status::InvalidArgument("unknown endpoint '", e,
-                                 "' (apply, abstract_eval, jacobian, jacobian_vector_product, "
-                                 "vector_jacobian_product, test, health, openapi)");
+  return t.VectorJacobianProduct(*inputs, in, out, *vector, o.run_id);
 }
 
 // A payload for the client: arraydicts in it become tensors, which the client
@@ -479,36 +480,27 @@ int Run(int argc, char** argv) {
 
   // One subcommand per endpoint, dashes for underscores, as tesseract-runtime.
   struct OneShot {
-    const char* command;
-    const char* endpoint;
+    const core::EndpointInfo* endpoint;
     CommonOptions options;
     std::string payload;
   };
-  static std::vector<OneShot> one_shots = {
-      {"apply", "apply", {}, ""},
-      {"abstract-eval", "abstract_eval", {}, ""},
-      {"jacobian", "jacobian", {}, ""},
-      {"jacobian-vector-product", "jacobian_vector_product", {}, ""},
-      {"vector-jacobian-product", "vector_jacobian_product", {}, ""},
-      {"test", "test", {}, ""},
-      {"health", "health", {}, ""},
-  };
+  static std::vector<OneShot> one_shots;
+  for (const core::EndpointInfo& e : core::Endpoints()) one_shots.push_back({&e, {}, ""});
   for (OneShot& shot : one_shots) {
-    CLI::App* command = app.add_subcommand(shot.command, std::string("Run ") + shot.endpoint + " once");
+    const std::string name(shot.endpoint->name);
+    const bool takes_payload = shot.endpoint->method == "POST";
+    CLI::App* command = app.add_subcommand(std::string(shot.endpoint->command), "Run " + name + " once");
     AddCommonOptions(command, shot.options);
     command->add_option("--output-file", shot.options.output_file,
                         "Write the result to <output-path>/<file>");
-    if (std::string_view(shot.endpoint) != "health") {
-      command->add_option("payload", shot.payload, "Request body: JSON text or @file");
-    }
-    command->callback([&shot] {
-      const bool takes_payload = std::string_view(shot.endpoint) != "health";
+    if (takes_payload) command->add_option("payload", shot.payload, "Request body: JSON text or @file");
+    command->callback([&shot, name, takes_payload] {
       if (Status named = ResolveComponent(shot.options.library, takes_payload ? &shot.payload : nullptr);
           !named.ok()) {
         std::exit(Fail(named) + 1);  // a usage error, as a missing argument is
       }
-      if (std::string_view(shot.endpoint) == "test") shot.options.debug = true;
-      std::exit(RunOnce(shot.options, shot.endpoint, shot.payload));
+      if (shot.endpoint->id == core::EndpointId::kTest) shot.options.debug = true;
+      std::exit(RunOnce(shot.options, name, shot.payload));
     });
   }
 
@@ -516,10 +508,7 @@ int Run(int argc, char** argv) {
   CLI::App* call =
       app.add_subcommand("call", "Call an endpoint of any served Tesseract (tesscpp or tesseract-core)");
   call->add_option("url", call_options.url, "The Tesseract's URL, e.g. http://127.0.0.1:8000")->required();
-  call->add_option("endpoint", call_options.endpoint,
-                   "apply, abstract_eval, jacobian, jacobian_vector_product, vector_jacobian_product, test, "
-                   "health or openapi")
-      ->required();
+  call->add_option("endpoint", call_options.endpoint, CallableEndpoints())->required();
   call->add_option("payload", call_options.payload,
                    "Request body: JSON text or @file (none for health, openapi)");
   tesscpp::RequestedEncoding& encoding = call_options.client.encoding;

@@ -372,7 +372,12 @@ class Tesseract {
   Tesseract(std::shared_ptr<TesseractSession> session, RequestedEncoding encoding);
   Result<Value> Call(std::string_view endpoint, const Value* payload,
                      const std::optional<std::string>& run_id) const;
-  Status RequireEndpoint(std::string_view endpoint, std::string_view what) const;
+  // kUnimplemented, in tesseract-core's words, when `endpoint` is not served.
+  Status RequireEndpoint(std::string_view endpoint) const;
+  // The three gradient endpoints: their request bodies differ only in names.
+  Result<Value> CallGradient(std::string_view endpoint, const Value& inputs,
+                             const std::vector<std::string>& in, const std::vector<std::string>& out,
+                             const Value* vector, const std::optional<std::string>& run_id) const;
 
   std::shared_ptr<TesseractSession> session_;
   RequestedEncoding encoding_;

@@ -21,6 +21,7 @@
 namespace tesscpp {
 
 class Component;
+class ServedComponent;  // src/runtime/served_component.h: what every kind of component implements
 
 /// \brief The runtime settings tesseract-core reads from TESSERACT_* variables.
 struct RuntimeConfig {
@@ -85,6 +86,11 @@ class Runtime {
   /// \brief Prepares every endpoint of `component` (models, OpenAPI document).
   /// kInvalidArgument for a config that does not validate.
   static Result<std::unique_ptr<Runtime>> Make(std::shared_ptr<const Component> component,
+                                               RuntimeConfig config);
+  /// \brief Serves a component of any kind through the interface every kind
+  /// implements (a C++ Component is one: the overload above wraps it).
+  /// kInvalidArgument also for a component without apply.
+  static Result<std::unique_ptr<Runtime>> Make(std::shared_ptr<const ServedComponent> component,
                                                RuntimeConfig config);
   ~Runtime();
   Runtime(const Runtime&) = delete;

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/endpoint_table.h"
 #include "device_array.h"
 #include "from_python.h"
 #include "gil_calls.h"
@@ -36,6 +37,11 @@ namespace nb = nanobind;
 
 namespace tesscpp::bindings {
 namespace {
+
+using core::EndpointId;
+
+// A method's name: the table's names are string literals, so NUL-terminated.
+const char* Named(EndpointId id) { return core::Endpoint(id).name.data(); }
 
 LogSink ToLogSink(const nb::object& callback) {
   if (callback.is_none()) return nullptr;
@@ -236,20 +242,21 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           nb::arg("path"), nb::arg("output_path"), nb::arg("gpu_transport").none(), nb::arg("runtime_config"),
           nb::arg("stream_logs").none())
       .def(
-          "apply",
+          Named(EndpointId::kApply),
           [](const Tesseract& t, const nb::handle& inputs, const Name& run_id) {
             const Value payload = ToValue(inputs);
             return CallReleased([&] { return t.Apply(payload, run_id); });
           },
           nb::arg("inputs"), nb::arg("run_id").none())
-      .def("abstract_eval",
+      .def(Named(EndpointId::kAbstractEval),
            [](const Tesseract& t, const nb::handle& inputs) {
              const Value payload = ToValue(inputs);
              return CallReleased([&] { return t.AbstractEval(payload); });
            })
-      .def("health", [](const Tesseract& t) { return CallReleased([&] { return t.Health(); }); })
+      .def(Named(EndpointId::kHealth),
+           [](const Tesseract& t) { return CallReleased([&] { return t.Health(); }); })
       .def(
-          "jacobian",
+          Named(EndpointId::kJacobian),
           [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& jac_inputs,
              const std::vector<std::string>& jac_outputs, const Name& run_id) {
             const Value payload = ToValue(inputs);
@@ -257,7 +264,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           },
           nb::arg("inputs"), nb::arg("jac_inputs"), nb::arg("jac_outputs"), nb::arg("run_id").none())
       .def(
-          "jacobian_vector_product",
+          Named(EndpointId::kJacobianVectorProduct),
           [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& jvp_inputs,
              const std::vector<std::string>& jvp_outputs, const nb::handle& tangent_vector,
              const Name& run_id) {
@@ -269,7 +276,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           nb::arg("inputs"), nb::arg("jvp_inputs"), nb::arg("jvp_outputs"), nb::arg("tangent_vector"),
           nb::arg("run_id").none())
       .def(
-          "vector_jacobian_product",
+          Named(EndpointId::kVectorJacobianProduct),
           [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& vjp_inputs,
              const std::vector<std::string>& vjp_outputs, const nb::handle& cotangent_vector,
              const Name& run_id) {
@@ -280,7 +287,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           },
           nb::arg("inputs"), nb::arg("vjp_inputs"), nb::arg("vjp_outputs"), nb::arg("cotangent_vector"),
           nb::arg("run_id").none())
-      .def("test",
+      .def(Named(EndpointId::kTest),
            [](const Tesseract& t, const nb::handle& test_spec) {
              const Value spec = ToValue(test_spec);
              const TestOutcome done = Released([&] { return t.Test(spec); });

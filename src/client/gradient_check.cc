@@ -13,6 +13,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/endpoint_table.h"
 #include "schema/array_coercion.h"
 #include "tesscpp/path.h"
 #include "tesscpp/schema.h"
@@ -20,9 +21,9 @@
 namespace tesscpp {
 namespace {
 
-constexpr std::string_view kJacobian = "jacobian";
-constexpr std::string_view kJvp = "jacobian_vector_product";
-constexpr std::string_view kVjp = "vector_jacobian_product";
+const std::string_view kJacobian = core::Endpoint(core::EndpointId::kJacobian).name;
+const std::string_view kJvp = core::Endpoint(core::EndpointId::kJacobianVectorProduct).name;
+const std::string_view kVjp = core::Endpoint(core::EndpointId::kVectorJacobianProduct).name;
 
 const Value* Member(const Value& value, std::string_view key) {
   return value.is_dict() ? value.as_dict().find(key) : nullptr;

@@ -17,6 +17,7 @@
 #include "client/served_server.h"
 #include "client/session.h"
 #include "codec/base64.h"
+#include "core/endpoint_table.h"
 #include "gpu_transport/client_exports.h"
 #include "gpu_transport/headers.h"
 #include "gpu_transport/ipc_arrays.h"
@@ -36,8 +37,8 @@ std::string RunLogPath(const std::string& output_path, const std::string& run_id
 }
 
 bool IsWrappedEndpoint(std::string_view endpoint) {
-  return endpoint == "apply" || endpoint == "jacobian" || endpoint == "jacobian_vector_product" ||
-         endpoint == "vector_jacobian_product";
+  const std::optional<core::EndpointId> id = core::FindEndpoint(endpoint);
+  return id && core::Endpoint(*id).kind == core::EndpointKind::kWrapped;
 }
 
 namespace {

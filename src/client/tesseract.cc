@@ -5,9 +5,14 @@
 
 #include "client/served_server.h"
 #include "client/session.h"
+#include "core/endpoint_table.h"
 
 namespace tesscpp {
 namespace {
+
+using core::EndpointId;
+
+std::string_view Named(EndpointId id) { return core::Endpoint(id).name; }
 
 Value PathList(const std::vector<std::string>& paths) {
   Value::List list;
@@ -49,11 +54,12 @@ Result<Value> Tesseract::Call(std::string_view endpoint, const Value* payload,
   return session_->Run(endpoint, payload, run_id, encoding_);
 }
 
-Status Tesseract::RequireEndpoint(std::string_view endpoint, std::string_view what) const {
+Status Tesseract::RequireEndpoint(std::string_view endpoint) const {
   TESS_ASSIGN_OR_RETURN(std::vector<std::string> endpoints, AvailableEndpoints());
   if (std::find(endpoints.begin(), endpoints.end(), endpoint) != endpoints.end()) return Status::OK();
   // The message is tesseract-core's, word for word: code matches on it.
-  return Status::Unimplemented(what, " not implemented for this Tesseract.")
+  return Status::Unimplemented(core::Endpoint(*core::FindEndpoint(endpoint)).title,
+                               " not implemented for this Tesseract.")
       .WithDetail(std::make_shared<ServedEndpointsDetail>(std::move(endpoints)));
 }
 
@@ -71,24 +77,34 @@ const ServedEndpointsDetail* GetServedEndpointsDetail(const Status& status) {
 
 Result<Value> Tesseract::Apply(const Value& inputs, const std::optional<std::string>& run_id) const {
   const Value payload = Value::Dict{{"inputs", inputs}};
-  return Call("apply", &payload, run_id);
+  return Call(Named(EndpointId::kApply), &payload, run_id);
 }
 
 Result<Value> Tesseract::AbstractEval(const Value& abstract_inputs) const {
-  TESS_RETURN_IF_ERROR(RequireEndpoint("abstract_eval", "abstract_eval"));
+  TESS_RETURN_IF_ERROR(RequireEndpoint(Named(EndpointId::kAbstractEval)));
   const Value payload = Value::Dict{{"inputs", abstract_inputs}};
-  return Call("abstract_eval", &payload, std::nullopt);
+  return Call(Named(EndpointId::kAbstractEval), &payload, std::nullopt);
 }
 
-Result<Value> Tesseract::Health() const { return Call("health", nullptr, std::nullopt); }
+Result<Value> Tesseract::Health() const { return Call(Named(EndpointId::kHealth), nullptr, std::nullopt); }
+
+Result<Value> Tesseract::CallGradient(std::string_view endpoint, const Value& inputs,
+                                      const std::vector<std::string>& in, const std::vector<std::string>& out,
+                                      const Value* vector, const std::optional<std::string>& run_id) const {
+  TESS_RETURN_IF_ERROR(RequireEndpoint(endpoint));
+  const core::EndpointInfo& e = core::Endpoint(*core::FindEndpoint(endpoint));
+  const std::string prefix(e.short_name);
+  Value::Dict payload{
+      {"inputs", inputs}, {prefix + "_inputs", PathList(in)}, {prefix + "_outputs", PathList(out)}};
+  if (vector != nullptr) payload.set(std::string(e.vector_field), *vector);
+  const Value body(std::move(payload));
+  return Call(endpoint, &body, run_id);
+}
 
 Result<Value> Tesseract::Jacobian(const Value& inputs, const std::vector<std::string>& jac_inputs,
                                   const std::vector<std::string>& jac_outputs,
                                   const std::optional<std::string>& run_id) const {
-  TESS_RETURN_IF_ERROR(RequireEndpoint("jacobian", "Jacobian"));
-  const Value payload = Value::Dict{
-      {"inputs", inputs}, {"jac_inputs", PathList(jac_inputs)}, {"jac_outputs", PathList(jac_outputs)}};
-  return Call("jacobian", &payload, run_id);
+  return CallGradient(Named(EndpointId::kJacobian), inputs, jac_inputs, jac_outputs, nullptr, run_id);
 }
 
 Result<Value> Tesseract::JacobianVectorProduct(const Value& inputs,
@@ -96,12 +112,8 @@ Result<Value> Tesseract::JacobianVectorProduct(const Value& inputs,
                                                const std::vector<std::string>& jvp_outputs,
                                                const Value& tangent_vector,
                                                const std::optional<std::string>& run_id) const {
-  TESS_RETURN_IF_ERROR(RequireEndpoint("jacobian_vector_product", "Jacobian Vector Product (JVP)"));
-  const Value payload = Value::Dict{{"inputs", inputs},
-                                    {"jvp_inputs", PathList(jvp_inputs)},
-                                    {"jvp_outputs", PathList(jvp_outputs)},
-                                    {"tangent_vector", tangent_vector}};
-  return Call("jacobian_vector_product", &payload, run_id);
+  return CallGradient(Named(EndpointId::kJacobianVectorProduct), inputs, jvp_inputs, jvp_outputs,
+                      &tangent_vector, run_id);
 }
 
 Result<Value> Tesseract::VectorJacobianProduct(const Value& inputs,
@@ -109,21 +121,17 @@ Result<Value> Tesseract::VectorJacobianProduct(const Value& inputs,
                                                const std::vector<std::string>& vjp_outputs,
                                                const Value& cotangent_vector,
                                                const std::optional<std::string>& run_id) const {
-  TESS_RETURN_IF_ERROR(RequireEndpoint("vector_jacobian_product", "Vector Jacobian Product (VJP)"));
-  const Value payload = Value::Dict{{"inputs", inputs},
-                                    {"vjp_inputs", PathList(vjp_inputs)},
-                                    {"vjp_outputs", PathList(vjp_outputs)},
-                                    {"cotangent_vector", cotangent_vector}};
-  return Call("vector_jacobian_product", &payload, run_id);
+  return CallGradient(Named(EndpointId::kVectorJacobianProduct), inputs, vjp_inputs, vjp_outputs,
+                      &cotangent_vector, run_id);
 }
 
 Result<TestOutcome> Tesseract::Test(const Value& test_spec) const {
-  Status available = RequireEndpoint("test", "The test endpoint");
+  Status available = RequireEndpoint(Named(EndpointId::kTest));
   if (!available.ok()) {
     return Status::Unimplemented(available.message(), " It is served only in debug mode.")
         .WithDetail(available.detail());
   }
-  TESS_ASSIGN_OR_RETURN(Value result, Call("test", &test_spec, std::nullopt));
+  TESS_ASSIGN_OR_RETURN(Value result, Call(Named(EndpointId::kTest), &test_spec, std::nullopt));
   const Value* status = result.is_dict() ? result.as_dict().find("status") : nullptr;
   if (status == nullptr || !status->is_string()) {
     return Status::DecodeError("the answer of test has no 'status' string");

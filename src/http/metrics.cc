@@ -39,10 +39,23 @@ ServerMetrics* ServerMetrics::Create() {
 }
 
 size_t ServerMetrics::EndpointIndex(std::string_view endpoint) {
-  for (size_t i = 0; i + 1 < kEndpoints.size(); ++i) {
-    if (kEndpoints[i] == endpoint) return i;
+  if (endpoint.size() > 1 && endpoint[0] == '/') {
+    if (const std::optional<core::EndpointId> id = core::FindEndpoint(endpoint.substr(1))) {
+      return static_cast<size_t>(*id);
+    }
   }
-  return kEndpoints.size() - 1;
+  for (size_t i = 0; i < kOtherRoutes.size(); ++i) {
+    if (kOtherRoutes[i] == endpoint) return core::kEndpointCount + i;
+  }
+  return kSeries - 1;
+}
+
+std::string ServerMetrics::SeriesName(size_t index) {
+  if (index < core::kEndpointCount) {
+    return "/" + std::string(core::Endpoint(static_cast<core::EndpointId>(index)).name);
+  }
+  if (index < kSeries - 1) return std::string(kOtherRoutes[index - core::kEndpointCount]);
+  return "other";
 }
 
 size_t ServerMetrics::StatusIndex(int status) {
@@ -88,12 +101,12 @@ std::string ServerMetrics::Render() const {
   out.reserve(16384);
   out += "# HELP tesscpp_requests_total Requests answered, by endpoint and HTTP status.\n";
   out += "# TYPE tesscpp_requests_total counter\n";
-  for (size_t e = 0; e < kEndpoints.size(); ++e) {
+  for (size_t e = 0; e < kSeries; ++e) {
     for (size_t s = 0; s < kStatuses.size(); ++s) {
       const uint64_t n = requests_[e][s].load(std::memory_order_relaxed);
       if (n == 0) continue;
       out += "tesscpp_requests_total{endpoint=\"";
-      out += kEndpoints[e];
+      out += SeriesName(e);
       out += "\",status=\"";
       if (kStatuses[s] == 0) {
         out += "other";
@@ -107,11 +120,11 @@ std::string ServerMetrics::Render() const {
   }
   out += "# HELP tesscpp_request_duration_seconds Time from a request's header to its answer.\n";
   out += "# TYPE tesscpp_request_duration_seconds histogram\n";
-  for (size_t e = 0; e < kEndpoints.size(); ++e) {
+  for (size_t e = 0; e < kSeries; ++e) {
     const uint64_t count = count_[e].load(std::memory_order_relaxed);
     if (count == 0) continue;
     uint64_t cumulative = 0;
-    const std::string label = "endpoint=\"" + std::string(kEndpoints[e]) + "\"";
+    const std::string label = "endpoint=\"" + SeriesName(e) + "\"";
     for (size_t b = 0; b < kBuckets.size(); ++b) {
       cumulative += buckets_[e][b].load(std::memory_order_relaxed);
       out += "tesscpp_request_duration_seconds_bucket{" + label + ",le=\"";

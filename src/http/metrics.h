@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/endpoint_table.h"
+
 namespace tesscpp::http {
 
 /// \brief Why a request was refused before it reached the runtime.
@@ -36,31 +38,25 @@ class ServerMetrics {
   std::string Render() const;
 
  private:
-  // Endpoints are a fixed list (the protocol's), so the series are known and
-  // fit a fixed layout in shared memory; anything else is "other".
-  static constexpr std::array<std::string_view, 12> kEndpoints = {"/apply",
-                                                                  "/jacobian",
-                                                                  "/jacobian_vector_product",
-                                                                  "/vector_jacobian_product",
-                                                                  "/abstract_eval",
-                                                                  "/health",
-                                                                  "/openapi.json",
-                                                                  "/docs",
-                                                                  "/test",
-                                                                  "/check_gpu_transport",
-                                                                  "/metrics",
-                                                                  "other"};
+  // The routes are a fixed list (the endpoint table's and the server's own),
+  // so the series are known and fit a fixed layout in shared memory;
+  // anything else is "other", the last series.
+  static constexpr std::array<std::string_view, 4> kOtherRoutes = {"/openapi.json", "/docs",
+                                                                   "/check_gpu_transport", "/metrics"};
+  static constexpr size_t kSeries = core::kEndpointCount + kOtherRoutes.size() + 1;
   static constexpr std::array<int, 12> kStatuses = {200, 400, 401, 404, 405, 406, 413, 422, 431, 500, 503, 0};
   static constexpr std::array<double, 16> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                       0.25,   0.5,   1,      2.5,   5,    10,    30,   60};
 
   static size_t EndpointIndex(std::string_view endpoint);
+  // The endpoint label of series `index` ("/apply", ..., "other").
+  static std::string SeriesName(size_t index);
   static size_t StatusIndex(int status);
 
-  std::atomic<uint64_t> requests_[kEndpoints.size()][kStatuses.size()];
-  std::atomic<uint64_t> buckets_[kEndpoints.size()][kBuckets.size()];
-  std::atomic<uint64_t> count_[kEndpoints.size()];
-  std::atomic<uint64_t> micros_[kEndpoints.size()];  // sum of durations, in microseconds
+  std::atomic<uint64_t> requests_[kSeries][kStatuses.size()];
+  std::atomic<uint64_t> buckets_[kSeries][kBuckets.size()];
+  std::atomic<uint64_t> count_[kSeries];
+  std::atomic<uint64_t> micros_[kSeries];  // sum of durations, in microseconds
   std::atomic<uint64_t> bytes_in_;
   std::atomic<uint64_t> bytes_out_;
   std::atomic<int64_t> in_flight_;

@@ -9,13 +9,9 @@
 namespace tesscpp::runtime {
 namespace {
 
-const char* SetField(GradientKind kind, bool inputs) {
-  switch (kind) {
-    case GradientKind::kJacobian: return inputs ? "jac_inputs" : "jac_outputs";
-    case GradientKind::kJvp: return inputs ? "jvp_inputs" : "jvp_outputs";
-    case GradientKind::kVjp: return inputs ? "vjp_inputs" : "vjp_outputs";
-  }
-  return "";
+// "jvp_inputs", "jvp_outputs": the request's path-set fields.
+std::string SetField(core::EndpointId endpoint, bool inputs) {
+  return std::string(core::Endpoint(endpoint).short_name) + (inputs ? "_inputs" : "_outputs");
 }
 
 // The value at a concrete path ("mesh.points", "layers.[0].w", "d.{k}") of
@@ -126,7 +122,7 @@ std::string IssueSummary(const Status& status) {
 Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, const char* field,
                                  const std::optional<PathSet>& keys, const std::optional<Value>& inputs,
                                  std::vector<ValidationIssue>& issues) {
-  const bool tangent = m.kind == GradientKind::kJvp;
+  const bool tangent = m.endpoint == core::EndpointId::kJacobianVectorProduct;
   const std::vector<DifferentiablePath>& paths = tangent ? m.input_paths : m.output_paths;
   const std::vector<Value> loc{Value(field)};
   if (!input.is_dict()) {
@@ -150,7 +146,7 @@ Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, co
   }
   if (issues.size() != before) return Status::ValidationError(field);
   const char* vector_name = tangent ? "tangent vector" : "cotangent vector";
-  const char* set_name = SetField(m.kind, tangent);
+  const std::string set_name = SetField(m.endpoint, tangent);
   if (!keys) {
     return value_error(std::string("Unable to validate ") + vector_name + " as " + set_name +
                        " either missing or invalid");
@@ -198,11 +194,9 @@ Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const V
                              "Input should be a valid dictionary or object to extract fields from", body);
   }
   const Value::Dict& fields = body.as_dict();
-  const char* in_field = SetField(m.kind, true);
-  const char* out_field = SetField(m.kind, false);
-  const char* vector_field = m.kind == GradientKind::kJvp   ? "tangent_vector"
-                             : m.kind == GradientKind::kVjp ? "cotangent_vector"
-                                                            : nullptr;
+  const std::string in_field = SetField(m.endpoint, true);
+  const std::string out_field = SetField(m.endpoint, false);
+  const std::string vector_field(core::Endpoint(m.endpoint).vector_field);
   std::vector<ValidationIssue> issues;
   auto missing = [&](const char* name) {
     issues.push_back({"missing", {Value(name)}, "Field required", body, Value()});
@@ -226,44 +220,44 @@ Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const V
   std::optional<PathSet> input_set;
   std::optional<PathSet> output_set;
   if (const Value* v = fields.find(in_field)) {
-    auto set = ValidatePathSet(m.input_paths, *v, in_field, issues);
+    auto set = ValidatePathSet(m.input_paths, *v, in_field.c_str(), issues);
     if (set.ok()) {
       // Concrete paths through lists and dicts must exist in the inputs.
       for (size_t i = 0; i < set->size(); ++i) {
         const std::string& p = (*set)[i];
         if (p.find_first_of("[{") == std::string::npos) continue;
         if (!inputs || ValueAtPath(*inputs, p) == nullptr) {
-          issues.push_back(
-              {"value_error",
-               {Value(in_field), Value(static_cast<int64_t>(i))},
-               "Value error, Could not find " + std::string(in_field) + " path " + p + " in inputs.",
-               Value(p),
-               Value::Dict{{"error", Value::Dict{}}}});
+          issues.push_back({"value_error",
+                            {Value(in_field), Value(static_cast<int64_t>(i))},
+                            "Value error, Could not find " + in_field + " path " + p + " in inputs.",
+                            Value(p),
+                            Value::Dict{{"error", Value::Dict{}}}});
         }
       }
       input_set = *set;
     }
   } else {
-    missing(in_field);
+    missing(in_field.c_str());
   }
   if (const Value* v = fields.find(out_field)) {
-    auto set = ValidatePathSet(m.output_paths, *v, out_field, issues);
+    auto set = ValidatePathSet(m.output_paths, *v, out_field.c_str(), issues);
     if (set.ok()) output_set = *set;
   } else {
-    missing(out_field);
+    missing(out_field.c_str());
   }
-  if (vector_field != nullptr) {
+  if (!vector_field.empty()) {
     if (const Value* v = fields.find(vector_field)) {
-      const std::optional<PathSet>& keys = m.kind == GradientKind::kJvp ? input_set : output_set;
-      auto vec = ValidateVector(m, *v, vector_field, keys, inputs, issues);
+      const std::optional<PathSet>& keys =
+          m.endpoint == core::EndpointId::kJacobianVectorProduct ? input_set : output_set;
+      auto vec = ValidateVector(m, *v, vector_field.c_str(), keys, inputs, issues);
       if (vec.ok()) request.vector = std::move(*vec);
     } else {
-      missing(vector_field);
+      missing(vector_field.c_str());
     }
   }
   for (const auto& [key, value] : fields) {
     if (key != "inputs" && key != in_field && key != out_field &&
-        (vector_field == nullptr || key != vector_field)) {
+        (vector_field.empty() || key != vector_field)) {
       issues.push_back({"extra_forbidden", {Value(key)}, "Extra inputs are not permitted", value, Value()});
     }
   }
@@ -336,7 +330,7 @@ Result<Value> ValidateJacobianResult(const GradientModels& m, const GradientRequ
 
 Result<Value> ValidateProductResult(const GradientModels& m, const GradientRequest& request,
                                     const TensorMap& result) {
-  const bool jvp = m.kind == GradientKind::kJvp;
+  const bool jvp = m.endpoint == core::EndpointId::kJacobianVectorProduct;
   const PathSet& expected = jvp ? request.output_set : request.input_set;
   if (Keys(result) != expected) {
     return Status::Internal("Expected keys ", PySetRepr(expected), " in output; got ",

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "core/endpoint_table.h"
 #include "runtime/endpoint_schemas.h"
 #include "tesscpp/model.h"
 #include "tesscpp/result.h"
@@ -14,10 +15,8 @@
 
 namespace tesscpp::runtime {
 
-enum class GradientKind { kJacobian, kJvp, kVjp };
-
 struct GradientModels {
-  GradientKind kind;
+  core::EndpointId endpoint;  ///< one of the three gradients
   /// The renamed input model (Jacobian_InputSchema, Jvp_InputSchema, ...).
   std::shared_ptr<const ModelSchema> inputs;
   std::vector<DifferentiablePath> input_paths;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/endpoint_table.h"
 #include "runtime/endpoint_schemas.h"
 #include "runtime/fastapi_schema.h"
 #include "runtime/model_json_schema.h"
@@ -23,48 +24,6 @@ namespace {
 
 using Dict = Value::Dict;
 using List = Value::List;
-
-// The runtime's own docstrings of its endpoint functions (core.py), raw: the
-// author's docstring is appended after a blank line and the whole is cleaned.
-constexpr std::string_view kJacobianDoc =
-    "Computes the Jacobian of the Tesseract.\n\n"
-    "            Differentiates ``jac_outputs`` with respect to ``jac_inputs``, at the point ``inputs``.\n"
-    "            ";
-constexpr std::string_view kJvpDoc =
-    "Compute the Jacobian vector product of the Tesseract at the input data.\n\n"
-    "            Evaluates the Jacobian vector product between the Jacobian given by ``jvp_outputs``\n"
-    "            with respect to ``jvp_inputs`` at the point ``inputs`` and the given tangent vector.\n"
-    "            ";
-constexpr std::string_view kVjpDoc =
-    "Compute the Jacobian vector product of the Tesseract at the input data.\n\n"
-    "            Computes the vector Jacobian product between the Jacobian given by ``vjp_outputs``\n"
-    "            with respect to ``vjp_inputs`` at the point ``inputs`` and the given cotangent vector.\n"
-    "            ";
-constexpr std::string_view kTestDoc = R"(Run a single regression test against a Tesseract endpoint.
-
-        Tests an endpoint by calling it with specified inputs and comparing outputs
-        against expected values or verifying expected exceptions are raised.
-
-        Args:
-            payload: Test specification containing:
-                - endpoint: Name of endpoint to test (e.g., "apply", "jacobian")
-                - payload: Input data for the endpoint
-                - expected_outputs: Expected output data (mutually exclusive with expected_exception)
-                - expected_exception: Expected exception type or name (mutually exclusive with expected_outputs)
-                - expected_exception_regex: Optional regex pattern for exception message
-                - atol: Absolute tolerance for numeric comparisons (default: 1e-8)
-                - rtol: Relative tolerance for numeric comparisons (default: 1e-5)
-
-        Returns:
-            TestOutputSchema with:
-                - status: "passed" | "failed" | "error"
-                - message: Empty for passed tests, error details for failed/error
-                - endpoint: Name of the tested endpoint
-
-        Note:
-            This endpoint is designed for testing and CI/CD workflows.
-            All outcomes return HTTP 200 with status in the response body regardless of success/failure.
-        )";
 
 // The literal paths and path patterns a gradient endpoint accepts: a Literal
 // or an anchored pattern per differentiable array, a Union of them when several.
@@ -134,23 +93,7 @@ Value FieldOrderJson(const ModelSchema& model) {
 }
 
 // The component schemas of create_gradient_schema for one gradient endpoint.
-struct GradientSpec {
-  std::string_view endpoint;      // "jacobian"
-  std::string_view docstring;     // the runtime's, as in core.py
-  std::string_view model_prefix;  // "Jacobian_"
-  std::string_view request;       // "JacobianInputSchema"
-  std::string_view response;      // "JacobianOutputSchema"
-  std::string_view short_name;    // "jac", "jvp", "vjp": prefix of the request's fields
-  std::string_view noun;          // "Jacobian", "JVP", "VJP" in the field descriptions
-};
-
-constexpr GradientSpec kGradients[] = {
-    {"jacobian", kJacobianDoc, "Jacobian_", "JacobianInputSchema", "JacobianOutputSchema", "jac", "Jacobian"},
-    {"jacobian_vector_product", kJvpDoc, "Jvp_", "JVPInputSchema", "JVPOutputSchema", "jvp", "JVP"},
-    {"vector_jacobian_product", kVjpDoc, "Vjp_", "VJPInputSchema", "VJPOutputSchema", "vjp", "VJP"},
-};
-
-void AddGradientSchemas(const GradientSpec& g, const OpenApiInput& input, JsonSchemaBuilder& b) {
+void AddGradientSchemas(const core::EndpointInfo& g, const OpenApiInput& input, JsonSchemaBuilder& b) {
   const auto in_paths = DifferentiablePaths(*input.inputs);
   const auto out_paths = DifferentiablePaths(*input.outputs);
   const Value any_array = b.TypeJson(SchemaType::Array(ShapeSpec::AnyRank(), std::nullopt));
@@ -166,7 +109,7 @@ void AddGradientSchemas(const GradientSpec& g, const OpenApiInput& input, JsonSc
        PathSetJson(out_paths, out_name, "The set of differentiable outputs to compute the " + noun + " of.")},
   };
   Value response;
-  if (g.short_name == "jac") {
+  if (g.id == core::EndpointId::kJacobian) {
     response =
         WithKeys(DictJson(PathsJson(out_paths), DictJson(PathsJson(in_paths), any_array)),
                  {{"description",
@@ -174,9 +117,9 @@ void AddGradientSchemas(const GradientSpec& g, const OpenApiInput& input, JsonSc
                    "structure of the Jacobian matrix as a mapping with structure ``{jac_outputs: "
                    "{jac_inputs: array}}``. The shape of each array is the concatenation of the shapes of "
                    "the output and input arrays, i.e. ``(*output_array.shape, *input_array.shape)``."}});
-  } else if (g.short_name == "jvp") {
+  } else if (g.id == core::EndpointId::kJacobianVectorProduct) {
     properties.set(
-        "tangent_vector",
+        std::string(g.vector_field),
         WithKeys(DictJson(PathsJson(in_paths), any_array),
                  {{"title", "Tangent Vector"},
                   {"description",
@@ -191,7 +134,7 @@ void AddGradientSchemas(const GradientSpec& g, const OpenApiInput& input, JsonSc
                    "the corresponding output array."}});
   } else {
     properties.set(
-        "cotangent_vector",
+        std::string(g.vector_field),
         WithKeys(DictJson(PathsJson(out_paths), any_array),
                  {{"title", "Cotangent Vector"},
                   {"description",
@@ -205,9 +148,46 @@ void AddGradientSchemas(const GradientSpec& g, const OpenApiInput& input, JsonSc
                    "structure ``{vjp_inputs: array}``. The shape of each array is the same as the shape of "
                    "the corresponding input array."}});
   }
-  b.definitions[std::string(g.request)] = RequestModel(g.request, std::move(properties));
-  response.as_dict().set("title", g.response);
-  b.definitions[std::string(g.response)] = std::move(response);
+  b.definitions[std::string(g.request_model)] = RequestModel(g.request_model, std::move(properties));
+  response.as_dict().set("title", g.response_model);
+  b.definitions[std::string(g.response_model)] = std::move(response);
+}
+
+// ApplyInputSchema and ApplyOutputSchema, with the differentiable arrays and
+// field order tesseract-core adds to them.
+void AddApplySchemas(const OpenApiInput& input, JsonSchemaBuilder& b) {
+  const std::string prefix(core::Endpoint(core::EndpointId::kApply).model_prefix);
+  const Value apply_inputs = b.ModelRef(*DeriveModel(*input.inputs, prefix, false));
+  const Value apply_outputs = b.ModelRef(*DeriveModel(*input.outputs, prefix, false));
+  b.definitions["ApplyInputSchema"] = WithKeys(
+      RequestModel("ApplyInputSchema",
+                   Dict{{"inputs", WithKeys(apply_inputs, {{"description",
+                                                            "The input data to apply the Tesseract to."}})}}),
+      {{"differentiable_arrays", DifferentiableArraysJson(*input.inputs)},
+       {"field_order", FieldOrderJson(*input.inputs)}});
+  b.definitions["ApplyOutputSchema"] =
+      WithKeys(apply_outputs, {{"title", "ApplyOutputSchema"},
+                               {"description", "The output data from applying the Tesseract."},
+                               {"differentiable_arrays", DifferentiableArraysJson(*input.outputs)},
+                               {"field_order", FieldOrderJson(*input.outputs)}});
+}
+
+void AddAbstractEvalSchemas(const OpenApiInput& input, JsonSchemaBuilder& b) {
+  const std::string prefix(core::Endpoint(core::EndpointId::kAbstractEval).model_prefix);
+  const Value abstract_inputs = b.ModelRef(*DeriveModel(*input.inputs, prefix, true));
+  const Value abstract_outputs = b.ModelRef(*DeriveModel(*input.outputs, prefix, true));
+  b.definitions["AbstractInputSchema"] = RequestModel(
+      "AbstractInputSchema",
+      Dict{{"inputs",
+            WithKeys(abstract_inputs,
+                     {{"description",
+                       "The abstract input data to evaluate the Tesseract on. Has the same structure as "
+                       "InputSchema, but with array fields replaced by ShapeDType."}})}});
+  b.definitions["AbstractOutputSchema"] =
+      WithKeys(abstract_outputs, {{"title", "AbstractOutputSchema"},
+                                  {"description",
+                                   "Abstract outputs with the same structure as OutputSchema, but with array "
+                                   "fields replaced by ShapeDType."}});
 }
 
 // ---------------------------------------------------------------------------
@@ -246,10 +226,11 @@ Value Operation(std::string_view name, std::string_view method, std::string_view
   return Dict{{std::string(method), std::move(op)}};
 }
 
-std::string EndpointDocstring(std::string_view runtime_doc, const OpenApiInput& input,
-                              const std::string& endpoint) {
-  std::string doc(runtime_doc);
-  if (auto it = input.endpoint_docs.find(endpoint); it != input.endpoint_docs.end() && !it->second.empty()) {
+// The runtime's docstring of the endpoint, then the author's after a blank line.
+std::string EndpointDocstring(const core::EndpointInfo& endpoint, const OpenApiInput& input) {
+  std::string doc(endpoint.doc);
+  if (auto it = input.endpoint_docs.find(endpoint.id);
+      it != input.endpoint_docs.end() && !it->second.empty()) {
     doc += "\n\n" + it->second;
   }
   return doc;
@@ -266,66 +247,33 @@ List StringList(const std::vector<std::string>& items) {
 Value BuildOpenApiDocument(const OpenApiInput& input) {
   JsonSchemaBuilder b;
   Dict paths;
-  const auto implements = [&](const std::string& endpoint) { return input.endpoint_docs.contains(endpoint); };
-
   // The endpoints in the order core.create_endpoints registers them.
-  const Value apply_inputs = b.ModelRef(*DeriveModel(*input.inputs, "Apply_", false));
-  const Value apply_outputs = b.ModelRef(*DeriveModel(*input.outputs, "Apply_", false));
-  b.definitions["ApplyInputSchema"] = WithKeys(
-      RequestModel("ApplyInputSchema",
-                   Dict{{"inputs", WithKeys(apply_inputs, {{"description",
-                                                            "The input data to apply the Tesseract to."}})}}),
-      {{"differentiable_arrays", DifferentiableArraysJson(*input.inputs)},
-       {"field_order", FieldOrderJson(*input.inputs)}});
-  b.definitions["ApplyOutputSchema"] =
-      WithKeys(apply_outputs, {{"title", "ApplyOutputSchema"},
-                               {"description", "The output data from applying the Tesseract."},
-                               {"differentiable_arrays", DifferentiableArraysJson(*input.outputs)},
-                               {"field_order", FieldOrderJson(*input.outputs)}});
-  paths.set("/apply", Operation("apply", "post",
-                                EndpointDocstring("Apply the Tesseract to the input data.", input, "apply"),
-                                "ApplyInputSchema", SchemaRef("ApplyOutputSchema"), true));
-
-  for (const GradientSpec& g : kGradients) {
-    const std::string endpoint(g.endpoint);
-    if (!implements(endpoint)) continue;
-    AddGradientSchemas(g, input, b);
-    paths.set("/" + endpoint, Operation(endpoint, "post", EndpointDocstring(g.docstring, input, endpoint),
-                                        g.request, SchemaRef(g.response), true));
-  }
-
-  // health's return annotation is dict[str, Any]; FastAPI titles its schema after the route.
-  paths.set("/health", Operation("health", "get", "Get health status of the Tesseract instance.", "",
-                                 Dict{{"additionalProperties", true},
-                                      {"type", "object"},
-                                      {"title", "Response Health Health Get"}},
-                                 false));
-
-  if (implements("abstract_eval")) {
-    const Value abstract_inputs = b.ModelRef(*DeriveModel(*input.inputs, "AbstractEval_", true));
-    const Value abstract_outputs = b.ModelRef(*DeriveModel(*input.outputs, "AbstractEval_", true));
-    b.definitions["AbstractInputSchema"] = RequestModel(
-        "AbstractInputSchema",
-        Dict{{"inputs",
-              WithKeys(abstract_inputs,
-                       {{"description",
-                         "The abstract input data to evaluate the Tesseract on. Has the same structure as "
-                         "InputSchema, but with array fields replaced by ShapeDType."}})}});
-    b.definitions["AbstractOutputSchema"] = WithKeys(
-        abstract_outputs, {{"title", "AbstractOutputSchema"},
-                           {"description",
-                            "Abstract outputs with the same structure as OutputSchema, but with array "
-                            "fields replaced by ShapeDType."}});
-    paths.set("/abstract_eval",
-              Operation("abstract_eval", "post",
-                        EndpointDocstring("Perform abstract evaluation of the Tesseract on the input data.",
-                                          input, "abstract_eval"),
-                        "AbstractInputSchema", SchemaRef("AbstractOutputSchema"), false));
-  }
-
-  if (input.debug) {
-    for (const char* name : {"TestSpec", "TestCliConfig", "TestOutputSchema"}) b.AddReferenceModel(name);
-    paths.set("/test", Operation("test", "post", kTestDoc, "TestSpec", SchemaRef("TestOutputSchema"), false));
+  for (const core::EndpointInfo& e : core::Endpoints()) {
+    const bool runtime_endpoint = e.kind == core::EndpointKind::kRuntime;
+    if (!runtime_endpoint && !input.endpoint_docs.contains(e.id)) continue;  // not implemented
+    if (e.id == core::EndpointId::kTest && !input.debug) continue;
+    const std::string path = "/" + std::string(e.name);
+    switch (e.id) {
+      case core::EndpointId::kApply: AddApplySchemas(input, b); break;
+      case core::EndpointId::kJacobian:
+      case core::EndpointId::kJacobianVectorProduct:
+      case core::EndpointId::kVectorJacobianProduct: AddGradientSchemas(e, input, b); break;
+      case core::EndpointId::kHealth:
+        // health's return annotation is dict[str, Any]; FastAPI titles its schema after the route.
+        paths.set(path, Operation(e.name, "get", e.doc, "",
+                                  Dict{{"additionalProperties", true},
+                                       {"type", "object"},
+                                       {"title", "Response Health Health Get"}},
+                                  false));
+        continue;
+      case core::EndpointId::kAbstractEval: AddAbstractEvalSchemas(input, b); break;
+      case core::EndpointId::kTest:
+        for (const char* name : {"TestSpec", "TestCliConfig", "TestOutputSchema"}) b.AddReferenceModel(name);
+        break;
+    }
+    // The wrapped endpoints take the Accept header (negotiated output encoding).
+    paths.set(path, Operation(e.name, "post", EndpointDocstring(e, input), e.request_model,
+                              SchemaRef(e.response_model), e.kind == core::EndpointKind::kWrapped));
   }
   b.AddReferenceModel("HTTPValidationError");
   b.AddReferenceModel("ValidationError");

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/endpoint_table.h"
 #include "tesscpp/schema.h"
 #include "tesscpp/value.h"
 
@@ -21,10 +22,9 @@ struct OpenApiInput {
   /// The component's own models (named "InputSchema" / "OutputSchema").
   std::shared_ptr<const ModelSchema> inputs;
   std::shared_ptr<const ModelSchema> outputs;
-  /// Implemented endpoints among apply, abstract_eval, jacobian,
-  /// jacobian_vector_product, vector_jacobian_product, mapped to the
-  /// author's docstring for that endpoint (may be empty).
-  std::map<std::string, std::string> endpoint_docs;
+  /// The component's endpoints (those not of kind kRuntime) that it
+  /// implements, mapped to the author's docstring for each (may be empty).
+  std::map<core::EndpointId, std::string> endpoint_docs;
   bool debug = false;  ///< adds /test
   std::vector<std::string> output_formats{"json", "json+base64", "json+binref"};
   std::vector<std::string> gpu_transports{"none"};

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/status_matchers.h"
+#include "runtime/cpp_component.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
 #include "tesscpp/component_library.h"
@@ -35,15 +36,7 @@ OpenApiInput InputFor(const Component& c) {
   in.version = "unknown";
   in.inputs = c.input_schema();
   in.outputs = c.output_schema();
-  in.endpoint_docs["apply"] = c.apply().doc;
-  if (c.abstract_eval()) in.endpoint_docs["abstract_eval"] = c.abstract_eval().doc;
-  if (c.jacobian()) in.endpoint_docs["jacobian"] = c.jacobian().doc;
-  if (c.jacobian_vector_product()) {
-    in.endpoint_docs["jacobian_vector_product"] = c.jacobian_vector_product().doc;
-  }
-  if (c.vector_jacobian_product()) {
-    in.endpoint_docs["vector_jacobian_product"] = c.vector_jacobian_product().doc;
-  }
+  in.endpoint_docs = EndpointDocs(c);
   return in;
 }
 
@@ -393,8 +386,10 @@ TEST(OpenApi, OtherFieldKindsAsTheReferenceRendersThem) {
   in.outputs = *ModelSchema::Make(
       "OutputSchema",
       {Field("o2", SchemaType::List(SchemaType::Array({2}, Dtype::kFloat64).Differentiable()))});
-  in.endpoint_docs = {
-      {"apply", ""}, {"abstract_eval", ""}, {"jacobian", ""}, {"jacobian_vector_product", ""}};
+  in.endpoint_docs = {{core::EndpointId::kApply, ""},
+                      {core::EndpointId::kAbstractEval, ""},
+                      {core::EndpointId::kJacobian, ""},
+                      {core::EndpointId::kJacobianVectorProduct, ""}};
 
   const Value doc = BuildOpenApiDocument(in);
   const Value::Dict& schemas = doc.as_dict().at("components").as_dict().at("schemas").as_dict();
@@ -417,7 +412,7 @@ TEST(OpenApi, EndpointDescriptionIsTheCleanedDocstring) {
   auto library = Load("noop");
   ASSERT_NE(library, nullptr);
   OpenApiInput in = InputFor(library->component());
-  in.endpoint_docs["apply"] =
+  in.endpoint_docs[core::EndpointId::kApply] =
       "\n    Sums things.\n\n\tKeeps a tab-indented line.\n    \f Hidden after a form feed.\n  ";
 
   // inspect.cleandoc(doc).split("\f")[0].strip(), as FastAPI does, computed by Python.

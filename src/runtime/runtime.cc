@@ -5,6 +5,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -18,20 +19,19 @@
 
 #include <unistd.h>
 
+#include "core/endpoint_table.h"
 #include "core/http_status.h"
 #include "gpu_transport/server_transport.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
 #include "runtime/binref_output_pool.h"
+#include "runtime/cpp_component.h"
 #include "runtime/docs_page.h"
-#include "runtime/endpoint_schemas.h"
-#include "runtime/gradient_request.h"
 #include "runtime/json_error.h"
 #include "runtime/negotiate.h"
-#include "runtime/openapi.h"
 #include "runtime/run_dir.h"
+#include "runtime/served_component.h"
 #include "runtime/test_endpoint.h"
-#include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
 #include "tesscpp/validate.h"
@@ -39,10 +39,8 @@
 
 namespace tesscpp {
 
+using core::EndpointId;
 using runtime::Encoding;
-using runtime::GradientKind;
-using runtime::GradientModels;
-using runtime::GradientRequest;
 
 namespace {
 
@@ -130,6 +128,35 @@ struct EndpointFailure {
   std::string message;
 };
 
+EndpointFailure FailureOf(const Status& status) {
+  const runtime::ExceptionDetail* exception = runtime::GetExceptionDetail(status);
+  return {exception != nullptr ? exception->type() : "Error", status.message()};
+}
+
+// A failure of the runtime's own around a call (the run directory, the
+// capture), reported as the Python runtime's OSError would be.
+Status OsError(const Status& status) {
+  return status.WithDetail(std::make_shared<runtime::ExceptionDetail>("OSError", "OSError"));
+}
+
+// Runs `call`, turning a C++ exception out of it into a Status that names
+// the exception's type. Any component kind's calls may throw.
+Result<Value> Guarded(const runtime::PreparedCall& call) {
+  auto thrown = [](std::string message) {
+    const std::string type = CurrentExceptionType();
+    return Status::Internal(std::move(message))
+        .WithDetail(std::make_shared<runtime::ExceptionDetail>(
+            type, runtime::PythonExceptionFor(type, StatusCode::kInternal)));
+  };
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return thrown(e.what());
+  } catch (...) {
+    return thrown("non-standard exception");
+  }
+}
+
 ValidationIssue RunIdIssue(const std::string& run_id) {
   return {"value_error",
           {Value("query"), Value("run_id")},
@@ -151,19 +178,6 @@ bool IsJsonContentType(const std::optional<std::string>& content_type) {
   return subtype == "json" || (subtype.size() > 5 && subtype.compare(subtype.size() - 5, 5, "+json") == 0);
 }
 
-// A served endpoint that runs the component: how its request is validated
-// and run. Built once per Runtime; the HTTP path, the in-process path and
-// /test all dispatch through it.
-struct ServedEndpoint {
-  using Call = std::function<Result<Value>()>;
-  /// apply and the gradients: run in a run directory with stdio captured,
-  /// outputs encoded as the client's Accept asks; abstract_eval answers plain JSON.
-  bool wrapped = false;
-  /// Validates a request body into the call that runs it; kValidationError
-  /// with the issues (from the body's root) otherwise.
-  std::function<Result<Call>(const Value& body)> prepare;
-};
-
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -171,18 +185,12 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }  // namespace
 
 struct Runtime::Impl {
-  std::shared_ptr<const Component> component;
+  std::shared_ptr<const ServedComponent> component;
+  std::string component_name;
   RuntimeConfig config;
   runtime::Offer offer;
-  std::shared_ptr<const ModelSchema> apply_request;  // ApplyInputSchema {inputs}
-  std::shared_ptr<const ModelSchema> apply_outputs;  // Apply_OutputSchema
-  std::shared_ptr<const ModelSchema> abstract_request;
-  std::shared_ptr<const ModelSchema> abstract_outputs;
-  GradientModels jacobian{GradientKind::kJacobian, nullptr, {}, {}};
-  GradientModels jvp{GradientKind::kJvp, nullptr, {}, {}};
-  GradientModels vjp{GradientKind::kVjp, nullptr, {}, {}};
-  std::vector<std::string> endpoints;                        // served names, in the OpenAPI document's order
-  std::map<std::string, ServedEndpoint, std::less<>> table;  // those that run the component
+  std::array<bool, core::kEndpointCount> is_served{};  // by EndpointId
+  std::vector<std::string> endpoints;                  // the served names, in the table's order
   // Built once; every response shares these bytes.
   Buffer openapi_body;
   Buffer docs_body;
@@ -196,164 +204,52 @@ struct Runtime::Impl {
   mutable std::unique_ptr<runtime::BinrefOutputPool> binref_pool;
 
   bool gpu_transport_enabled() const { return transport != nullptr; }
+  bool Serves(EndpointId id) const { return is_served[static_cast<int>(id)]; }
   // Where a binref answer's large files come from: the pool when there is one.
   BinrefWriter::FileSource BinrefFiles() const;
   RuntimeResponse CheckGpuTransport(const RuntimeRequest& request) const;
 
   RuntimeResponse Route(const RuntimeRequest& request) const;
-  RuntimeResponse Post(const std::string& endpoint, const RuntimeRequest& request,
+  RuntimeResponse Post(const core::EndpointInfo& endpoint, const RuntimeRequest& request,
                        std::string_view query) const;
   // Runs a wrapped endpoint: negotiation, run directory, stdio capture,
   // profiling; `call` produces the validated outputs from `request_body`.
   RuntimeResponse RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
                              std::string_view query, const Value& request_body,
-                             const std::function<Result<Value>()>& call) const;
+                             const runtime::PreparedCall& call) const;
   RuntimeResponse Failure(const std::string& endpoint, const EndpointFailure& failure) const;
-  // Creates the run directory, captures stdio into its log and runs `call`;
-  // on failure `failure` names what went wrong as the served endpoint reports it.
+  // Creates the run directory, captures stdio into its log and runs `call`.
   Result<Value> RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
-                                  const std::function<Result<Value>()>& call, EndpointFailure* failure) const;
+                                  const runtime::PreparedCall& call) const;
   // The 422 for a run_id that would leave the output directory, if it does.
   static std::optional<RuntimeResponse> InvalidRunId(const std::string& run_id);
   Result<Value> CallInProcess(std::string_view endpoint, const Value& payload,
                               const std::optional<std::string>& run_id) const;
-  void AddEndpoints();
-  // CallApply and CallGradient hand a component that does not accept device
-  // arrays host copies of any CUDA tensors in the request.
-  Result<Value> CallApply(const Value& inputs) const;
-  Result<Value> CallGradient(const GradientModels& models, const GradientRequest& request) const;
-  Result<Value> CallAbstractEval(const Value& inputs) const;
   // /test: runs `endpoint` on `payload` in-process, failures named as the
   // Python exceptions a tesseract-core user would see.
   runtime::EndpointOutcome RunForTest(const std::string& endpoint, const Value& payload) const;
 };
 
-namespace {
-
-// Runs `fn`, turning exceptions into a Status that names their type.
-Result<Value> Guarded(const std::function<Result<Value>()>& fn, std::string* exception_type) {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    *exception_type = CurrentExceptionType();
-    return Status::Internal(e.what());
-  } catch (...) {
-    *exception_type = CurrentExceptionType();
-    return Status::Internal("non-standard exception");
-  }
-}
-
-}  // namespace
-
-Result<Value> Runtime::Impl::CallApply(const Value& inputs) const {
-  if (!component->accepts_device_arrays() && cuda::HoldsDeviceTensors(inputs)) {
-    Value host_inputs = inputs;
-    TESS_RETURN_IF_ERROR(cuda::MoveDeviceTensorsToHost(host_inputs));
-    return CallApply(host_inputs);
-  }
-  Record record;
-  TESS_RETURN_IF_ERROR(component->apply().fn(ModelView(inputs), record));
-  auto outputs = ValidateModel(*apply_outputs, std::move(record).Finish());
-  if (!outputs.ok())
-    return Status::Internal("apply returned outputs that do not fit OutputSchema: ", outputs.status());
-  return outputs;
-}
-
-Result<Value> Runtime::Impl::CallAbstractEval(const Value& inputs) const {
-  Record record;
-  TESS_RETURN_IF_ERROR(component->abstract_eval().fn(AbstractModelView(inputs), record));
-  auto outputs = ValidateModel(*abstract_outputs, std::move(record).Finish());
-  if (!outputs.ok()) {
-    return Status::Internal("abstract_eval returned outputs that do not fit OutputSchema: ",
-                            outputs.status());
-  }
-  return outputs;
-}
-
-Result<Value> Runtime::Impl::CallGradient(const GradientModels& models,
-                                          const GradientRequest& request) const {
-  const bool device_vector = std::any_of(request.vector.begin(), request.vector.end(), [](const auto& entry) {
-    return !entry.second.device().host_accessible();
-  });
-  if (!component->accepts_device_arrays() && (device_vector || cuda::HoldsDeviceTensors(request.inputs))) {
-    GradientRequest host_request = request;
-    TESS_RETURN_IF_ERROR(cuda::MoveDeviceTensorsToHost(host_request.inputs));
-    for (auto& entry : host_request.vector) {
-      TESS_ASSIGN_OR_RETURN(entry.second, cuda::ImplicitCopyToHost(entry.second));
-    }
-    return CallGradient(models, host_request);
-  }
-  const ModelView inputs(request.inputs);
-  if (models.kind == GradientKind::kJacobian) {
-    JacobianMap result;
-    TESS_RETURN_IF_ERROR(component->jacobian().fn(inputs, request.input_set, request.output_set, result));
-    return runtime::ValidateJacobianResult(models, request, result);
-  }
-  TensorMap result;
-  if (models.kind == GradientKind::kJvp) {
-    TESS_RETURN_IF_ERROR(component->jacobian_vector_product().fn(inputs, request.input_set,
-                                                                 request.output_set, request.vector, result));
-  } else {
-    TESS_RETURN_IF_ERROR(component->vector_jacobian_product().fn(inputs, request.input_set,
-                                                                 request.output_set, request.vector, result));
-  }
-  return runtime::ValidateProductResult(models, request, result);
-}
-
-void Runtime::Impl::AddEndpoints() {
-  using Invoke = Result<Value> (Impl::*)(const Value& inputs) const;
-  // apply and abstract_eval: a model {inputs}, validated, then the inputs run.
-  auto model_endpoint = [this](bool wrapped, std::shared_ptr<const ModelSchema> model, Invoke invoke) {
-    return ServedEndpoint{
-        wrapped, [this, model = std::move(model), invoke](const Value& body) -> Result<ServedEndpoint::Call> {
-          TESS_ASSIGN_OR_RETURN(Value validated, ValidateModel(*model, body));
-          return ServedEndpoint::Call([this, invoke, validated = std::move(validated)] {
-            return (this->*invoke)(validated.as_dict().at("inputs"));
-          });
-        }};
-  };
-  table.emplace("apply", model_endpoint(true, apply_request, &Impl::CallApply));
-  if (abstract_request) {
-    table.emplace("abstract_eval", model_endpoint(false, abstract_request, &Impl::CallAbstractEval));
-  }
-  const std::pair<const char*, const GradientModels*> gradients[] = {
-      {"jacobian", &jacobian}, {"jacobian_vector_product", &jvp}, {"vector_jacobian_product", &vjp}};
-  for (const auto& [name, models] : gradients) {
-    if (models->inputs == nullptr) continue;  // the component does not have it
-    table.emplace(name, ServedEndpoint{
-                            true, [this, models = models](const Value& body) -> Result<ServedEndpoint::Call> {
-                              TESS_ASSIGN_OR_RETURN(GradientRequest validated,
-                                                    runtime::ValidateGradientRequest(*models, body));
-                              return ServedEndpoint::Call([this, models, validated = std::move(validated)] {
-                                return CallGradient(*models, validated);
-                              });
-                            }});
-  }
-}
-
 runtime::EndpointOutcome Runtime::Impl::RunForTest(const std::string& endpoint, const Value& payload) const {
   runtime::EndpointOutcome outcome;
-  // Validates `payload` with `validate`, then runs `call` on the result.
-  auto run = [&](const auto& validate, const auto& call) {
-    auto validated = validate();  // the call, or the payload's validation issues
-    if (!validated.ok()) {
-      const ValidationDetail* detail = GetValidationDetail(validated.status());
-      outcome.invalid_payload = true;
-      outcome.exception = "pydantic.ValidationError";
-      outcome.message = detail != nullptr ? detail->ToString() : validated.status().message();
-      return;
-    }
-    std::string exception_type;
-    auto outputs = Guarded([&] { return call(*validated); }, &exception_type);
-    if (outputs.ok()) {
-      outcome.outputs = *std::move(outputs);
-      return;
-    }
-    outcome.exception = runtime::PythonExceptionFor(exception_type, outputs.status().code());
-    outcome.message = outputs.status().message();
-  };
-  const ServedEndpoint& entry = table.find(endpoint)->second;  // RunTestSpec names served ones only
-  run([&] { return entry.prepare(payload); }, [](const ServedEndpoint::Call& call) { return call(); });
+  // RunTestSpec names served component endpoints only.
+  auto call = component->Prepare(*core::FindEndpoint(endpoint), payload);
+  if (!call.ok()) {
+    const ValidationDetail* detail = GetValidationDetail(call.status());
+    outcome.invalid_payload = true;
+    outcome.exception = "pydantic.ValidationError";
+    outcome.message = detail != nullptr ? detail->ToString() : call.status().message();
+    return outcome;
+  }
+  auto outputs = Guarded(*call);
+  if (outputs.ok()) {
+    outcome.outputs = *std::move(outputs);
+    return outcome;
+  }
+  const runtime::ExceptionDetail* exception = runtime::GetExceptionDetail(outputs.status());
+  outcome.exception = exception != nullptr ? exception->python_type()
+                                           : runtime::PythonExceptionFor("", outputs.status().code());
+  outcome.message = outputs.status().message();
   return outcome;
 }
 
@@ -369,7 +265,7 @@ RuntimeResponse Runtime::Impl::Failure(const std::string& endpoint, const Endpoi
   // Shaped like the Python traceback the reference shows in debug mode, so
   // people and tools that look for "Traceback" and the message find them.
   r.body = Buffer::FromString("Traceback (most recent call last):\n  endpoint \"" + endpoint +
-                              "\" of component \"" + component->name() + "\"\n" + failure.type + ": " +
+                              "\" of component \"" + component_name + "\"\n" + failure.type + ": " +
                               failure.message + "\n");
   return r;
 }
@@ -384,26 +280,18 @@ std::optional<RuntimeResponse> Runtime::Impl::InvalidRunId(const std::string& ru
 }
 
 Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
-                                               const std::function<Result<Value>()>& call,
-                                               EndpointFailure* failure) const {
+                                               const runtime::PreparedCall& call) const {
   const std::string run_dir = (std::filesystem::path(config.output_path) / ("run_" + run_id)).string();
   auto log = runtime::CreateRunDirectory(run_dir);
   platform::PhaseTrace::Mark("run_dir");
-  if (!log.ok()) {
-    *failure = {"OSError", log.status().message()};
-    return log.status();
-  }
-  std::string exception_type;
+  if (!log.ok()) return OsError(log.status());
   Result<Value> outputs = Status::Internal("not run");
   {
     auto capture = runtime::StdioCapture::Start(*std::move(log));
-    if (!capture.ok()) {
-      *failure = {"OSError", capture.status().message()};
-      return capture.status();
-    }
+    if (!capture.ok()) return OsError(capture.status());
     platform::PhaseTrace::Mark("capture");
     const auto start = std::chrono::steady_clock::now();
-    outputs = Guarded(call, &exception_type);
+    outputs = Guarded(call);
     platform::PhaseTrace::Mark("apply");
     if (config.profiling) {
       std::printf("\n--- Profiling Statistics ---\n%s: %.6f s (validation of outputs included)\n",
@@ -411,14 +299,12 @@ Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, cons
     }
   }
   platform::PhaseTrace::Mark("capture");  // restoring stdio
-  if (!outputs.ok())
-    *failure = {exception_type.empty() ? "Error" : exception_type, outputs.status().message()};
   return outputs;
 }
 
 RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
                                           std::string_view query, const Value& request_body,
-                                          const std::function<Result<Value>()>& call) const {
+                                          const runtime::PreparedCall& call) const {
   const std::optional<Encoding> encoding = runtime::NegotiateEncoding(request.accept, offer);
   if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
 
@@ -433,8 +319,7 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     gpu.emplace(*std::move(begun));
     platform::PhaseTrace::Mark("gpu_begin");
   }
-  EndpointFailure failure;
-  auto outputs = RunInRunDirectory(endpoint, run_id, call, &failure);
+  auto outputs = RunInRunDirectory(endpoint, run_id, call);
   BinrefWriter binref(config.output_path, "run_" + run_id);
   if (encoding->format == OutputFormat::kJsonBinref) binref.set_file_source(BinrefFiles());
   Result<Buffer> body = Status::Internal("not written");
@@ -457,7 +342,7 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     if (!headers.ok()) return Failure(endpoint, {"RuntimeError", headers.status().message()});
     r.headers = *std::move(headers);
   }
-  if (!outputs.ok()) return Failure(endpoint, failure);
+  if (!outputs.ok()) return Failure(endpoint, FailureOf(outputs.status()));
   if (!body.ok()) return Failure(endpoint, {"SerializationError", body.status().message()});
   r.content_type = "application/" + std::string(OutputFormatName(encoding->format));
   r.body = *std::move(body);
@@ -497,42 +382,37 @@ RuntimeResponse Runtime::Impl::CheckGpuTransport(const RuntimeRequest& request) 
 
 Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Value& payload,
                                            const std::optional<std::string>& given_run_id) const {
-  if (std::find(endpoints.begin(), endpoints.end(), endpoint) == endpoints.end()) {
+  const std::optional<EndpointId> id = core::FindEndpoint(endpoint);
+  if (!id || !Serves(*id)) {
     return Status::Unimplemented("endpoint '", endpoint, "' is not implemented by this Tesseract (",
-                                 component->name(), ")");
+                                 component_name, ")");
   }
-  if (endpoint == "health") return Value::Dict{{"status", Value("ok")}};
-  if (endpoint == "test") {
+  if (*id == EndpointId::kHealth) return Value::Dict{{"status", Value("ok")}};
+  if (*id == EndpointId::kTest) {
     return runtime::RunTestSpec(payload, endpoints,
                                 [this](const std::string& e, const Value& p) { return RunForTest(e, p); });
   }
   const std::string name(endpoint);
-  // Runs a validated request as the served endpoint runs, failures shaped
-  // like the SDK's in-process client reports them.
-  auto run = [&](const std::function<Result<Value>()>& call, bool wrapped) -> Result<Value> {
-    EndpointFailure failure;
-    Result<Value> outputs = Status::Internal("not run");
-    if (wrapped) {
-      const std::string run_id = given_run_id.value_or(platform::NewUuid4());
-      if (InvalidRunId(run_id)) return ValidationFailure({RunIdIssue(run_id)});
-      outputs = RunInRunDirectory(name, run_id, call, &failure);
-    } else {
-      std::string exception_type;
-      outputs = Guarded(call, &exception_type);
-      if (!outputs.ok())
-        failure = {exception_type.empty() ? "Error" : exception_type, outputs.status().message()};
-    }
-    if (outputs.ok()) return outputs;
-    return Status(outputs.status().code(),
-                  "Error running Tesseract API " + name + ": " + failure.type + ": " + failure.message);
-  };
-  const ServedEndpoint& entry = table.find(endpoint)->second;
-  TESS_ASSIGN_OR_RETURN(ServedEndpoint::Call call, entry.prepare(payload));
-  return run(call, entry.wrapped);
+  TESS_ASSIGN_OR_RETURN(runtime::PreparedCall call, component->Prepare(*id, payload));
+  // Runs as the served endpoint runs, failures shaped like the SDK's
+  // in-process client reports them.
+  Result<Value> outputs = Status::Internal("not run");
+  if (core::Endpoint(*id).kind == core::EndpointKind::kWrapped) {
+    const std::string run_id = given_run_id.value_or(platform::NewUuid4());
+    if (InvalidRunId(run_id)) return ValidationFailure({RunIdIssue(run_id)});
+    outputs = RunInRunDirectory(name, run_id, call);
+  } else {
+    outputs = Guarded(call);
+  }
+  if (outputs.ok()) return outputs;
+  const EndpointFailure failure = FailureOf(outputs.status());
+  return Status(outputs.status().code(),
+                "Error running Tesseract API " + name + ": " + failure.type + ": " + failure.message);
 }
 
-RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRequest& request,
+RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const RuntimeRequest& request,
                                     std::string_view query) const {
+  const std::string endpoint(served.name);
   const std::vector<ValidationIssue> missing_body{{"missing", {}, "Field required", Value(), Value()}};
   if (request.body.size() == 0) return Unprocessable(missing_body);
   const std::string_view text = request.body.string_view();
@@ -573,7 +453,7 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
   if (body->is_null()) return Unprocessable(missing_body);  // FastAPI: a null body is no body
   if (config.tracing) std::cerr << "tesscpp: " << endpoint << " called\n";
 
-  if (endpoint == "test") {
+  if (served.id == EndpointId::kTest) {
     auto result = runtime::RunTestSpec(*body, endpoints, [this](const std::string& e, const Value& payload) {
       return RunForTest(e, payload);
     });
@@ -582,16 +462,12 @@ RuntimeResponse Runtime::Impl::Post(const std::string& endpoint, const RuntimeRe
     if (!result.ok()) return Unprocessable(result.status());
     return JsonResponse(200, *result);
   }
-  const ServedEndpoint& entry = table.find(endpoint)->second;  // Route passes served endpoints only
-  auto call = entry.prepare(*body);
+  auto call = component->Prepare(served.id, *body);
   platform::PhaseTrace::Mark("validate");
   if (!call.ok()) return Unprocessable(call.status());
-  if (entry.wrapped) return RunWrapped(endpoint, request, query, *body, *call);
-  std::string exception_type;
-  auto outputs = Guarded(*call, &exception_type);
-  if (!outputs.ok()) {
-    return Failure(endpoint, {exception_type.empty() ? "Error" : exception_type, outputs.status().message()});
-  }
+  if (served.kind == core::EndpointKind::kWrapped) return RunWrapped(endpoint, request, query, *body, *call);
+  auto outputs = Guarded(*call);
+  if (!outputs.ok()) return Failure(endpoint, FailureOf(outputs.status()));
   return JsonResponse(200, *outputs);
 }
 
@@ -613,20 +489,21 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
   }
   // Starlette adds HEAD to its own GET routes (the documents), not to /health.
   const bool is_document = path == "/openapi.json" || path == "/docs";
-  const bool is_get_route = path == "/health" || is_document;
-  const bool is_post_route =
-      path.size() > 1 && std::find(endpoints.begin(), endpoints.end(), path.substr(1)) != endpoints.end() &&
-      path != "/health";
-  if (!is_get_route && !is_post_route) return Detail(404, "Not Found");
-  const char* allowed = is_post_route ? "POST" : is_document ? "GET, HEAD" : "GET";
-  const bool method_ok = is_post_route ? request.method == "POST"
-                                       : request.method == "GET" || (is_document && request.method == "HEAD");
+  const core::EndpointInfo* endpoint = nullptr;  // the served endpoint the path names
+  if (path.size() > 1 && !is_document) {
+    const std::optional<EndpointId> id = core::FindEndpoint(std::string_view(path).substr(1));
+    if (id && Serves(*id)) endpoint = &core::Endpoint(*id);
+  }
+  if (!is_document && endpoint == nullptr) return Detail(404, "Not Found");
+  const std::string_view allowed = is_document ? "GET, HEAD" : endpoint->method;
+  const bool method_ok =
+      is_document ? request.method == "GET" || request.method == "HEAD" : request.method == allowed;
   if (!method_ok) {
     RuntimeResponse r = Detail(405, "Method Not Allowed");
-    r.headers.emplace_back("Allow", allowed);
+    r.headers.emplace_back("Allow", std::string(allowed));
     return r;
   }
-  if (path == "/health") {
+  if (endpoint != nullptr && endpoint->id == EndpointId::kHealth) {
     // Health probes are the most frequent request a server sees: no JSON writer.
     RuntimeResponse r;
     r.body = health_body;
@@ -643,16 +520,20 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
     r.body = docs_body;
     return r;
   }
-  return Post(path.substr(1), request, query);
+  return Post(*endpoint, request, query);
 }
 
 Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> component,
                                                RuntimeConfig config) {
+  TESS_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::CppComponent> served,
+                        runtime::CppComponent::Make(std::move(component)));
+  return Make(std::shared_ptr<const ServedComponent>(std::move(served)), std::move(config));
+}
+
+Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedComponent> component,
+                                               RuntimeConfig config) {
   TESS_RETURN_IF_ERROR(config.Validate());
   auto impl = std::make_unique<Impl>();
-  const Component& c = *component;
-  const auto inputs = c.input_schema();
-  const auto outputs = c.output_schema();
   // Validate() checked the names.
   impl->offer = {*OutputFormatFromName(config.output_format),
                  *CompressionFromName(config.compression),
@@ -665,64 +546,28 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> 
     impl->transport = std::make_unique<gpu_transport::ServerTransport>(config.gpu_transport);
     cuda::SetPoolFraction(config.cuda_ipc_pool_fraction);
   }
+  if (!component->Implements(EndpointId::kApply)) {
+    return Status::InvalidArgument("component '", component->name(), "' has no apply endpoint");
+  }
+  for (const core::EndpointInfo& e : core::Endpoints()) {
+    const bool served = e.kind != core::EndpointKind::kRuntime ? component->Implements(e.id)
+                                                               : e.id != EndpointId::kTest || config.debug;
+    impl->is_served[static_cast<int>(e.id)] = served;
+    if (served) impl->endpoints.emplace_back(e.name);
+  }
 
-  const auto apply_inputs = runtime::DeriveModel(*inputs, "Apply_", false);
-  impl->apply_request = *ModelSchema::Make(
-      "ApplyInputSchema",
-      {Field("inputs", SchemaType::Model(apply_inputs), "The input data to apply the Tesseract to.")});
-  impl->apply_outputs = runtime::DeriveModel(*outputs, "Apply_", false);
-  impl->endpoints.push_back("apply");
-
-  const auto input_paths = runtime::DifferentiablePaths(*inputs);
-  const auto output_paths = runtime::DifferentiablePaths(*outputs);
-  auto gradient = [&](GradientModels& m, const char* prefix) {
-    m.inputs = runtime::DeriveModel(*inputs, prefix, false);
-    m.input_paths = input_paths;
-    m.output_paths = output_paths;
-  };
-  std::map<std::string, std::string> docs{{"apply", c.apply().doc}};
-  if (c.jacobian()) {
-    gradient(impl->jacobian, "Jacobian_");
-    impl->endpoints.push_back("jacobian");
-    docs["jacobian"] = c.jacobian().doc;
-  }
-  if (c.jacobian_vector_product()) {
-    gradient(impl->jvp, "Jvp_");
-    impl->endpoints.push_back("jacobian_vector_product");
-    docs["jacobian_vector_product"] = c.jacobian_vector_product().doc;
-  }
-  if (c.vector_jacobian_product()) {
-    gradient(impl->vjp, "Vjp_");
-    impl->endpoints.push_back("vector_jacobian_product");
-    docs["vector_jacobian_product"] = c.vector_jacobian_product().doc;
-  }
-  impl->endpoints.push_back("health");
-  if (c.abstract_eval()) {
-    impl->abstract_request = *ModelSchema::Make(
-        "AbstractInputSchema",
-        {Field("inputs", SchemaType::Model(runtime::DeriveModel(*inputs, "AbstractEval_", true)),
-               "The abstract input data to evaluate the Tesseract on.")});
-    impl->abstract_outputs = runtime::DeriveModel(*outputs, "AbstractEval_", true);
-    impl->endpoints.push_back("abstract_eval");
-    docs["abstract_eval"] = c.abstract_eval().doc;
-  }
-  if (config.debug) impl->endpoints.push_back("test");
-  impl->AddEndpoints();
-
-  runtime::OpenApiInput doc;
-  doc.title = config.name.value_or(c.name());
-  doc.version = config.version.value_or(c.version());
-  doc.description = config.description.value_or(c.description());
-  doc.inputs = inputs;
-  doc.outputs = outputs;
-  doc.endpoint_docs = docs;
-  doc.debug = config.debug;
-  doc.output_formats = impl->offer.FormatNames();
-  doc.gpu_transports = impl->offer.GpuTransportNames();
-  doc.compressions = impl->offer.CompressionNames();
-  const Value openapi = runtime::BuildOpenApiDocument(doc);
+  runtime::DocumentSettings settings;
+  settings.title = config.name;
+  settings.version = config.version;
+  settings.description = config.description;
+  settings.debug = config.debug;
+  settings.output_formats = impl->offer.FormatNames();
+  settings.gpu_transports = impl->offer.GpuTransportNames();
+  settings.compressions = impl->offer.CompressionNames();
+  TESS_ASSIGN_OR_RETURN(const Value openapi, component->OpenApiDocument(settings));
   TESS_ASSIGN_OR_RETURN(impl->openapi_body, WriteJson(openapi));
   impl->docs_body = Buffer::FromString(runtime::RenderDocsPage(openapi));
+  impl->component_name = component->name();
   impl->component = std::move(component);
   impl->config = std::move(config);
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));

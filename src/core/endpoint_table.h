@@ -1,0 +1,71 @@
+// endpoint_table.h: the endpoints of tesseract-core 1.15's runtime, one row
+// each — the one place that names them (internal).
+//
+// Everything that lists, routes, documents or calls endpoints (the runtime,
+// the OpenAPI generator, the client, the CLI, the Python bindings, the
+// metrics) iterates this table, so a new endpoint is one row here plus its
+// implementation (docs/architecture.md, "Adding an endpoint").
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace tesscpp::core {
+
+/// \brief The endpoints, in the order the reference's OpenAPI document lists
+/// their paths.
+enum class EndpointId : int {
+  kApply,
+  kJacobian,
+  kJacobianVectorProduct,
+  kVectorJacobianProduct,
+  kHealth,
+  kAbstractEval,
+  kTest,
+};
+inline constexpr int kEndpointCount = 7;
+
+/// \brief How the runtime runs an endpoint.
+enum class EndpointKind {
+  /// apply and the gradients: a run directory, stdio captured into its log,
+  /// the answer encoded as the client's Accept asks.
+  kWrapped,
+  /// abstract_eval: validated and called, answered as plain JSON.
+  kPlain,
+  /// health and test: answered by the runtime itself, not by the component.
+  kRuntime,
+};
+
+struct EndpointInfo {
+  EndpointId id;
+  std::string_view name;     ///< "jacobian_vector_product": the path without '/', the API name
+  std::string_view command;  ///< "jacobian-vector-product": the CLI's one-shot command
+  /// How tesseract-core's SDK names it in "... not implemented for this Tesseract.".
+  std::string_view title;
+  EndpointKind kind;
+  std::string_view method;  ///< "POST" or "GET"
+  /// The prefix of the component models derived for its request ("Jvp_"),
+  /// empty where it has none.
+  std::string_view model_prefix;
+  std::string_view request_model;   ///< "JVPInputSchema"; empty for GET
+  std::string_view response_model;  ///< "JVPOutputSchema"; empty where FastAPI names it
+  /// Gradients: the prefix of the path-set fields ("jvp" → jvp_inputs,
+  /// jvp_outputs), the noun of their descriptions, and the vector field.
+  std::string_view short_name;
+  std::string_view noun;
+  std::string_view vector_field;  ///< "tangent_vector", "cotangent_vector" or empty
+  /// The runtime's own docstring of the endpoint function (core.py), raw: the
+  /// author's docstring is appended after a blank line.
+  std::string_view doc;
+
+  bool is_gradient() const { return !short_name.empty(); }
+};
+
+/// \brief Every row, in EndpointId order.
+const std::array<EndpointInfo, kEndpointCount>& Endpoints();
+const EndpointInfo& Endpoint(EndpointId id);
+/// \brief The row named `name` ("apply"), if any.
+std::optional<EndpointId> FindEndpoint(std::string_view name);
+
+}  // namespace tesscpp::core

@@ -1,0 +1,41 @@
+// The endpoint table: names found back, one row per id, kinds as served.
+#include "core/endpoint_table.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace tesscpp::core {
+namespace {
+
+TEST(EndpointTable, EveryNameAndCommandIsUniqueAndFoundBack) {
+  std::set<std::string_view> names;
+  std::set<std::string_view> commands;
+  for (const EndpointInfo& e : Endpoints()) {
+    EXPECT_TRUE(names.insert(e.name).second) << e.name;
+    EXPECT_TRUE(commands.insert(e.command).second) << e.command;
+    EXPECT_EQ(FindEndpoint(e.name), e.id);
+    EXPECT_EQ(&Endpoint(e.id), &e);
+  }
+  EXPECT_EQ(FindEndpoint("openapi.json"), std::nullopt);
+  EXPECT_EQ(FindEndpoint("Apply"), std::nullopt);  // names are exact, as routes are
+}
+
+TEST(EndpointTable, GradientsAreWrappedAndNameTheirFields) {
+  int gradients = 0;
+  for (const EndpointInfo& e : Endpoints()) {
+    if (!e.is_gradient()) continue;
+    ++gradients;
+    EXPECT_EQ(e.kind, EndpointKind::kWrapped) << e.name;
+    EXPECT_FALSE(e.noun.empty()) << e.name;
+    EXPECT_EQ(e.vector_field.empty(), e.id == EndpointId::kJacobian) << e.name;
+  }
+  EXPECT_EQ(gradients, 3);
+  EXPECT_EQ(Endpoint(EndpointId::kHealth).method, "GET");
+  EXPECT_EQ(Endpoint(EndpointId::kAbstractEval).kind, EndpointKind::kPlain);
+  EXPECT_EQ(Endpoint(EndpointId::kTest).kind, EndpointKind::kRuntime);
+}
+
+}  // namespace
+}  // namespace tesscpp::core

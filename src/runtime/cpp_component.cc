@@ -1,0 +1,195 @@
+#include "runtime/cpp_component.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "runtime/endpoint_schemas.h"
+#include "runtime/gradient_request.h"
+#include "runtime/openapi.h"
+#include "tesscpp/cuda.h"
+#include "tesscpp/validate.h"
+
+namespace tesscpp::runtime {
+
+using core::EndpointId;
+
+struct CppComponent::Models {
+  std::shared_ptr<const ModelSchema> apply_request;  // ApplyInputSchema {inputs}
+  std::shared_ptr<const ModelSchema> apply_outputs;  // Apply_OutputSchema
+  std::shared_ptr<const ModelSchema> abstract_request;
+  std::shared_ptr<const ModelSchema> abstract_outputs;
+  // jacobian, jacobian_vector_product, vector_jacobian_product; inputs null
+  // for those the component lacks.
+  std::array<GradientModels, 3> gradients{
+      GradientModels{EndpointId::kJacobian, nullptr, {}, {}},
+      GradientModels{EndpointId::kJacobianVectorProduct, nullptr, {}, {}},
+      GradientModels{EndpointId::kVectorJacobianProduct, nullptr, {}, {}}};
+
+  const GradientModels* Gradient(EndpointId endpoint) const {
+    for (const GradientModels& g : gradients) {
+      if (g.endpoint == endpoint) return g.inputs != nullptr ? &g : nullptr;
+    }
+    return nullptr;
+  }
+};
+
+namespace {
+
+// The author's docstring of `endpoint`, or nullopt when `c` lacks it.
+std::optional<std::string> DocOf(const Component& c, EndpointId endpoint) {
+  auto doc = [](const auto& e) { return e ? std::optional<std::string>(e.doc) : std::nullopt; };
+  switch (endpoint) {
+    case EndpointId::kApply: return doc(c.apply());
+    case EndpointId::kJacobian: return doc(c.jacobian());
+    case EndpointId::kJacobianVectorProduct: return doc(c.jacobian_vector_product());
+    case EndpointId::kVectorJacobianProduct: return doc(c.vector_jacobian_product());
+    case EndpointId::kAbstractEval: return doc(c.abstract_eval());
+    case EndpointId::kHealth:
+    case EndpointId::kTest: break;  // the runtime's
+  }
+  return std::nullopt;
+}
+
+std::string PrefixOf(EndpointId endpoint) { return std::string(core::Endpoint(endpoint).model_prefix); }
+
+// apply, with host copies of device inputs for a component that takes none.
+Result<Value> CallApply(const Component& c, const CppComponent::Models& m, const Value& inputs) {
+  if (!c.accepts_device_arrays() && cuda::HoldsDeviceTensors(inputs)) {
+    Value host_inputs = inputs;
+    TESS_RETURN_IF_ERROR(cuda::MoveDeviceTensorsToHost(host_inputs));
+    return CallApply(c, m, host_inputs);
+  }
+  Record record;
+  TESS_RETURN_IF_ERROR(c.apply().fn(ModelView(inputs), record));
+  auto outputs = ValidateModel(*m.apply_outputs, std::move(record).Finish());
+  if (!outputs.ok())
+    return Status::Internal("apply returned outputs that do not fit OutputSchema: ", outputs.status());
+  return outputs;
+}
+
+Result<Value> CallAbstractEval(const Component& c, const CppComponent::Models& m, const Value& inputs) {
+  Record record;
+  TESS_RETURN_IF_ERROR(c.abstract_eval().fn(AbstractModelView(inputs), record));
+  auto outputs = ValidateModel(*m.abstract_outputs, std::move(record).Finish());
+  if (!outputs.ok()) {
+    return Status::Internal("abstract_eval returned outputs that do not fit OutputSchema: ",
+                            outputs.status());
+  }
+  return outputs;
+}
+
+Result<Value> CallGradient(const Component& c, const GradientModels& models, const GradientRequest& request) {
+  const bool device_vector = std::any_of(request.vector.begin(), request.vector.end(), [](const auto& entry) {
+    return !entry.second.device().host_accessible();
+  });
+  if (!c.accepts_device_arrays() && (device_vector || cuda::HoldsDeviceTensors(request.inputs))) {
+    GradientRequest host_request = request;
+    TESS_RETURN_IF_ERROR(cuda::MoveDeviceTensorsToHost(host_request.inputs));
+    for (auto& entry : host_request.vector) {
+      TESS_ASSIGN_OR_RETURN(entry.second, cuda::ImplicitCopyToHost(entry.second));
+    }
+    return CallGradient(c, models, host_request);
+  }
+  const ModelView inputs(request.inputs);
+  if (models.endpoint == EndpointId::kJacobian) {
+    JacobianMap result;
+    TESS_RETURN_IF_ERROR(c.jacobian().fn(inputs, request.input_set, request.output_set, result));
+    return ValidateJacobianResult(models, request, result);
+  }
+  TensorMap result;
+  if (models.endpoint == EndpointId::kJacobianVectorProduct) {
+    TESS_RETURN_IF_ERROR(c.jacobian_vector_product().fn(inputs, request.input_set, request.output_set,
+                                                        request.vector, result));
+  } else {
+    TESS_RETURN_IF_ERROR(c.vector_jacobian_product().fn(inputs, request.input_set, request.output_set,
+                                                        request.vector, result));
+  }
+  return ValidateProductResult(models, request, result);
+}
+
+}  // namespace
+
+std::map<EndpointId, std::string> EndpointDocs(const Component& component) {
+  std::map<EndpointId, std::string> docs;
+  for (const core::EndpointInfo& e : core::Endpoints()) {
+    if (std::optional<std::string> doc = DocOf(component, e.id)) docs.emplace(e.id, *std::move(doc));
+  }
+  return docs;
+}
+
+CppComponent::CppComponent(std::shared_ptr<const Component> component, std::shared_ptr<const Models> models)
+    : component_(std::move(component)), models_(std::move(models)) {}
+
+Result<std::shared_ptr<const CppComponent>> CppComponent::Make(std::shared_ptr<const Component> component) {
+  const Component& c = *component;
+  const auto inputs = c.input_schema();
+  const auto outputs = c.output_schema();
+  auto m = std::make_shared<Models>();
+  TESS_ASSIGN_OR_RETURN(
+      m->apply_request,
+      ModelSchema::Make(
+          "ApplyInputSchema",
+          {Field("inputs", SchemaType::Model(DeriveModel(*inputs, PrefixOf(EndpointId::kApply), false)),
+                 "The input data to apply the Tesseract to.")}));
+  m->apply_outputs = DeriveModel(*outputs, PrefixOf(EndpointId::kApply), false);
+  const auto input_paths = DifferentiablePaths(*inputs);
+  const auto output_paths = DifferentiablePaths(*outputs);
+  for (GradientModels& g : m->gradients) {
+    if (!DocOf(c, g.endpoint)) continue;  // the component does not have it
+    g.inputs = DeriveModel(*inputs, PrefixOf(g.endpoint), false);
+    g.input_paths = input_paths;
+    g.output_paths = output_paths;
+  }
+  if (c.abstract_eval()) {
+    const std::string prefix = PrefixOf(EndpointId::kAbstractEval);
+    TESS_ASSIGN_OR_RETURN(
+        m->abstract_request,
+        ModelSchema::Make("AbstractInputSchema",
+                          {Field("inputs", SchemaType::Model(DeriveModel(*inputs, prefix, true)),
+                                 "The abstract input data to evaluate the Tesseract on.")}));
+    m->abstract_outputs = DeriveModel(*outputs, prefix, true);
+  }
+  return std::make_shared<const CppComponent>(std::move(component), std::move(m));
+}
+
+bool CppComponent::Implements(EndpointId endpoint) const { return DocOf(*component_, endpoint).has_value(); }
+
+Result<Value> CppComponent::OpenApiDocument(const DocumentSettings& settings) const {
+  OpenApiInput doc;
+  doc.title = settings.title.value_or(component_->name());
+  doc.version = settings.version.value_or(component_->version());
+  doc.description = settings.description.value_or(component_->description());
+  doc.inputs = component_->input_schema();
+  doc.outputs = component_->output_schema();
+  doc.endpoint_docs = EndpointDocs(*component_);
+  doc.debug = settings.debug;
+  doc.output_formats = settings.output_formats;
+  doc.gpu_transports = settings.gpu_transports;
+  doc.compressions = settings.compressions;
+  return BuildOpenApiDocument(doc);
+}
+
+Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& body) const {
+  // The call holds what it needs: it may outlive nothing here, but a
+  // shared_ptr keeps it independent of this object's lifetime all the same.
+  if (const GradientModels* gradient = models_->Gradient(endpoint)) {
+    TESS_ASSIGN_OR_RETURN(GradientRequest validated, ValidateGradientRequest(*gradient, body));
+    return PreparedCall([c = component_, m = models_, gradient, validated = std::move(validated)] {
+      return CallGradient(*c, *gradient, validated);
+    });
+  }
+  const bool apply = endpoint == EndpointId::kApply;
+  if (!apply && (endpoint != EndpointId::kAbstractEval || models_->abstract_request == nullptr)) {
+    return Status::Unimplemented("endpoint '", core::Endpoint(endpoint).name, "' is not implemented by ",
+                                 component_->name());
+  }
+  TESS_ASSIGN_OR_RETURN(Value validated,
+                        ValidateModel(apply ? *models_->apply_request : *models_->abstract_request, body));
+  return PreparedCall([c = component_, m = models_, apply, validated = std::move(validated)] {
+    const Value& inputs = validated.as_dict().at("inputs");
+    return apply ? CallApply(*c, *m, inputs) : CallAbstractEval(*c, *m, inputs);
+  });
+}
+
+}  // namespace tesscpp::runtime

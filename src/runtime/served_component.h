@@ -1,0 +1,98 @@
+// served_component.h: what the runtime needs of a component, whatever it is
+// written in (internal).
+//
+// The runtime (runtime.cc) owns everything a served Tesseract does around its
+// endpoints: routing, body rules, Accept negotiation, run directories, stdio
+// capture, the GPU transport, /health, /test, errors. A component kind — C++
+// components (cpp_component.h), a Python module, a table of callbacks in a
+// test — implements this interface and nothing else: it says which endpoints
+// it has, brings its OpenAPI document, and turns a request body into a call.
+// The runtime has no branch on the kind (docs/architecture.md).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/endpoint_table.h"
+#include "tesscpp/result.h"
+#include "tesscpp/value.h"
+
+namespace tesscpp::runtime {
+
+/// \brief A validated request, ready to run: gives the endpoint's outputs,
+/// already validated against its output model (arrays as Tensors, which may
+/// live on a device). Wrapped endpoints run it inside their run directory with
+/// stdio captured. A failure may name its exception (ExceptionDetail); a C++
+/// exception thrown out of it is caught and named by the runtime.
+using PreparedCall = std::function<Result<Value>()>;
+
+/// \brief What the runtime decides about the served document.
+struct DocumentSettings {
+  std::optional<std::string> title;        ///< TESSERACT_NAME: replaces the component's name
+  std::optional<std::string> version;      ///< TESSERACT_VERSION
+  std::optional<std::string> description;  ///< TESSERACT_DESCRIPTION
+  bool debug = false;                      ///< /test is served
+  /// The x-supported-* lists, from what the runtime offers.
+  std::vector<std::string> output_formats;
+  std::vector<std::string> gpu_transports;
+  std::vector<std::string> compressions;
+};
+
+/// \brief The exception that made a call fail: `type` as raised (a C++ type
+/// "std::invalid_argument", a Python one "ValueError"), shown in debug-mode
+/// tracebacks and in-process errors; `python_type` the Python class a
+/// tesseract-core user sees for it, which /test matches against.
+class ExceptionDetail : public StatusDetail {
+ public:
+  static constexpr std::string_view kTypeId = "tesscpp::runtime::ExceptionDetail";
+
+  ExceptionDetail(std::string type, std::string python_type)
+      : type_(std::move(type)), python_type_(std::move(python_type)) {}
+  std::string_view type_id() const override { return kTypeId; }
+  std::string ToString() const override { return type_; }
+
+  const std::string& type() const { return type_; }
+  const std::string& python_type() const { return python_type_; }
+
+ private:
+  std::string type_;
+  std::string python_type_;
+};
+
+/// \brief The ExceptionDetail `status` carries, or null.
+inline const ExceptionDetail* GetExceptionDetail(const Status& status) {
+  const auto& detail = status.detail();
+  if (detail == nullptr || detail->type_id() != ExceptionDetail::kTypeId) return nullptr;
+  return static_cast<const ExceptionDetail*>(detail.get());
+}
+
+}  // namespace tesscpp::runtime
+
+namespace tesscpp {
+
+// Named in the public runtime.h (Runtime::Make), so it lives in tesscpp.
+class ServedComponent {
+ public:
+  virtual ~ServedComponent() = default;
+
+  /// \brief The name that failures and tracebacks name.
+  virtual std::string name() const = 0;
+  /// \brief Whether it implements `endpoint`. Asked only of endpoints whose
+  /// kind is not kRuntime (health and test are the runtime's); apply is
+  /// required of every component.
+  virtual bool Implements(core::EndpointId endpoint) const = 0;
+  /// \brief The document served at /openapi.json and rendered at /docs,
+  /// built once when the runtime is made.
+  virtual Result<Value> OpenApiDocument(const runtime::DocumentSettings& settings) const = 0;
+  /// \brief Validates `body` (the request body as read, arrays decoded) for
+  /// `endpoint`, one it implements, into the call that runs it.
+  /// kValidationError with a ValidationDetail whose locations start at the
+  /// body's root otherwise. Called concurrently from the server's threads.
+  virtual Result<runtime::PreparedCall> Prepare(core::EndpointId endpoint, const Value& body) const = 0;
+};
+
+}  // namespace tesscpp

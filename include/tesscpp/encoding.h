@@ -90,9 +90,10 @@ struct ArrayDecodeOptions {
   /// truncates while the tensors live (SIGBUS otherwise): the client's opt-in
   /// binref pool, which unlinks them after decoding.
   std::vector<std::string>* borrowed_binref_files = nullptr;
-  /// How cuda_ipc arrays are read; null (the GPU transport is not enabled):
-  /// refused as the reference refuses them.
-  CudaIpcArrays* cuda_ipc = nullptr;
+  /// How device arrays (the cuda_ipc encoding's descriptors) are read, as
+  /// the GPU transport provides; null (no transport enabled): refused as the
+  /// reference refuses them.
+  CudaIpcArrays* device_arrays = nullptr;
 };
 
 /// \brief Where binref arrays are written: Append stores bytes and returns the
@@ -154,9 +155,9 @@ struct ArrayEncodeOptions {
   BinrefSink* binref = nullptr;
   /// Write "object_type": "array". Servers always do; the SDK omits it in requests.
   bool object_type = true;
-  /// When set (the cuda_ipc transport was negotiated), CUDA tensors go out as
-  /// cuda_ipc descriptors (always with "object_type").
-  CudaIpcArrays* cuda_ipc = nullptr;
+  /// When set (a GPU transport was negotiated; it provides them), CUDA
+  /// tensors go out as cuda_ipc descriptors (always with "object_type").
+  CudaIpcArrays* device_arrays = nullptr;
   /// Otherwise CUDA tensors are written with `encoding` from the host copy
   /// this makes (cuda::ImplicitCopyToHost, which also honours
   /// TESSERACT_FORBID_DEVICE_HOST_COPY); without it they are refused.

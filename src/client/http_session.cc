@@ -2,12 +2,10 @@
 // Accept header, arraydicts in the body, binref input files, decoding of the
 // answer and of its errors.
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
-#include <set>
 #include <utility>
 
 #include "client/binref_pool.h"
@@ -18,13 +16,10 @@
 #include "client/session.h"
 #include "codec/base64.h"
 #include "core/endpoint_table.h"
-#include "gpu_transport/client_exports.h"
-#include "gpu_transport/headers.h"
+#include "gpu_transport/client_transport.h"
 #include "gpu_transport/ipc_arrays.h"
-#include "gpu_transport/ipc_events.h"
 #include "gpu_transport/transport_check.h"
 #include "platform/phase_trace.h"
-#include "platform/process_identity.h"
 #include "platform/uuid.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
@@ -45,9 +40,6 @@ namespace {
 
 using client::HttpConnection;
 using client::HttpResponse;
-using gpu_transport::BorrowedOutputs;
-using gpu_transport::ExportAcks;
-using gpu_transport::ExportsDoneHeader;
 using gpu_transport::IpcArrays;
 
 // How a request body is written, parsed once from the encoding fitted to
@@ -89,6 +81,7 @@ class HttpSession final : public TesseractSession {
   HttpSession(std::unique_ptr<HttpConnection> connection, ClientOptions options,
               std::unique_ptr<ServedServer> server)
       : connection_(std::move(connection)), options_(std::move(options)), server_(std::move(server)) {
+    transport_ = gpu_transport::MakeClientTransport({options_.cuda_ipc_events, server_});
     if (options_.binref_pool && !options_.server_input_path.empty()) {
       pool_ = std::make_unique<client::BinrefPool>(options_.server_input_path);
     }
@@ -147,10 +140,9 @@ class HttpSession final : public TesseractSession {
   Result<Buffer> EncodeBody(const Value& payload, const BodyEncoding& encoding, BinrefSink** sink,
                             std::unique_ptr<BinrefWriter>* files,
                             std::unique_ptr<client::BinrefPool::Lease>* lease, CudaIpcArrays* device_exports);
-  // `cuda_ipc`: how cuda_ipc outputs are read (null: refused).
+  // `device_arrays`: how the GPU transport reads device outputs (null: refused).
   Result<Value> Decode(const HttpResponse& response, std::string_view endpoint,
-                       CudaIpcArrays* cuda_ipc = nullptr);
-  void QueueExports(const HttpResponse& response);
+                       CudaIpcArrays* device_arrays = nullptr);
   void FlushExportsDone();
   Result<GpuTransportCheck> RunTransportCheck(const std::string& transport);
   Result<HttpConnection*> Connection() {
@@ -167,23 +159,17 @@ class HttpSession final : public TesseractSession {
   std::mutex openapi_mutex_;
   std::shared_ptr<const Value> openapi_;
   std::optional<ServerCapabilities> capabilities_;
-  std::shared_ptr<ExportAcks> acks_ = std::make_shared<ExportAcks>();
+  std::unique_ptr<gpu_transport::ClientTransport> transport_;  // what GPU transports add to requests
   std::mutex check_mutex_;
-  std::map<std::string, GpuTransportCheck> checks_;   // by transport
-  std::atomic<bool> server_waits_for_events_{false};  // it answered Tesscpp-Ipc-Events: 1
-  std::atomic<cuda::VmmPeer> server_maps_vmm_{cuda::VmmPeer::kNotYetKnown};  // Tesscpp-Cuda-Vmm: 1 or not
+  std::map<std::string, GpuTransportCheck> checks_;  // by transport
 };
-
-void HttpSession::QueueExports(const HttpResponse& response) {
-  if (auto id = response.Header(gpu_transport::kExportsHeader)) acks_->Add(*std::move(id));
-}
 
 void HttpSession::FlushExportsDone() {
   if (connection_ == nullptr) return;
-  const std::optional<std::vector<std::string>> ids = acks_->Take(false, /*wait=*/true);
-  if (!ids) return;
-  // Best effort: a server that is gone frees them after its timeout.
-  (void)connection_->Send("GET", "/health", {ExportsDoneHeader(*ids)}, nullptr);
+  const std::optional<std::vector<std::string>> headers = transport_->Closing();
+  if (!headers) return;
+  // Best effort: a server that is gone frees what it holds after its timeout.
+  (void)connection_->Send("GET", "/health", *headers, nullptr);
 }
 
 Result<std::shared_ptr<const Value>> HttpSession::OpenApi() {
@@ -203,8 +189,9 @@ Result<Buffer> HttpSession::EncodeBody(const Value& payload, const BodyEncoding&
                                        CudaIpcArrays* device_exports) {
   JsonWriteOptions write;
   write.arrays.object_type = false;  // as the SDK sends them
-  // CUDA tensors go by IPC handle when the transport is requested, else as host copies.
-  if (encoding.transport == GpuTransport::kCudaIpc) write.arrays.cuda_ipc = device_exports;
+  // CUDA tensors go through the GPU transport when one is requested
+  // (`device_exports`), else as host copies.
+  write.arrays.device_arrays = device_exports;
   write.arrays.device_to_host = cuda::ImplicitCopyToHost;
   write.arrays.encoding = ArrayEncoding::kBase64;
   write.arrays.compression = encoding.compression;
@@ -223,16 +210,7 @@ Result<Buffer> HttpSession::EncodeBody(const Value& payload, const BodyEncoding&
   return WriteJson(payload, write);
 }
 
-namespace {
-
-// Started on the first cuda_ipc request only: a CPU-only client never
-// initialises CUDA for it.
-const std::optional<std::string>& ThisVmmEndpoint() {
-  static const std::optional<std::string> kEndpoint = cuda::VmmEndpoint();
-  return kEndpoint;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
                                const std::optional<std::string>& given_run_id,
@@ -252,7 +230,6 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   if (accept) headers.push_back("Accept: " + *accept);
   if (!is_get) headers.emplace_back("Content-Type: application/json");
   TESS_ASSIGN_OR_RETURN(const BodyEncoding body_encoding, BodyEncodingOf(encoding));
-  const bool gpu_request = body_encoding.transport != GpuTransport::kNone;
 
   std::optional<std::string> run_id = given_run_id;
   std::optional<client::LogStreamer> streamer;
@@ -272,30 +249,9 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   std::unique_ptr<BinrefWriter> files;
   std::unique_ptr<client::BinrefPool::Lease> lease;
   Buffer body;
-  const bool cuda_ipc = body_encoding.transport == GpuTransport::kCudaIpc;
-  // IPC events (our extension) are offered on every cuda_ipc request, and our
-  // inputs go without a device synchronisation once the server has said that
-  // it waits for their event.
-  const bool offer_events = cuda_ipc && options_.cuda_ipc_events;
-  const bool inputs_by_event = offer_events && server_waits_for_events_.load();
-  std::optional<std::string> inputs_event;
-  // What the server may read of our GPU inputs; kept until its answer is here.
-  // VMM inputs go by reference (our cuda_vmm extension) once the server has
-  // said that it maps them; the offer names where it asks for them.
-  const bool offer_vmm = cuda_ipc && ThisVmmEndpoint().has_value();
-  IpcArrays input_exports = IpcArrays::Exporting(
-      inputs_by_event ? cuda::ExportOrdering::kLegacyStream : cuda::ExportOrdering::kSynchronised,
-      offer_vmm ? server_maps_vmm_.load() : cuda::VmmPeer::kCannot);
+  const std::unique_ptr<gpu_transport::ClientCall> gpu = transport_->Begin(body_encoding.transport);
   if (payload != nullptr) {
-    auto encoded = EncodeBody(*payload, body_encoding, &sink, &files, &lease, &input_exports);
-    if (inputs_by_event && encoded.ok() && !input_exports.pins().empty()) {
-      auto recorded = gpu_transport::RecordIpcEvents(cuda::DevicesOf(*payload));
-      if (recorded.ok()) {
-        inputs_event = *std::move(recorded);
-      } else {
-        encoded = recorded.status();
-      }
-    }
+    auto encoded = EncodeBody(*payload, body_encoding, &sink, &files, &lease, gpu->inputs());
     if (!encoded.ok())
       return encoded.status().WithContext("encoding the request to " + std::string(endpoint));
     body = *std::move(encoded);
@@ -312,16 +268,10 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   } remove_files{files};
 
   TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
-  const std::optional<std::vector<std::string>> exports_done = acks_->Take(gpu_request, /*wait=*/false);
-  if (exports_done) headers.push_back(ExportsDoneHeader(*exports_done));
-  // Offer to borrow cuda_ipc outputs (our extension; other servers ignore it).
-  static const std::optional<platform::ProcessIdentity> kThisProcess = platform::ProcessIdentity::Self();
-  if (cuda_ipc && exports_done && kThisProcess) {
-    headers.push_back(std::string(gpu_transport::kBorrowerHeader) + ": " + kThisProcess->ToString());
-  }
-  if (offer_events) headers.push_back(std::string(gpu_transport::kIpcEventsHeader) + ": 1");
-  if (inputs_event) headers.push_back(std::string(gpu_transport::kInputsEventHeader) + ": " + *inputs_event);
-  if (offer_vmm) headers.push_back(std::string(gpu_transport::kCudaVmmHeader) + ": " + *ThisVmmEndpoint());
+  auto transport_headers = gpu->Headers(payload);
+  if (!transport_headers.ok())
+    return transport_headers.status().WithContext("encoding the request to " + std::string(endpoint));
+  headers.insert(headers.end(), transport_headers->begin(), transport_headers->end());
   Result<HttpResponse> response = Status::Internal("not sent");
   {
     if (options_.stream_logs && run_id && client::IsWrappedEndpoint(endpoint)) {
@@ -333,46 +283,17 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
     streamer.reset();
   }
   if (!response.ok()) {
-    if (exports_done) acks_->Requeue(*exports_done);
+    gpu->Unanswered();
     return response.status();
   }
-  // Only a client that acknowledges may be left holding an export id. One the
-  // server keeps while we live is acknowledged when its borrowed outputs go.
-  std::shared_ptr<BorrowedOutputs> borrowed;
-  if (exports_done) {
-    std::optional<std::string> id = response->Header(gpu_transport::kExportsHeader);
-    if (id && cuda_ipc && response->Header(gpu_transport::kExportsLeaseHeader) == "borrower") {
-      borrowed = std::make_shared<BorrowedOutputs>(*std::move(id), acks_, server_);
-    } else {
-      QueueExports(*response);
-    }
-  }
-  // The server's work on our inputs and its outputs is done once its event
-  // is: waited for before anything is read or handed back to the caller. (If
-  // that fails, the exports above are acknowledged unread.)
-  if (auto event = response->Header(gpu_transport::kExportsEventHeader)) {
-    const Status done = gpu_transport::WaitForIpcEvents(*event, cuda::IpcEventWait::kOnHost);
-    if (!done.ok()) return done.WithContext("waiting for the GPU work of " + std::string(endpoint));
-    platform::PhaseTrace::Mark("event_wait");
-  }
-  if (offer_events && response->status >= 200 && response->status < 300) {
-    server_waits_for_events_ = response->Header(gpu_transport::kIpcEventsHeader) == "1";
-  }
-  if (offer_vmm) {
-    const bool accepted = response->Header(gpu_transport::kCudaVmmHeader) == "1";
-    if (response->status >= 200 && response->status < 300) {
-      server_maps_vmm_ = accepted ? cuda::VmmPeer::kCan : cuda::VmmPeer::kCannot;
-    } else if (!accepted) {
-      // A failure from a server that no longer says it maps VMM memory (one
-      // swapped in behind the URL): the next request stages and asks again.
-      server_maps_vmm_ = cuda::VmmPeer::kNotYetKnown;
-    }
-  }
+  auto device_outputs =
+      gpu->Answered(response->status, [&](std::string_view name) { return response->Header(name); });
+  if (!device_outputs.ok())
+    return device_outputs.status().WithContext("waiting for the GPU work of " + std::string(endpoint));
   if (response->status < 200 || response->status >= 300)
     return client::ErrorFromResponse(*response, endpoint, accept);
-  IpcArrays outputs = borrowed != nullptr ? IpcArrays::Borrowing(borrowed) : IpcArrays::Copying();
-  auto value = Decode(*response, endpoint, cuda_ipc ? &outputs : nullptr);
-  if (cuda_ipc && value.ok() && borrowed != nullptr) borrowed->set_devices(cuda::DevicesOf(*value));
+  auto value = Decode(*response, endpoint, *device_outputs);
+  if (value.ok()) gpu->Decoded(*value);
   platform::PhaseTrace::Mark("decode");
   return value;
 }
@@ -400,7 +321,7 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
     TESS_ASSIGN_OR_RETURN(int ordinal, cuda::CurrentDevice());
     TESS_ASSIGN_OR_RETURN(Tensor device, cuda::CopyToDevice(sent, ordinal));
     JsonWriteOptions write;
-    write.arrays.cuda_ipc = &exports;
+    write.arrays.device_arrays = &exports;
     return WriteJson(Value::Dict{{"gpu_transport", transport},
                                  {"array", Value(device)},
                                  {"expected", Value(codec::Base64String(sent.bytes()))}},
@@ -416,7 +337,7 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
   TESS_ASSIGN_OR_RETURN(
       HttpResponse response,
       connection->Send("POST", "/check_gpu_transport", {"Content-Type: application/json"}, &*exported));
-  QueueExports(response);
+  transport_->ExportsReceived([&](std::string_view name) { return response.Header(name); });
   exports.pins().clear();  // the server has read our bytes (or failed to)
   if (response.status < 200 || response.status >= 300) {
     return Status::Unavailable("The Tesseract at ", url_, " answered the check of gpu_transport='", transport,
@@ -425,7 +346,7 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
   JsonReadOptions read;
   read.arrays = ArrayDetection::kTagged;
   IpcArrays imports = IpcArrays::Copying();
-  read.array_options.cuda_ipc = &imports;
+  read.array_options.device_arrays = &imports;
   auto reply = ReadJson(response.body, read);
   const Value* ok = reply.ok() && reply->is_dict() ? reply->as_dict().find("ok") : nullptr;
   if (ok == nullptr || !ok->is_bool()) {
@@ -459,7 +380,7 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
 }
 
 Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view endpoint,
-                                  CudaIpcArrays* cuda_ipc) {
+                                  CudaIpcArrays* device_arrays) {
   if (response.status < 200 || response.status >= 300)
     return client::ErrorFromResponse(response, endpoint, std::nullopt);
   JsonReadOptions read;
@@ -469,7 +390,7 @@ Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view
     read.array_options.accept_raw = true;
     read.array_options.binref_dir = options_.server_output_path;
     if (pool_ != nullptr) read.array_options.borrowed_binref_files = &mapped;
-    read.array_options.cuda_ipc = cuda_ipc;
+    read.array_options.device_arrays = device_arrays;
   }
   auto value = ReadJson(response.body, read);
   if (!value.ok()) {

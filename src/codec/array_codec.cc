@@ -163,14 +163,14 @@ Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOpt
       }
       auto descriptor = ParseCudaIpcBuffer(*fields.buffer_text);
       if (!descriptor.ok()) return NonNumericArray(descriptor.status().WithContext("data.buffer"));
-      if (options.cuda_ipc == nullptr) {
+      if (options.device_arrays == nullptr) {
         return UndecodableBuffer(
                    Status::Unimplemented("GPU transport 'cuda_ipc' is not enabled on this Tesseract "
                                          "(available: ('none',))"),
                    ArrayEncoding::kCudaIpc)
             .WithContext("data.buffer");
       }
-      tensor = options.cuda_ipc->Import(*descriptor, header->dtype, header->shape);
+      tensor = options.device_arrays->Import(*descriptor, header->dtype, header->shape);
       break;
     }
     case ArrayEncoding::kBase64:
@@ -205,7 +205,7 @@ void WriteArrayHeader(const Tensor& tensor, bool object_type, JsonWriter& writer
 }
 
 Status EncodeCudaIpc(const Tensor& tensor, const ArrayEncodeOptions& options, JsonWriter& writer) {
-  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor, options.cuda_ipc->Export(tensor));
+  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor, options.device_arrays->Export(tensor));
   WriteArrayHeader(tensor, /*object_type=*/true, writer);
   writer.String(FormatCudaIpcBuffer(descriptor));
   writer.Key("encoding");
@@ -218,7 +218,7 @@ Status EncodeCudaIpc(const Tensor& tensor, const ArrayEncodeOptions& options, Js
 }  // namespace
 
 Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& options, JsonWriter& writer) {
-  if (!device_or_host.device().host_accessible() && options.cuda_ipc != nullptr) {
+  if (!device_or_host.device().host_accessible() && options.device_arrays != nullptr) {
     return EncodeCudaIpc(device_or_host, options, writer);
   }
   std::optional<Tensor> host_copy;  // only for CUDA tensors: host ones are written as they are

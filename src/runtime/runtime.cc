@@ -312,11 +312,11 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   const std::string run_id = given_run_id ? *std::move(given_run_id) : platform::NewUuid4();
   if (auto refused = InvalidRunId(run_id)) return *std::move(refused);
 
-  std::optional<gpu_transport::ServerTransport::Call> gpu;
+  std::unique_ptr<gpu_transport::ServerCall> gpu;
   if (transport != nullptr) {
     auto begun = transport->Begin(request.headers);
     if (!begun.ok()) return Detail(core::HttpStatusFor(begun.status().code()), begun.status().message());
-    gpu.emplace(*std::move(begun));
+    gpu = *std::move(begun);
     platform::PhaseTrace::Mark("gpu_begin");
   }
   auto outputs = RunInRunDirectory(endpoint, run_id, call);
@@ -330,7 +330,7 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     write.arrays.compression =
         encoding->format != OutputFormat::kJson ? encoding->compression : Compression::kNone;
     write.arrays.binref = &binref;
-    if (gpu && encoding->gpu_transport != GpuTransport::kNone) write.arrays.cuda_ipc = gpu->outputs();
+    if (gpu && encoding->gpu_transport != GpuTransport::kNone) write.arrays.device_arrays = gpu->outputs();
     write.arrays.device_to_host = cuda::ImplicitCopyToHost;
     body = WriteJson(*outputs, write);
     platform::PhaseTrace::Mark("encode");
@@ -429,10 +429,11 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
   JsonReadOptions read;
   read.arrays = ArrayDetection::kShaped;
   read.array_options.binref_dir = config.input_path;
-  // Borrowed: the client keeps its inputs until our answer (RunWrapped waits
-  // for the device before answering), so they need no copy.
-  gpu_transport::IpcArrays borrowed = gpu_transport::IpcArrays::Borrowing();
-  if (gpu_transport_enabled()) read.array_options.cuda_ipc = &borrowed;
+  // Device arrays are read as the transport says (in place, where the client
+  // keeps them until the answer, which waits for the work on them).
+  const std::unique_ptr<CudaIpcArrays> device_arrays =
+      gpu_transport_enabled() ? transport->RequestArrays() : nullptr;
+  read.array_options.device_arrays = device_arrays.get();
   auto body = ReadJson(request.body, read);
   platform::PhaseTrace::Mark("read");
   if (!body.ok()) {
@@ -540,12 +541,9 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedCompo
                  {OutputFormat::kJson, OutputFormat::kJsonBase64, OutputFormat::kJsonBinref},
                  {GpuTransport::kNone},
                  {Compression::kNone, Compression::kLz4}};
-  if (const GpuTransport transport = *GpuTransportFromName(config.gpu_transport);
-      transport != GpuTransport::kNone) {
-    impl->offer.gpu_transports.push_back(transport);
-    impl->transport = std::make_unique<gpu_transport::ServerTransport>(config.gpu_transport);
-    cuda::SetPoolFraction(config.cuda_ipc_pool_fraction);
-  }
+  const GpuTransport transport = *GpuTransportFromName(config.gpu_transport);
+  impl->transport = gpu_transport::MakeServerTransport({transport, config.cuda_ipc_pool_fraction});
+  if (impl->transport != nullptr) impl->offer.gpu_transports.push_back(transport);
   if (!component->Implements(EndpointId::kApply)) {
     return Status::InvalidArgument("component '", component->name(), "' has no apply endpoint");
   }

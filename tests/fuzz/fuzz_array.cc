@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gpu_transport::IpcArrays copying = gpu_transport::IpcArrays::Copying();
   gpu_transport::IpcArrays borrowing = gpu_transport::IpcArrays::Borrowing();
   CudaIpcArrays* const modes[] = {nullptr, &copying, &borrowing};
-  options.array_options.cuda_ipc = modes[(size / 6) % 3];  // independent of the choices above
+  options.array_options.device_arrays = modes[(size / 6) % 3];  // independent of the choices above
   auto value = ReadJson(std::string_view(reinterpret_cast<const char*>(data), size), options);
   if (!value.ok()) return 0;
   // Whatever decoded must encode again, in every host encoding.

@@ -1,26 +1,68 @@
-// server_transport.cc: the server's side of the GPU transport.
-#include "gpu_transport/server_transport.h"
-
+// The server's side of cuda_ipc (server_transport.h): tesseract-core 1.15's
+// export registry and transport check, and tesscpp's extensions a client
+// offers in headers — leases for borrowed outputs, IPC events instead of
+// device synchronisations, VMM memory by reference.
 #include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "gpu_transport/export_registry.h"
 #include "gpu_transport/headers.h"
+#include "gpu_transport/ipc_arrays.h"
 #include "gpu_transport/ipc_events.h"
+#include "gpu_transport/server_transport.h"
 #include "gpu_transport/transport_check.h"
 #include "platform/process_identity.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/json.h"
 
 namespace tesscpp::gpu_transport {
+namespace {
 
 using platform::FindHeader;
 
-void ServerTransport::OnRequest(const Headers& request_headers) {
+class CudaIpcServer;
+
+class CudaIpcCall final : public ServerCall {
+ public:
+  CudaIpcCall(ExportRegistry& exports, const Headers& request_headers);
+  CudaIpcArrays* outputs() override { return &outputs_; }
+  Result<Headers> Finish(const Value& request_body, const Value* written) override;
+  bool acknowledged() const { return acknowledged_; }
+
+ private:
+  ExportRegistry* exports_;
+  bool acknowledged_ = false;
+  bool ipc_events_ = false;
+  bool vmm_ = false;  // the client offered cuda_vmm and this server can reach it
+  std::optional<std::string> borrower_;
+  IpcArrays outputs_ = IpcArrays::Exporting();
+};
+
+class CudaIpcServer final : public ServerTransport {
+ public:
+  void OnRequest(const Headers& request_headers) override;
+  std::unique_ptr<CudaIpcArrays> RequestArrays() override {
+    return std::make_unique<IpcArrays>(IpcArrays::Borrowing());
+  }
+  Result<std::unique_ptr<ServerCall>> Begin(const Headers& request_headers) override;
+  Status Settle(const Value& value) const override;
+  std::pair<Buffer, Headers> AnswerCheck(const Value& request) override;
+
+ private:
+  ExportRegistry exports_;
+};
+
+void CudaIpcServer::OnRequest(const Headers& request_headers) {
   const std::optional<std::string_view> done = FindHeader(request_headers, kExportsDoneHeader);
   exports_.OnRequest(done ? std::optional<std::string>(*done) : std::nullopt);
 }
 
-ServerTransport::Call::Call(ServerTransport& transport, const Headers& request_headers)
-    : transport_(&transport),
+CudaIpcCall::CudaIpcCall(ExportRegistry& exports, const Headers& request_headers)
+    : exports_(&exports),
       // A client that sends Tesseract-Exports-Done (even empty) acknowledges
       // exports; others get theirs released at their next call.
       acknowledged_(FindHeader(request_headers, kExportsDoneHeader).has_value()),
@@ -39,18 +81,19 @@ ServerTransport::Call::Call(ServerTransport& transport, const Headers& request_h
       vmm_ ? cuda::VmmPeer::kCan : cuda::VmmPeer::kCannot);
 }
 
-Result<ServerTransport::Call> ServerTransport::Begin(const Headers& request_headers) {
-  Call call(*this, request_headers);
-  exports_.BeforeEndpoint(call.acknowledged_);
+Result<std::unique_ptr<ServerCall>> CudaIpcServer::Begin(const Headers& request_headers) {
+  auto call = std::make_unique<CudaIpcCall>(exports_, request_headers);
+  // Releases what a client that does not acknowledge left.
+  exports_.BeforeEndpoint(call->acknowledged());
   if (auto inputs_event = FindHeader(request_headers, kInputsEventHeader)) {
     // The component's work waits on the GPU for the client's inputs.
     const Status waiting = WaitForIpcEvents(*inputs_event, cuda::IpcEventWait::kOnLegacyStream);
     if (!waiting.ok()) return Status::InvalidArgument(kInputsEventHeader, ": ", waiting.message());
   }
-  return call;
+  return std::unique_ptr<ServerCall>(std::move(call));
 }
 
-Result<Headers> ServerTransport::Call::Finish(const Value& request_body, const Value* written) {
+Result<Headers> CudaIpcCall::Finish(const Value& request_body, const Value* written) {
   // cuda_ipc inputs are borrowed client memory and exported outputs are read
   // by the client: the work queued on both must be over when it gets the answer.
   std::vector<int> devices = cuda::DevicesOf(request_body);
@@ -86,7 +129,7 @@ Result<Headers> ServerTransport::Call::Finish(const Value& request_body, const V
     borrower = platform::ProcessIdentity::Parse(*borrower_);
   }
   if (borrower && !borrower->Alive()) borrower.reset();
-  if (auto id = transport_->exports_.Keep(std::move(outputs_.pins()), acknowledged_, borrower)) {
+  if (auto id = exports_->Keep(std::move(outputs_.pins()), acknowledged_, borrower)) {
     headers.emplace_back(kExportsHeader, *id);
     if (borrower) headers.emplace_back(kExportsLeaseHeader, "borrower");
   }
@@ -96,17 +139,17 @@ Result<Headers> ServerTransport::Call::Finish(const Value& request_body, const V
   return headers;
 }
 
-Status ServerTransport::Settle(const Value& value) const {
+Status CudaIpcServer::Settle(const Value& value) const {
   for (int device : cuda::DevicesOf(value)) TESS_RETURN_IF_ERROR(cuda::SynchronizeDevice(device));
   return Status::OK();
 }
 
-std::pair<Buffer, Headers> ServerTransport::AnswerCheck(const Value& request) {
+std::pair<Buffer, Headers> CudaIpcServer::AnswerCheck(const Value& request) {
   exports_.BeforeEndpoint(/*acknowledged=*/true);
-  const Value reply = AnswerTransportCheck(request, name_);
+  const Value reply = AnswerTransportCheck(request, std::string(GpuTransportName(GpuTransport::kCudaIpc)));
   IpcArrays arrays = IpcArrays::Exporting();
   JsonWriteOptions write;
-  write.arrays.cuda_ipc = &arrays;
+  write.arrays.device_arrays = &arrays;
   auto written = WriteJson(reply, write);
   if (!written.ok()) {
     return {*WriteJson(Value::Dict{{"ok", false},
@@ -120,6 +163,14 @@ std::pair<Buffer, Headers> ServerTransport::AnswerCheck(const Value& request) {
   // The check's exports are kept as an acknowledging client's, whatever it sent.
   if (auto id = exports_.Keep(std::move(arrays.pins()), true)) headers.emplace_back(kExportsHeader, *id);
   return {*std::move(written), std::move(headers)};
+}
+
+}  // namespace
+
+std::unique_ptr<ServerTransport> MakeServerTransport(const ServerTransportOptions& options) {
+  if (options.transport != GpuTransport::kCudaIpc) return nullptr;
+  cuda::SetPoolFraction(options.pool_fraction);
+  return std::make_unique<CudaIpcServer>();
 }
 
 }  // namespace tesscpp::gpu_transport

@@ -1,0 +1,73 @@
+// client_transport.h: the client's side of GPU transports (internal).
+//
+// An HTTP session holds one ClientTransport for its server and opens a
+// ClientCall for every request; the session calls it at fixed points and
+// names no transport, header or extension itself. tesseract-core 1.15's
+// cuda_ipc, with tesscpp's extensions to it (borrowed outputs under a lease,
+// IPC events, VMM memory by reference: docs/gpu-transport.md 13-15), is the
+// implementation; a new transport is another one, chosen in
+// MakeClientTransport.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tesscpp/encoding.h"
+#include "tesscpp/result.h"
+#include "tesscpp/value.h"
+
+namespace tesscpp::gpu_transport {
+
+/// \brief An answer's header by name (case-insensitive); nullopt when absent.
+using HeaderLookup = std::function<std::optional<std::string>(std::string_view name)>;
+
+/// \brief One request, from encoding its body to decoding the answer.
+class ClientCall {
+ public:
+  virtual ~ClientCall() = default;
+  /// \brief Where the body's CUDA tensors are exported while it is encoded;
+  /// null when the request asks for no GPU transport (they go as host copies).
+  virtual CudaIpcArrays* inputs() = 0;
+  /// \brief The request's headers, once its body was encoded from `payload`
+  /// (null for a request without a body).
+  virtual Result<std::vector<std::string>> Headers(const Value* payload) = 0;
+  /// \brief The request got no answer: what it said is said again later.
+  virtual void Unanswered() = 0;
+  /// \brief The answer's status and headers are here: waits for what must be
+  /// done before its arrays are read, and gives where its cuda_ipc arrays
+  /// are read from (null: refused, the request asked for none).
+  virtual Result<CudaIpcArrays*> Answered(int status, const HeaderLookup& header) = 0;
+  /// \brief The answer's outputs, decoded.
+  virtual void Decoded(const Value& outputs) = 0;
+};
+
+class ClientTransport {
+ public:
+  virtual ~ClientTransport() = default;
+  /// \brief A request that asks for `transport` (kNone for the others, which
+  /// may still carry what the transport has to tell the server).
+  virtual std::unique_ptr<ClientCall> Begin(GpuTransport transport) = 0;
+  /// \brief An answer that came outside a call (the transport check) whose
+  /// exports are to be acknowledged.
+  virtual void ExportsReceived(const HeaderLookup& header) = 0;
+  /// \brief The headers of one last request as the session closes (what is
+  /// left to acknowledge, after waiting for the device work that reads it),
+  /// or nullopt when nothing is left.
+  virtual std::optional<std::vector<std::string>> Closing() = 0;
+};
+
+struct ClientTransportOptions {
+  bool ipc_events = false;  ///< offer tesscpp's IPC events (ClientOptions::cuda_ipc_events)
+  /// Kept alive by borrowed outputs (the served server, if the client started
+  /// it); only they hold it, so that tearing down stops a server nothing reads.
+  std::weak_ptr<void> server;
+};
+
+/// \brief The transport of one session.
+std::unique_ptr<ClientTransport> MakeClientTransport(ClientTransportOptions options);
+
+}  // namespace tesscpp::gpu_transport

@@ -26,6 +26,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -400,85 +401,87 @@ int CheckGradients(CheckGradientsOptions o) {
   return tesscpp::cli::PrintGradientReport(*results, o.max_failures, std::cout) ? 0 : 1;
 }
 
-// main's body: the subcommands run from its parse callbacks.
-int Run(int argc, char** argv) {
-  CLI::App app{"tesscpp: serve and run Tesseract components written in C++"};
-  app.require_subcommand(1);
-
-  CommonOptions serve_options;
-  tesscpp::http::HttpServerOptions server;
-  int64_t max_body_mib = server.max_body_bytes >> 20;
+// serve: the server's flags, each with tesseract-runtime's variable where it has one.
+void AddServeCommand(CLI::App& app) {
+  struct Options {
+    CommonOptions common;
+    tesscpp::http::HttpServerOptions server;
+    int64_t max_body_mib = server.max_body_bytes >> 20;
+    int64_t body_budget_mib = -1;
+    std::string token_file;
+    int64_t drain_s = server.drain_timeout.count();
+    int64_t keep_alive_s = server.keep_alive_timeout.count();
+  };
+  auto o = std::make_shared<Options>();  // held by the callback, as long as the app
   CLI::App* serve = app.add_subcommand("serve", "Serve a component over HTTP (like tesseract-runtime serve)");
-  AddCommonOptions(serve, serve_options);
-  serve->add_option("--host", server.host, "Address to listen on")->capture_default_str();
-  serve->add_option("--port", server.port, "Port (0: any free port, printed at start)")
+  AddCommonOptions(serve, o->common);
+  serve->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
+  serve->add_option("--port", o->server.port, "Port (0: any free port, printed at start)")
       ->capture_default_str();
   serve
-      ->add_option("--num-workers", server.num_workers,
+      ->add_option("--num-workers", o->server.num_workers,
                    "Worker processes: requests handled at once (as tesseract-runtime's)")
       ->envname("TESSERACT_NUM_WORKERS")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   serve
-      ->add_option("--max-in-flight", server.max_in_flight,
+      ->add_option("--max-in-flight", o->server.max_in_flight,
                    "Requests in flight per worker before 503 + Retry-After (0: no cap)")
       ->envname("TESSERACT_MAX_IN_FLIGHT")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  int64_t body_budget_mib = -1;
   serve
-      ->add_option("--body-budget-mib", body_budget_mib,
+      ->add_option("--body-budget-mib", o->body_budget_mib,
                    "Declared body MiB in flight per worker before 503 + Retry-After (0: none; "
                    "default a quarter of memory)")
       ->envname("TESSERACT_BODY_BUDGET_MIB");
-  std::string token_file;
   serve
-      ->add_option("--token-file", token_file,
+      ->add_option("--token-file", o->token_file,
                    "Require 'Authorization: Bearer <token>', the token read from this file "
                    "(or TESSERACT_API_TOKEN; never on the command line)")
       ->envname("TESSERACT_API_TOKEN_FILE");
-  serve->add_flag("--public-health", server.public_health, "With a token: answer GET /health without it")
+  serve->add_flag("--public-health", o->server.public_health, "With a token: answer GET /health without it")
       ->envname("TESSERACT_PUBLIC_HEALTH");
-  serve->add_flag("--access-log", server.access_log, "One JSON line per request on stderr")
+  serve->add_flag("--access-log", o->server.access_log, "One JSON line per request on stderr")
       ->envname("TESSERACT_ACCESS_LOG");
-  int64_t drain_s = server.drain_timeout.count();
-  serve->add_option("--drain-timeout", drain_s, "Seconds in-flight requests get to finish after SIGTERM")
+  serve->add_option("--drain-timeout", o->drain_s, "Seconds in-flight requests get to finish after SIGTERM")
       ->envname("TESSERACT_DRAIN_TIMEOUT")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  serve->add_option("--max-body-mib", max_body_mib, "Largest request body accepted (413 beyond)")
+  serve->add_option("--max-body-mib", o->max_body_mib, "Largest request body accepted (413 beyond)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  int64_t keep_alive_s = server.keep_alive_timeout.count();
   serve
-      ->add_option("--timeout-keep-alive", keep_alive_s,
+      ->add_option("--timeout-keep-alive", o->keep_alive_s,
                    "Seconds an idle connection stays open (as uvicorn's)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  serve->callback([&] {
-    if (Status named = ResolveComponent(serve_options.library, nullptr); !named.ok()) std::exit(Fail(named));
-    server.max_body_bytes = max_body_mib << 20;
-    server.keep_alive_timeout = std::chrono::seconds(keep_alive_s);
-    server.body_budget_bytes = body_budget_mib < 0 ? -1 : body_budget_mib << 20;
-    auto token = ReadToken(token_file);
+  serve->callback([o] {
+    if (Status named = ResolveComponent(o->common.library, nullptr); !named.ok()) std::exit(Fail(named));
+    o->server.max_body_bytes = o->max_body_mib << 20;
+    o->server.keep_alive_timeout = std::chrono::seconds(o->keep_alive_s);
+    o->server.body_budget_bytes = o->body_budget_mib < 0 ? -1 : o->body_budget_mib << 20;
+    auto token = ReadToken(o->token_file);
     if (!token.ok()) std::exit(Fail(token.status()));
-    server.token = *std::move(token);
-    server.drain_timeout = std::chrono::seconds(drain_s);
-    std::exit(Serve(serve_options, server));
+    o->server.token = *std::move(token);
+    o->server.drain_timeout = std::chrono::seconds(o->drain_s);
+    std::exit(Serve(o->common, o->server));
   });
+}
 
-  CommonOptions openapi_options;
+// openapi, and one command per endpoint (dashes for underscores, as tesseract-runtime).
+void AddEndpointCommands(CLI::App& app) {
+  auto openapi_options = std::make_shared<CommonOptions>();
   CLI::App* openapi = app.add_subcommand("openapi", "Print the component's OpenAPI document");
-  openapi->add_option("component", openapi_options.library,
+  openapi->add_option("component", openapi_options->library,
                       "Component library (lib<name>.so); default $TESSCPP_COMPONENT");
-  openapi->add_flag("--debug", openapi_options.debug, "The document of a server in debug mode");
-  openapi->callback([&] {
-    if (Status named = ResolveComponent(openapi_options.library, nullptr); !named.ok())
+  openapi->add_flag("--debug", openapi_options->debug, "The document of a server in debug mode");
+  openapi->callback([openapi_options] {
+    if (Status named = ResolveComponent(openapi_options->library, nullptr); !named.ok())
       std::exit(Fail(named));
-    std::exit(RunOnce(openapi_options, "openapi.json", ""));
+    std::exit(RunOnce(*openapi_options, "openapi.json", ""));
   });
 
-  // One subcommand per endpoint, dashes for underscores, as tesseract-runtime.
   struct OneShot {
     const core::EndpointInfo* endpoint;
     CommonOptions options;
@@ -503,162 +506,194 @@ int Run(int argc, char** argv) {
       std::exit(RunOnce(shot.options, name, shot.payload));
     });
   }
+}
 
-  CallOptions call_options;
+// call: any served Tesseract through the client.
+void AddCallCommand(CLI::App& app) {
+  struct Options {
+    CallOptions call;
+    std::string token_file;
+  };
+  auto o = std::make_shared<Options>();
   CLI::App* call =
       app.add_subcommand("call", "Call an endpoint of any served Tesseract (tesscpp or tesseract-core)");
-  call->add_option("url", call_options.url, "The Tesseract's URL, e.g. http://127.0.0.1:8000")->required();
-  call->add_option("endpoint", call_options.endpoint, CallableEndpoints())->required();
-  call->add_option("payload", call_options.payload,
-                   "Request body: JSON text or @file (none for health, openapi)");
-  tesscpp::RequestedEncoding& encoding = call_options.client.encoding;
+  call->add_option("url", o->call.url, "The Tesseract's URL, e.g. http://127.0.0.1:8000")->required();
+  call->add_option("endpoint", o->call.endpoint, CallableEndpoints())->required();
+  call->add_option("payload", o->call.payload, "Request body: JSON text or @file (none for health, openapi)");
+  tesscpp::RequestedEncoding& encoding = o->call.client.encoding;
   call->add_option("--output-format", encoding.output_format, "json, json+base64 or json+binref");
   call->add_option("--compression", encoding.compression, "none or lz4");
   call->add_option("--gpu-transport", encoding.gpu_transport, "none or cuda_ipc (CUDA arrays by IPC handle)");
-  call->add_option("--server-output-path", call_options.client.server_output_path,
+  call->add_option("--server-output-path", o->call.client.server_output_path,
                    "The server's output directory, as seen here (json+binref outputs)");
-  call->add_option("--server-input-path", call_options.client.server_input_path,
+  call->add_option("--server-input-path", o->call.client.server_input_path,
                    "The server's input directory, as seen here (json+binref inputs)");
-  call->add_option("--run-id", call_options.run_id, "Name of the run directory (run_<id>)");
-  call->add_option("--connect-timeout", call_options.client.connect_timeout_s, "Seconds")
-      ->capture_default_str();
-  std::string call_token_file;
-  call->add_option("--token-file", call_token_file,
+  call->add_option("--run-id", o->call.run_id, "Name of the run directory (run_<id>)");
+  call->add_option("--connect-timeout", o->call.client.connect_timeout_s, "Seconds")->capture_default_str();
+  call->add_option("--token-file", o->token_file,
                    "Send 'Authorization: Bearer <token>' read from this file (or TESSERACT_API_TOKEN)")
       ->envname("TESSERACT_API_TOKEN_FILE");
-  call->add_option("--read-timeout", call_options.client.read_timeout_s,
+  call->add_option("--read-timeout", o->call.client.read_timeout_s,
                    "Seconds of silence allowed (0: no limit)")
       ->capture_default_str();
-  call->add_option("--print-arrays", call_options.print_arrays,
+  call->add_option("--print-arrays", o->call.print_arrays,
                    "Arrays in the printed result: json (lists; inf and nan print as null), base64 "
                    "(exact), or auto (lists unless an array holds inf or nan, then base64)")
       ->check(CLI::IsMember({"auto", "json", "base64"}))
       ->capture_default_str();
-  call->callback([&] {
-    auto token = ReadToken(call_token_file);
+  call->callback([o] {
+    auto token = ReadToken(o->token_file);
     if (!token.ok()) std::exit(Fail(token.status()));
-    call_options.client.token = *std::move(token);
-    std::exit(Call(call_options));
+    o->call.client.token = *std::move(token);
+    std::exit(Call(o->call));
   });
+}
 
-  tesscpp::cli::ImageBuildOptions image;
+// build: an image of a component (docs/containers.md).
+void AddBuildCommand(CLI::App& app) {
+  auto image = std::make_shared<tesscpp::cli::ImageBuildOptions>();
   CLI::App* build =
       app.add_subcommand("build", "Build a container image of a component (docs/containers.md)");
   build
-      ->add_option("component", image.component,
+      ->add_option("component", image->component,
                    "Component library (lib<name>.so), or a component project folder to build first")
       ->required();
-  build->add_option("--tag", image.tag, "Image tag (default <name>:<version>)");
-  build->add_option("--name", image.name, "TESSERACT_NAME (default the component's name)");
-  build->add_option("--version", image.version, "TESSERACT_VERSION (default the component's version)");
-  build->callback([&] {
+  build->add_option("--tag", image->tag, "Image tag (default <name>:<version>)");
+  build->add_option("--name", image->name, "TESSERACT_NAME (default the component's name)");
+  build->add_option("--version", image->version, "TESSERACT_VERSION (default the component's version)");
+  build->callback([image] {
     std::error_code ec;
-    image.cli = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    auto tag = tesscpp::cli::BuildImage(image);
+    image->cli = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    auto tag = tesscpp::cli::BuildImage(*image);
     if (!tag.ok()) std::exit(Fail(tag.status()));
     std::cout << "tesscpp: built image " << *tag << "\n";
     std::exit(0);
   });
+}
 
-  tesscpp::cli::ImageRunOptions run_options;
+// run: one command of an image in a container removed afterwards.
+void AddRunCommand(CLI::App& app) {
+  auto run_options = std::make_shared<tesscpp::cli::ImageRunOptions>();
   CLI::App* run = app.add_subcommand(
       "run", "Run one command of a Tesseract image in a container removed afterwards (tesseract run)");
-  run->add_option("--volume,-v", run_options.volumes, "source:target[:ro|rw] (read-only unless rw)");
-  run->add_option("--input-path", run_options.input_path, "Mounted read-only at /tesseract/input_data");
-  run->add_option("--output-path", run_options.output_path, "Mounted at /tesseract/output_data");
-  run->add_option("--env,-e", run_options.env, "KEY=value in the container's environment");
-  run->add_option("--gpus", run_options.gpus, "GPUs for the container: all, or device ids");
-  run->add_option("--user", run_options.user, "uid[:gid] (default: yours)");
-  run->add_option("--network", run_options.network, "Network to join");
+  run->add_option("--volume,-v", run_options->volumes, "source:target[:ro|rw] (read-only unless rw)");
+  run->add_option("--input-path", run_options->input_path, "Mounted read-only at /tesseract/input_data");
+  run->add_option("--output-path", run_options->output_path, "Mounted at /tesseract/output_data");
+  run->add_option("--env,-e", run_options->env, "KEY=value in the container's environment");
+  run->add_option("--gpus", run_options->gpus, "GPUs for the container: all, or device ids");
+  run->add_option("--user", run_options->user, "uid[:gid] (default: yours)");
+  run->add_option("--network", run_options->network, "Network to join");
   // IMAGE COMMAND [ARGS...]: everything from the image on goes to the
   // container, options of the command included.
   run->prefix_command();
   run->footer("Usage: tesscpp run [OPTIONS] IMAGE COMMAND [ARGS...]; @file arguments are mounted.");
-  run->callback([&] {
+  run->callback([run, run_options] {
     std::vector<std::string> rest = run->remaining();
     if (rest.size() < 2) {
       std::cerr << "tesscpp run: give an image and a command, e.g. tesscpp run IMAGE apply @in.json\n";
       std::exit(2);
     }
-    run_options.image = rest.front();
-    run_options.command.assign(rest.begin() + 1, rest.end());
-    auto code = tesscpp::cli::RunImage(run_options);
+    run_options->image = rest.front();
+    run_options->command.assign(rest.begin() + 1, rest.end());
+    auto code = tesscpp::cli::RunImage(*run_options);
     if (!code.ok()) std::exit(Fail(code.status()));
     std::exit(*code);
   });
+}
 
-  std::string init_name;
-  std::string init_dir;
-  bool init_force = false;
+// init: a new component project.
+void AddInitCommand(CLI::App& app) {
+  struct Options {
+    std::string name;
+    std::string dir;
+    bool force = false;
+    std::string template_name = "derived";
+  };
+  auto o = std::make_shared<Options>();
   CLI::App* init =
       app.add_subcommand("init", "Write a new component project (CMake, source, TestSpec, README)");
-  init->add_option("name", init_name, "The component's name (letters, digits, '_', '-')")->required();
-  init->add_option("--dir", init_dir, "Where to write it (default: ./<name>)");
-  init->add_flag("--force", init_force, "Write into an existing directory");
-  std::string init_template = "derived";
-  init->add_option("--template", init_template,
+  init->add_option("name", o->name, "The component's name (letters, digits, '_', '-')")->required();
+  init->add_option("--dir", o->dir, "Where to write it (default: ./<name>)");
+  init->add_flag("--force", o->force, "Write into an existing directory");
+  init->add_option("--template", o->template_name,
                    "derived: apply written once, derivatives derived (needs ADOL-C and Sacado); explicit: "
                    "apply and a hand-written VJP")
       ->capture_default_str();
-  init->callback([&] {
-    const std::string dir = init_dir.empty() ? init_name : init_dir;
-    auto kind = tesscpp::cli::ProjectTemplateFromName(init_template);
+  init->callback([o] {
+    const std::string dir = o->dir.empty() ? o->name : o->dir;
+    auto kind = tesscpp::cli::ProjectTemplateFromName(o->template_name);
     if (!kind.ok()) std::exit(Fail(kind.status().WithContext("--template")));
-    if (Status written = tesscpp::cli::InitProject(init_name, dir, init_force, *kind); !written.ok())
+    if (Status written = tesscpp::cli::InitProject(o->name, dir, o->force, *kind); !written.ok())
       std::exit(Fail(written));
-    std::cout << "tesscpp: wrote the component project " << init_name << " to " << dir
+    std::cout << "tesscpp: wrote the component project " << o->name << " to " << dir
               << " (see its README.md)\n";
     std::exit(0);
   });
+}
 
-  // tesseract-runtime check-gradients' options, and its environment variables.
-  CheckGradientsOptions gradients;
+// check-gradients: tesseract-runtime check-gradients' options, and its environment variables.
+void AddCheckGradientsCommand(CLI::App& app) {
+  auto gradients = std::make_shared<CheckGradientsOptions>();
   CLI::App* check = app.add_subcommand(
       "check-gradients", "Compare jacobian, JVP and VJP with central finite differences of apply");
   const auto env = [](const char* name) { return std::string("TESSERACT_RUNTIME_CHECK_GRADIENTS_") + name; };
-  check->add_option("tesseract", gradients.target,
+  check->add_option("tesseract", gradients->target,
                     "Component library, tesseract_api.py or URL (default: $TESSCPP_COMPONENT)");
-  check->add_option("payload", gradients.payload, "The apply request, {\"inputs\": ...}: JSON text or @file");
+  check->add_option("payload", gradients->payload,
+                    "The apply request, {\"inputs\": ...}: JSON text or @file");
   check
-      ->add_option("--input-paths", gradients.check.input_paths,
+      ->add_option("--input-paths", gradients->check.input_paths,
                    "Differentiable inputs to check (default: all)")
       ->envname(env("INPUT_PATHS"));
   check
-      ->add_option("--output-paths", gradients.check.output_paths,
+      ->add_option("--output-paths", gradients->check.output_paths,
                    "Differentiable outputs to check (default: all)")
       ->envname(env("OUTPUT_PATHS"));
-  check->add_option("--endpoints", gradients.check.endpoints, "Endpoints to check (default: all there are)")
+  check->add_option("--endpoints", gradients->check.endpoints, "Endpoints to check (default: all there are)")
       ->envname(env("ENDPOINTS"));
-  check->add_option("--eps", gradients.check.eps, "Absolute finite-difference step")
+  check->add_option("--eps", gradients->check.eps, "Absolute finite-difference step")
       ->envname(env("EPS"))
       ->capture_default_str();
-  check->add_option("--eps-for", gradients.eps_for, "PATH=VALUE: the step for one input path")
+  check->add_option("--eps-for", gradients->eps_for, "PATH=VALUE: the step for one input path")
       ->envname(env("EPS_FOR"));
-  check->add_option("--rtol", gradients.check.rtol, "Relative tolerance (to the endpoint's value)")
+  check->add_option("--rtol", gradients->check.rtol, "Relative tolerance (to the endpoint's value)")
       ->envname(env("RTOL"))
       ->capture_default_str();
-  check->add_option("--max-evals", gradients.check.max_evals, "Sampled input elements per endpoint")
+  check->add_option("--max-evals", gradients->check.max_evals, "Sampled input elements per endpoint")
       ->envname(env("MAX_EVALS"))
       ->capture_default_str();
   check
-      ->add_option("--max-output-samples", gradients.check.max_output_samples,
+      ->add_option("--max-output-samples", gradients->check.max_output_samples,
                    "Output elements swept per VJP check (default: all)")
       ->envname(env("MAX_OUTPUT_SAMPLES"));
-  check->add_option("--max-failures", gradients.max_failures, "Failures shown per endpoint")
+  check->add_option("--max-failures", gradients->max_failures, "Failures shown per endpoint")
       ->envname(env("MAX_FAILURES"))
       ->capture_default_str();
-  check->add_option("--seed", gradients.seed, "Seed of the sampling (default: random)")->envname(env("SEED"));
+  check->add_option("--seed", gradients->seed, "Seed of the sampling (default: random)")
+      ->envname(env("SEED"));
   check
-      ->add_flag("--show-progress,!--no-show-progress", gradients.show_progress,
+      ->add_flag("--show-progress,!--no-show-progress", gradients->show_progress,
                  "Progress on a terminal (default: shown)")
       ->envname(env("SHOW_PROGRESS"));
-  check->callback([&] {
-    if (Status named = ResolveComponent(gradients.target, &gradients.payload); !named.ok()) {
+  check->callback([gradients] {
+    if (Status named = ResolveComponent(gradients->target, &gradients->payload); !named.ok()) {
       std::exit(Fail(named) + 1);  // exit status 2: the check could not run
     }
-    std::exit(CheckGradients(gradients));
+    std::exit(CheckGradients(*gradients));
   });
+}
 
+// main's body: the subcommands run from its parse callbacks.
+int Run(int argc, char** argv) {
+  CLI::App app{"tesscpp: serve and run Tesseract components written in C++"};
+  app.require_subcommand(1);
+  AddServeCommand(app);
+  AddEndpointCommands(app);
+  AddCallCommand(app);
+  AddBuildCommand(app);
+  AddRunCommand(app);
+  AddInitCommand(app);
+  AddCheckGradientsCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

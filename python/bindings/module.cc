@@ -94,23 +94,8 @@ void SetServeOptions(ServeOptions& options, const std::string& input_path, const
   options.client.token = token;
 }
 
-}  // namespace
-}  // namespace tesscpp::bindings
-
-NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the macro takes the module by value
-  using namespace tesscpp;            // NOLINT(google-build-using-namespace)
-  using namespace tesscpp::bindings;  // NOLINT(google-build-using-namespace)
-  m.doc() = "tesscpp's C++ client, bound with nanobind (use the tesscpp package, not this module).";
-  // Handles are routinely still referenced at exit (by autograd graphs, module
-  // globals); nanobind's leak report would then be noise, not a finding.
-  nb::set_leak_warnings(false);
-
-  ValidationFailureType() =
-      nb::borrow(PyErr_NewException("tesscpp._tesscpp.ValidationFailure", PyExc_ValueError, nullptr));
-  m.attr("ValidationFailure") = ValidationFailureType();
-
-  BindDeviceArray(m);
-
+// The CUDA helpers the Python package calls (tesscpp.cuda).
+void BindCuda(nb::module_& m) {
   nb::class_<cuda::TransferDone>(m, "_TransferDone").def("wait", [](cuda::TransferDone& done) {
     Released([&] { return done.Wait(); });
   });
@@ -147,31 +132,33 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
         return counts;
       },
       "This process's GPU-transport counts (see tesscpp.cuda.transport_counters).");
+}
 
-  nb::class_<Tesseract>(m, "_Tesseract")
-      .def_static(
-          "from_url",
-          [](const std::string& url, double connect_timeout, double read_timeout,
-             const std::string& server_output_path, const std::string& server_input_path, bool binref_pool,
-             Name output_format, Name gpu_transport, Name compression, const nb::object& stream_logs,
-             int connection_pool_size, const std::string& token) {
-            ClientOptions options;
-            options.connection_pool_size = connection_pool_size;
-            options.token = token;
-            options.connect_timeout_s = connect_timeout;
-            options.read_timeout_s = read_timeout;
-            options.server_output_path = server_output_path;
-            options.server_input_path = server_input_path;
-            options.binref_pool = binref_pool;
-            options.cuda_ipc_events = true;  // CUDA inputs are ordered on the legacy stream (CastArray)
-            options.encoding = {std::move(output_format), std::move(gpu_transport), std::move(compression)};
-            options.stream_logs = ToLogSink(stream_logs);
-            return Unwrap(Tesseract::FromUrl(url, std::move(options)));
-          },
-          nb::arg("url"), nb::arg("connect_timeout"), nb::arg("read_timeout"), nb::arg("server_output_path"),
-          nb::arg("server_input_path"), nb::arg("binref_pool"), nb::arg("output_format").none(),
-          nb::arg("gpu_transport").none(), nb::arg("compression").none(), nb::arg("stream_logs").none(),
-          nb::arg("connection_pool_size"), nb::arg("token"))
+// Tesseracts made from a URL or served from a source (tesscpp.Tesseract.from_url, from_source).
+void BindFromUrlAndSource(nb::class_<Tesseract>& cls) {
+  cls.def_static(
+         "from_url",
+         [](const std::string& url, double connect_timeout, double read_timeout,
+            const std::string& server_output_path, const std::string& server_input_path, bool binref_pool,
+            Name output_format, Name gpu_transport, Name compression, const nb::object& stream_logs,
+            int connection_pool_size, const std::string& token) {
+           ClientOptions options;
+           options.connection_pool_size = connection_pool_size;
+           options.token = token;
+           options.connect_timeout_s = connect_timeout;
+           options.read_timeout_s = read_timeout;
+           options.server_output_path = server_output_path;
+           options.server_input_path = server_input_path;
+           options.binref_pool = binref_pool;
+           options.cuda_ipc_events = true;  // CUDA inputs are ordered on the legacy stream (CastArray)
+           options.encoding = {std::move(output_format), std::move(gpu_transport), std::move(compression)};
+           options.stream_logs = ToLogSink(stream_logs);
+           return Unwrap(Tesseract::FromUrl(url, std::move(options)));
+         },
+         nb::arg("url"), nb::arg("connect_timeout"), nb::arg("read_timeout"), nb::arg("server_output_path"),
+         nb::arg("server_input_path"), nb::arg("binref_pool"), nb::arg("output_format").none(),
+         nb::arg("gpu_transport").none(), nb::arg("compression").none(), nb::arg("stream_logs").none(),
+         nb::arg("connection_pool_size"), nb::arg("token"))
       .def_static(
           "from_source",
           [](const std::string& path, const std::string& input_path, const std::string& output_path,
@@ -190,44 +177,47 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
           nb::arg("path"), nb::arg("input_path"), nb::arg("output_path"), nb::arg("output_format"),
           nb::arg("gpu_transport").none(), nb::arg("runtime_config"), nb::arg("python_executable"),
           nb::arg("tesscpp_executable"), nb::arg("startup_timeout"), nb::arg("connect_timeout"),
-          nb::arg("read_timeout"), nb::arg("binref_pool"), nb::arg("stream_logs").none(), nb::arg("token"))
-      .def_static(
-          "from_image",
-          [](const std::string& image, const std::string& host_ip, const std::string& port,
-             const std::string& network, const std::string& network_alias, std::vector<std::string> volumes,
-             const nb::dict& environment, std::vector<std::string> gpus, int num_workers,
-             const std::string& user, const std::string& memory, const std::string& input_path,
-             const std::string& output_path, const std::string& output_format, Name gpu_transport,
-             std::vector<std::string> docker_args, const nb::dict& runtime_config, bool skip_health_check,
-             double startup_timeout, double connect_timeout, double read_timeout, bool binref_pool,
-             const nb::object& stream_logs, const std::string& token) {
-            ImageOptions options;
-            options.host_ip = host_ip;
-            options.port = port;
-            options.network = network;
-            options.network_alias = network_alias;
-            options.volumes = std::move(volumes);
-            for (auto [key, item] : environment)
-              options.environment.emplace_back(nb::cast<std::string>(nb::str(key)),
-                                               nb::cast<std::string>(nb::str(item)));
-            options.gpus = std::move(gpus);
-            options.num_workers = num_workers;
-            options.user = user;
-            options.memory = memory;
-            SetServeOptions(options, input_path, output_path, output_format, std::move(gpu_transport),
-                            runtime_config, startup_timeout, connect_timeout, read_timeout, binref_pool,
-                            stream_logs, token);
-            options.docker_args = std::move(docker_args);
-            options.skip_health_check = skip_health_check;
-            return Released([&] { return Tesseract::FromImage(image, options); });
-          },
-          nb::arg("image"), nb::arg("host_ip"), nb::arg("port"), nb::arg("network"), nb::arg("network_alias"),
-          nb::arg("volumes"), nb::arg("environment"), nb::arg("gpus"), nb::arg("num_workers"),
-          nb::arg("user"), nb::arg("memory"), nb::arg("input_path"), nb::arg("output_path"),
-          nb::arg("output_format"), nb::arg("gpu_transport").none(), nb::arg("docker_args"),
-          nb::arg("runtime_config"), nb::arg("skip_health_check"), nb::arg("startup_timeout"),
-          nb::arg("connect_timeout"), nb::arg("read_timeout"), nb::arg("binref_pool"),
-          nb::arg("stream_logs").none(), nb::arg("token"))
+          nb::arg("read_timeout"), nb::arg("binref_pool"), nb::arg("stream_logs").none(), nb::arg("token"));
+}
+
+// Tesseracts in containers or in-process (tesscpp.Tesseract.from_image, from_library).
+void BindFromImageAndLibrary(nb::class_<Tesseract>& cls) {
+  cls.def_static(
+         "from_image",
+         [](const std::string& image, const std::string& host_ip, const std::string& port,
+            const std::string& network, const std::string& network_alias, std::vector<std::string> volumes,
+            const nb::dict& environment, std::vector<std::string> gpus, int num_workers,
+            const std::string& user, const std::string& memory, const std::string& input_path,
+            const std::string& output_path, const std::string& output_format, Name gpu_transport,
+            std::vector<std::string> docker_args, const nb::dict& runtime_config, bool skip_health_check,
+            double startup_timeout, double connect_timeout, double read_timeout, bool binref_pool,
+            const nb::object& stream_logs, const std::string& token) {
+           ImageOptions options;
+           options.host_ip = host_ip;
+           options.port = port;
+           options.network = network;
+           options.network_alias = network_alias;
+           options.volumes = std::move(volumes);
+           for (auto [key, item] : environment)
+             options.environment.emplace_back(nb::cast<std::string>(nb::str(key)),
+                                              nb::cast<std::string>(nb::str(item)));
+           options.gpus = std::move(gpus);
+           options.num_workers = num_workers;
+           options.user = user;
+           options.memory = memory;
+           SetServeOptions(options, input_path, output_path, output_format, std::move(gpu_transport),
+                           runtime_config, startup_timeout, connect_timeout, read_timeout, binref_pool,
+                           stream_logs, token);
+           options.docker_args = std::move(docker_args);
+           options.skip_health_check = skip_health_check;
+           return Released([&] { return Tesseract::FromImage(image, options); });
+         },
+         nb::arg("image"), nb::arg("host_ip"), nb::arg("port"), nb::arg("network"), nb::arg("network_alias"),
+         nb::arg("volumes"), nb::arg("environment"), nb::arg("gpus"), nb::arg("num_workers"), nb::arg("user"),
+         nb::arg("memory"), nb::arg("input_path"), nb::arg("output_path"), nb::arg("output_format"),
+         nb::arg("gpu_transport").none(), nb::arg("docker_args"), nb::arg("runtime_config"),
+         nb::arg("skip_health_check"), nb::arg("startup_timeout"), nb::arg("connect_timeout"),
+         nb::arg("read_timeout"), nb::arg("binref_pool"), nb::arg("stream_logs").none(), nb::arg("token"))
       .def_static(
           "from_library",
           [](const std::string& path, const std::string& output_path, Name gpu_transport,
@@ -240,14 +230,18 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
             return Unwrap(Tesseract::FromLibrary(path, options));
           },
           nb::arg("path"), nb::arg("output_path"), nb::arg("gpu_transport").none(), nb::arg("runtime_config"),
-          nb::arg("stream_logs").none())
-      .def(
-          Named(EndpointId::kApply),
-          [](const Tesseract& t, const nb::handle& inputs, const Name& run_id) {
-            const Value payload = ToValue(inputs);
-            return CallReleased([&] { return t.Apply(payload, run_id); });
-          },
-          nb::arg("inputs"), nb::arg("run_id").none())
+          nb::arg("stream_logs").none());
+}
+
+// One method per endpoint, and what the served document says.
+void BindEndpoints(nb::class_<Tesseract>& cls) {
+  cls.def(
+         Named(EndpointId::kApply),
+         [](const Tesseract& t, const nb::handle& inputs, const Name& run_id) {
+           const Value payload = ToValue(inputs);
+           return CallReleased([&] { return t.Apply(payload, run_id); });
+         },
+         nb::arg("inputs"), nb::arg("run_id").none())
       .def(Named(EndpointId::kAbstractEval),
            [](const Tesseract& t, const nb::handle& inputs) {
              const Value payload = ToValue(inputs);
@@ -296,15 +290,19 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
       .def("openapi_schema",
            [](const Tesseract& t) { return CallReleased([&] { return t.OpenApiSchema(); }); })
       .def("available_endpoints",
-           [](const Tesseract& t) { return Released([&] { return t.AvailableEndpoints(); }); })
-      .def("capabilities",
-           [](const Tesseract& t) -> nb::object {
-             const std::optional<ServerCapabilities> advertised = Released([&] { return t.Capabilities(); });
-             if (!advertised) return nb::none();
-             return nb::make_tuple(OptionalList(advertised->output_formats),
-                                   OptionalList(advertised->gpu_transports),
-                                   OptionalList(advertised->compressions));
-           })
+           [](const Tesseract& t) { return Released([&] { return t.AvailableEndpoints(); }); });
+}
+
+// The handle itself: encodings, teardown, logs, containers.
+void BindHandle(nb::class_<Tesseract>& cls) {
+  cls.def("capabilities",
+          [](const Tesseract& t) -> nb::object {
+            const std::optional<ServerCapabilities> advertised = Released([&] { return t.Capabilities(); });
+            if (!advertised) return nb::none();
+            return nb::make_tuple(OptionalList(advertised->output_formats),
+                                  OptionalList(advertised->gpu_transports),
+                                  OptionalList(advertised->compressions));
+          })
       .def(
           "with_encoding",
           [](const Tesseract& t, Name output_format, Name gpu_transport, Name compression) {
@@ -340,4 +338,29 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
              return out;
            })
       .def_prop_ro("url", &Tesseract::url);
+}
+
+}  // namespace
+}  // namespace tesscpp::bindings
+
+NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the macro takes the module by value
+  using namespace tesscpp;            // NOLINT(google-build-using-namespace)
+  using namespace tesscpp::bindings;  // NOLINT(google-build-using-namespace)
+  m.doc() = "tesscpp's C++ client, bound with nanobind (use the tesscpp package, not this module).";
+  // Handles are routinely still referenced at exit (by autograd graphs, module
+  // globals); nanobind's leak report would then be noise, not a finding.
+  nb::set_leak_warnings(false);
+
+  ValidationFailureType() =
+      nb::borrow(PyErr_NewException("tesscpp._tesscpp.ValidationFailure", PyExc_ValueError, nullptr));
+  m.attr("ValidationFailure") = ValidationFailureType();
+
+  BindDeviceArray(m);
+
+  BindCuda(m);
+  nb::class_<Tesseract> tesseract(m, "_Tesseract");
+  BindFromUrlAndSource(tesseract);
+  BindFromImageAndLibrary(tesseract);
+  BindEndpoints(tesseract);
+  BindHandle(tesseract);
 }

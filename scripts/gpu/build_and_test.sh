@@ -27,10 +27,14 @@ make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_cu
 # What ran, for the record (run.log): the commit (from .git, or where the copy
 # has none from .devdeps/commit, which prepare.sh writes), and the versions used.
 {
+  # The device tool's copy of the tree may carry a .git that is not the
+  # tree's own (it read an older commit "+uncommitted changes"): what
+  # prepare.sh recorded comes first when there is one.
+  if [[ -f "$root/.devdeps/commit" ]]; then
+    echo "commit (prepare.sh): $(cat "$root/.devdeps/commit")"
+  fi
   if git -C "$root" rev-parse HEAD >/dev/null 2>&1; then
-    echo "commit: $(git -C "$root" rev-parse HEAD)$(git -C "$root" diff --quiet HEAD || echo ' +uncommitted changes')"
-  else
-    echo "commit: $(cat "$root/.devdeps/commit" 2>/dev/null || echo unknown)"
+    echo "commit (git here): $(git -C "$root" rev-parse HEAD)$(git -C "$root" diff --quiet HEAD || echo ' +uncommitted changes')"
   fi
   echo "date: $(date -u +%FT%TZ)"
   echo "gpu, driver: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"

@@ -81,25 +81,14 @@ Status CheckOptions(const std::string& image, const ImageOptions& o) {
   return Status::OK();
 }
 
-}  // namespace
-
-Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& image, const ImageOptions& o) {
-  TESS_RETURN_IF_ERROR(CheckOptions(image, o));
-  TESS_ASSIGN_OR_RETURN(PortChoice port_choice, ParsePort(o.port));
-  std::vector<client::Mount> mounts;
-  for (const std::string& spec : o.volumes) {
-    TESS_ASSIGN_OR_RETURN(client::Mount mount, client::ParseMount(spec, "from_image: volumes"));
-    TESS_RETURN_IF_ERROR(client::AddMount(mounts, std::move(mount), "from_image"));
-  }
-
-  auto server = std::make_unique<ServedServer>();
-  TESS_ASSIGN_OR_RETURN(auto dirs, client::PrepareServeDirs(o, *server, "from_image"));
-  const std::string input_path = dirs.first;
-  const std::string output_path = dirs.second;
-
-  const client::ContainerEngine engine = client::ContainerEngine::FromEnvironment();
-  TESS_RETURN_IF_ERROR(engine.RequireTesseractImage(image, "from_image"));
-
+// The engine's arguments for a container of `image`: everything but the
+// port, which may be tried more than once. Adds the serve directories'
+// mounts and settings to `mounts`.
+Result<std::vector<std::string>> ContainerArguments(const ImageOptions& o,
+                                                    const client::ContainerEngine& engine,
+                                                    const std::string& input_path,
+                                                    const std::string& output_path,
+                                                    std::vector<client::Mount>& mounts) {
   std::vector<std::pair<std::string, std::string>> env = o.environment;
   for (auto& setting : client::ServeSettings(o, "none")) env.push_back(std::move(setting));
   if (!input_path.empty()) {
@@ -109,7 +98,6 @@ Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& im
   TESS_RETURN_IF_ERROR(client::AddMount(mounts, {output_path, kOutputMount, "rw"}, "from_image"));
   env.emplace_back("TESSERACT_OUTPUT_PATH", kOutputMount);
 
-  // Everything but the port, which may be tried more than once.
   std::vector<std::string> common = {"--user", o.user.empty() ? client::CurrentUser() : o.user, "--label",
                                      "org.tesscpp.owner-pid=" + std::to_string(::getpid())};
   for (const auto& [key, value] : env) common.insert(common.end(), {"--env", key + "=" + value});
@@ -125,6 +113,54 @@ Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& im
   if (!o.memory.empty()) common.insert(common.end(), {"--memory", o.memory});
   if (!o.gpus.empty()) common.insert(common.end(), {"--gpus", client::GpuRequest(o.gpus)});
   if (client::RequestedTransport(o).value_or("none") == "cuda_ipc") common.emplace_back("--ipc=host");
+  return common;
+}
+
+// Waits until the container's server answers /health (unless that check is
+// skipped). false: it exited because its port was taken (host networking
+// with a chosen port), so another port is worth a try; the container is
+// stopped then, and on any failure.
+Result<bool> WaitUntilServing(client::Container& container, const std::string& url, const std::string& what,
+                              const ImageOptions& o, bool may_retry) {
+  if (o.skip_health_check) return true;
+  const auto deadline = client::DeadlineIn(o.startup_timeout_s);
+  // The engine is asked at most 4 times a second whether it still runs.
+  auto next_check = std::chrono::steady_clock::now();
+  std::pair<std::string, int> state{"running", 0};
+  auto alive = [&] {
+    if (std::chrono::steady_clock::now() < next_check) return true;
+    next_check = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
+    auto now = container.State();
+    state = now.ok() ? *now : std::pair<std::string, int>{"removed", -1};
+    return state.first == "running" || state.first == "created" || state.first == "restarting";
+  };
+  Status healthy = client::WaitForHealth(url, o.client.token, alive, deadline);
+  if (healthy.ok()) return true;
+  const bool exited = healthy.code() == StatusCode::kUnavailable;
+  const std::string logs = container.Logs();
+  container.Stop();
+  if (exited && may_retry && logs.find("in use") != std::string::npos) return false;
+  return client::StartupFailure(what, exited, state.first + " with status " + std::to_string(state.second),
+                                o.startup_timeout_s, healthy, logs);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& image, const ImageOptions& o) {
+  TESS_RETURN_IF_ERROR(CheckOptions(image, o));
+  TESS_ASSIGN_OR_RETURN(PortChoice port_choice, ParsePort(o.port));
+  std::vector<client::Mount> mounts;
+  for (const std::string& spec : o.volumes) {
+    TESS_ASSIGN_OR_RETURN(client::Mount mount, client::ParseMount(spec, "from_image: volumes"));
+    TESS_RETURN_IF_ERROR(client::AddMount(mounts, std::move(mount), "from_image"));
+  }
+  auto server = std::make_unique<ServedServer>();
+  TESS_ASSIGN_OR_RETURN(auto dirs, client::PrepareServeDirs(o, *server, "from_image"));
+  const auto& [input_path, output_path] = dirs;
+  const client::ContainerEngine engine = client::ContainerEngine::FromEnvironment();
+  TESS_RETURN_IF_ERROR(engine.RequireTesseractImage(image, "from_image"));
+  TESS_ASSIGN_OR_RETURN(const std::vector<std::string> common,
+                        ContainerArguments(o, engine, input_path, output_path, mounts));
 
   const bool host_network = o.network == "host";
   const std::string ping_ip = o.host_ip == "0.0.0.0" ? "127.0.0.1" : o.host_ip;
@@ -155,35 +191,15 @@ Result<std::shared_ptr<TesseractSession>> MakeImageSession(const std::string& im
                                          " is already in use: ", started.status().message());
       continue;
     }
-    client::Container& container = **started;
     const std::string url = "http://" + ping_ip + ":" + std::to_string(port);
-    container.set_published(o.host_ip, port, url);
-
-    if (!o.skip_health_check) {
-      const auto deadline = client::DeadlineIn(o.startup_timeout_s);
-      // The engine is asked at most 4 times a second whether it still runs.
-      auto next_check = std::chrono::steady_clock::now();
-      std::pair<std::string, int> state{"running", 0};
-      auto alive = [&] {
-        if (std::chrono::steady_clock::now() < next_check) return true;
-        next_check = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
-        auto now = container.State();
-        state = now.ok() ? *now : std::pair<std::string, int>{"removed", -1};
-        return state.first == "running" || state.first == "created" || state.first == "restarting";
-      };
-      Status healthy = client::WaitForHealth(url, o.client.token, alive, deadline);
-      if (!healthy.ok()) {
-        const bool exited = healthy.code() == StatusCode::kUnavailable;
-        const std::string logs = container.Logs();
-        container.Stop();
-        if (exited && !port_choice.fixed && host_network && logs.find("in use") != std::string::npos) {
-          last_failure = Status::Unavailable("from_image: port ", port, " is already in use");
-          continue;  // host networking: the server's own bind found the port taken
-        }
-        return client::StartupFailure("from_image: the container " + name + " of '" + image + "'", exited,
-                                      state.first + " with status " + std::to_string(state.second),
-                                      o.startup_timeout_s, healthy, logs);
-      }
+    (*started)->set_published(o.host_ip, port, url);
+    TESS_ASSIGN_OR_RETURN(
+        const bool serving,
+        WaitUntilServing(**started, url, "from_image: the container " + name + " of '" + image + "'", o,
+                         !port_choice.fixed && host_network));
+    if (!serving) {
+      last_failure = Status::Unavailable("from_image: port ", port, " is already in use");
+      continue;  // host networking: the server's own bind found the port taken
     }
     server->process = std::move(*started);
     return client::ConnectServed(url, o, input_path, output_path, std::move(server));

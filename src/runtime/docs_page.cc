@@ -464,6 +464,9 @@ class DocsRenderer {
   std::string TypeLabel(const Value::Dict& schema, int depth) const;
   std::string SingleTypeLabel(const Value::Dict& schema, std::string_view type, int depth) const;
   Value Example(const Value::Dict& schema, int depth) const;
+  // Example's cases for objects and arrays, `target` resolved.
+  Value ObjectExample(const Value::Dict& target, int depth) const;
+  Value ArrayExample(const Value::Dict& target, int depth) const;
   Value RequestExample(const Value::Dict& schema) const;
 
   // -- HTML
@@ -565,6 +568,39 @@ std::string DocsRenderer::SingleTypeLabel(const Value::Dict& schema, std::string
   return std::string(type);
 }
 
+// The JSON type an example is made for: the declared one (the first that is
+// not "null" of a list), or "object" for a schema with properties.
+std::string ExampleType(const Value::Dict& target) {
+  std::string type;
+  if (const Value* declared = target.find("type"); declared != nullptr && declared->is_string()) {
+    type = declared->as_string();
+  } else if (declared != nullptr && declared->is_list()) {
+    for (const Value& each : declared->as_list()) {
+      if (each.is_string() && each.as_string() != "null" && type.empty()) type = each.as_string();
+    }
+  } else if (DictAt(target, "properties") != nullptr) {
+    type = "object";
+  }
+  return type;
+}
+
+// 1 where the bounds allow it (pydantic's gt/ge/le), else the nearest bound.
+Value NumberExample(const Value::Dict& target, bool integer) {
+  double number = 1;
+  const Value* minimum = target.find("minimum");
+  const Value* above = target.find("exclusiveMinimum");
+  const Value* maximum = target.find("maximum");
+  if (minimum != nullptr && minimum->is_number()) {
+    number = minimum->as_number();
+  } else if (above != nullptr && above->is_number()) {
+    number = above->as_number() + 1;
+  }
+  if (maximum != nullptr && maximum->is_number()) number = std::min(number, maximum->as_number());
+  if (!integer) return Value(number);
+  constexpr double kLargest = 1e15;  // well inside int64, so the cast is defined
+  return Value(static_cast<int64_t>(std::clamp(std::ceil(number), -kLargest, kLargest)));
+}
+
 // Defaults where the schema gives them, else the smallest plausible value:
 // every field is filled in, optional ones too, so the example shows them all.
 Value DocsRenderer::Example(const Value::Dict& schema, int depth) const {
@@ -593,78 +629,57 @@ Value DocsRenderer::Example(const Value::Dict& schema, int depth) const {
     return Value();
   }
 
-  std::string type;
-  if (const Value* declared = target.find("type"); declared != nullptr && declared->is_string()) {
-    type = declared->as_string();
-  } else if (declared != nullptr && declared->is_list()) {
-    for (const Value& each : declared->as_list()) {
-      if (each.is_string() && each.as_string() != "null" && type.empty()) type = each.as_string();
-    }
-  } else if (DictAt(target, "properties") != nullptr) {
-    type = "object";
-  }
-
-  if (type == "object") {
-    Value::Dict example;
-    if (const Value::Dict* props = DictAt(target, "properties")) {
-      for (const auto& [name, prop] : *props) {
-        example.set(name, prop.is_dict() ? Example(prop.as_dict(), depth + 1) : Value());
-      }
-    } else if (const Value::Dict* values = DictAt(target, "additionalProperties")) {
-      const Value::Dict* keys = DictAt(target, "propertyNames");
-      const Value* key = keys != nullptr ? keys->find("const") : nullptr;
-      if (key != nullptr && key->is_string()) example.set(key->as_string(), Example(*values, depth + 1));
-    }
-    return Value(std::move(example));
-  }
-  if (type == "array") {
-    Value::List example;
-    if (const Value::List* prefix = ListAt(target, "prefixItems")) {
-      for (const Value& item : *prefix) {
-        example.push_back(item.is_dict() ? Example(item.as_dict(), depth + 1) : Value());
-      }
-      return Value(std::move(example));
-    }
-    const Value::Dict* items = DictAt(target, "items");
-    if (items == nullptr) return Value(std::move(example));
-    // A list of path literals (jac_inputs and the like): all of them, the
-    // whole Jacobian, which is also the one choice that is always valid.
-    const Value::Dict& item = Target(*items);
-    const Value::List* branches = ListAt(item, "anyOf");
-    if (branches != nullptr) {
-      for (const Value& branch : *branches) {
-        const Value* literal = branch.is_dict() ? Target(branch.as_dict()).find("const") : nullptr;
-        if (literal != nullptr) example.push_back(*literal);
-      }
-    } else if (const Value::List* literals = ListAt(item, "enum")) {
-      example = *literals;
-    }
-    if (!example.empty()) return Value(std::move(example));
-    const Value* min_items = target.find("minItems");
-    const int64_t count =
-        min_items != nullptr && min_items->is_int() ? std::max<int64_t>(min_items->as_int(), 1) : 1;
-    for (int64_t i = 0; i < count; ++i) example.push_back(Example(*items, depth + 1));
-    return Value(std::move(example));
-  }
-  if (type == "integer" || type == "number") {
-    // 1 where the bounds allow it (pydantic's gt/ge/le), else the nearest bound.
-    double number = 1;
-    const Value* minimum = target.find("minimum");
-    const Value* above = target.find("exclusiveMinimum");
-    const Value* maximum = target.find("maximum");
-    if (minimum != nullptr && minimum->is_number()) {
-      number = minimum->as_number();
-    } else if (above != nullptr && above->is_number()) {
-      number = above->as_number() + 1;
-    }
-    if (maximum != nullptr && maximum->is_number()) number = std::min(number, maximum->as_number());
-    if (type == "number") return Value(number);
-    constexpr double kLargest = 1e15;  // well inside int64, so the cast is defined
-    return Value(static_cast<int64_t>(std::clamp(std::ceil(number), -kLargest, kLargest)));
-  }
+  const std::string type = ExampleType(target);
+  if (type == "object") return ObjectExample(target, depth);
+  if (type == "array") return ArrayExample(target, depth);
+  if (type == "integer" || type == "number") return NumberExample(target, type == "integer");
   if (type == "string") return Value("string");
   if (type == "boolean") return Value(false);
   return Value();
+}
+
+Value DocsRenderer::ObjectExample(const Value::Dict& target, int depth) const {
+  Value::Dict example;
+  if (const Value::Dict* props = DictAt(target, "properties")) {
+    for (const auto& [name, prop] : *props) {
+      example.set(name, prop.is_dict() ? Example(prop.as_dict(), depth + 1) : Value());
+    }
+  } else if (const Value::Dict* values = DictAt(target, "additionalProperties")) {
+    const Value::Dict* keys = DictAt(target, "propertyNames");
+    const Value* key = keys != nullptr ? keys->find("const") : nullptr;
+    if (key != nullptr && key->is_string()) example.set(key->as_string(), Example(*values, depth + 1));
+  }
+  return Value(std::move(example));
+}
+
+Value DocsRenderer::ArrayExample(const Value::Dict& target, int depth) const {
+  Value::List example;
+  if (const Value::List* prefix = ListAt(target, "prefixItems")) {
+    for (const Value& item : *prefix) {
+      example.push_back(item.is_dict() ? Example(item.as_dict(), depth + 1) : Value());
+    }
+    return Value(std::move(example));
+  }
+  const Value::Dict* items = DictAt(target, "items");
+  if (items == nullptr) return Value(std::move(example));
+  // A list of path literals (jac_inputs and the like): all of them, the
+  // whole Jacobian, which is also the one choice that is always valid.
+  const Value::Dict& item = Target(*items);
+  const Value::List* branches = ListAt(item, "anyOf");
+  if (branches != nullptr) {
+    for (const Value& branch : *branches) {
+      const Value* literal = branch.is_dict() ? Target(branch.as_dict()).find("const") : nullptr;
+      if (literal != nullptr) example.push_back(*literal);
+    }
+  } else if (const Value::List* literals = ListAt(item, "enum")) {
+    example = *literals;
+  }
+  if (!example.empty()) return Value(std::move(example));
+  const Value* min_items = target.find("minItems");
+  const int64_t count =
+      min_items != nullptr && min_items->is_int() ? std::max<int64_t>(min_items->as_int(), 1) : 1;
+  for (int64_t i = 0; i < count; ++i) example.push_back(Example(*items, depth + 1));
+  return Value(std::move(example));
 }
 
 Value DocsRenderer::RequestExample(const Value::Dict& schema) const {

@@ -93,6 +93,58 @@ double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+struct DemoCase {
+  const char* name;
+  ArrayEncoding encoding;
+  Compression compression;
+};
+
+// Encodes and decodes `tensor` as `c` says, the best of three passes (the
+// first warms the pool's blocks and simdjson's parser; steady state is what a
+// server sees), and prints its row. Whether the round trip gave it back.
+Result<bool> MeasureCase(const DemoCase& c, const Tensor& tensor, const std::string& dir) {
+  const Value doc = Value::Dict{{"result", Value(tensor)}};
+  auto encode = [&]() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::filesystem::create_directories(dir, ec);
+    BinrefWriter binref(dir);
+    JsonWriteOptions write;
+    write.arrays.encoding = c.encoding;
+    write.arrays.compression = c.compression;
+    write.arrays.binref = &binref;
+    return WriteJson(doc, write);
+  };
+  double encode_s = 1e9, decode_s = 1e9;
+  Result<Buffer> body = Status::Internal("not encoded");
+  Result<Value> decoded = Status::Internal("not decoded");
+  JsonReadOptions read;
+  read.arrays = ArrayDetection::kTagged;
+  read.array_options.binref_dir = dir;
+  for (int pass = 0; pass < 3; ++pass) {
+    body = Status::Internal("released");  // let the pool reuse the previous pass's blocks
+    decoded = Status::Internal("released");
+    auto start = std::chrono::steady_clock::now();
+    body = encode();
+    encode_s = std::min(encode_s, Seconds(start));
+    TESS_RETURN_IF_ERROR(body.status());
+    start = std::chrono::steady_clock::now();
+    decoded = ReadJson(*body, read);
+    decode_s = std::min(decode_s, Seconds(start));
+    TESS_RETURN_IF_ERROR(decoded.status());
+  }
+  const bool same = decoded->as_dict().at("result").as_tensor().Equals(tensor);
+  std::error_code ec;
+  int64_t wire = body->size();
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    wire += static_cast<int64_t>(entry.file_size());
+  }
+  const double gb = static_cast<double>(tensor.nbytes()) / 1e9;
+  std::printf("%-14s %12lld %12.2f %12.2f %s\n", c.name, static_cast<long long>(wire), gb / encode_s,
+              gb / decode_s, same ? "identical" : "DIFFERENT");
+  return same;
+}
+
 int Demo(const std::vector<std::string>& args) {
   int64_t mib = 64;
   if (args.size() == 2 && args[0] == "--mib") {
@@ -116,59 +168,15 @@ int Demo(const std::vector<std::string>& args) {
               static_cast<long long>(n), static_cast<long long>(mib));
   std::printf("%-14s %12s %12s %12s %s\n", "encoding", "wire bytes", "encode GB/s", "decode GB/s",
               "round trip");
-  struct Case {
-    const char* name;
-    ArrayEncoding encoding;
-    Compression compression;
-  };
-  const Case cases[] = {{"json", ArrayEncoding::kJson, Compression::kNone},
-                        {"base64", ArrayEncoding::kBase64, Compression::kNone},
-                        {"base64+lz4", ArrayEncoding::kBase64, Compression::kLz4},
-                        {"binref", ArrayEncoding::kBinref, Compression::kNone},
-                        {"binref+lz4", ArrayEncoding::kBinref, Compression::kLz4}};
-  const double gb = static_cast<double>(tensor->nbytes()) / 1e9;
-  for (const Case& c : cases) {
-    const Value doc = Value::Dict{{"result", Value(*tensor)}};
-    auto encode = [&]() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-      std::filesystem::create_directories(dir, ec);
-      BinrefWriter binref(dir);
-      JsonWriteOptions write;
-      write.arrays.encoding = c.encoding;
-      write.arrays.compression = c.compression;
-      write.arrays.binref = &binref;
-      return WriteJson(doc, write);
-    };
-    // The best of three passes: the first warms the pool's blocks and simdjson's
-    // parser; steady state is what a server sees.
-    double encode_s = 1e9, decode_s = 1e9;
-    Result<Buffer> body = Status::Internal("not encoded");
-    Result<Value> decoded = Status::Internal("not decoded");
-    JsonReadOptions read;
-    read.arrays = ArrayDetection::kTagged;
-    read.array_options.binref_dir = dir;
-    for (int pass = 0; pass < 3; ++pass) {
-      body = Status::Internal("released");  // let the pool reuse the previous pass's blocks
-      decoded = Status::Internal("released");
-      auto start = std::chrono::steady_clock::now();
-      body = encode();
-      encode_s = std::min(encode_s, Seconds(start));
-      if (!body.ok()) return Fail(body.status());
-      start = std::chrono::steady_clock::now();
-      decoded = ReadJson(*body, read);
-      decode_s = std::min(decode_s, Seconds(start));
-      if (!decoded.ok()) return Fail(decoded.status());
-    }
-    const bool same = decoded->as_dict().at("result").as_tensor().Equals(*tensor);
-    std::error_code ec;
-    int64_t wire = body->size();
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      wire += static_cast<int64_t>(entry.file_size());
-    }
-    std::printf("%-14s %12lld %12.2f %12.2f %s\n", c.name, static_cast<long long>(wire), gb / encode_s,
-                gb / decode_s, same ? "identical" : "DIFFERENT");
-    if (!same) return 1;
+  const DemoCase cases[] = {{"json", ArrayEncoding::kJson, Compression::kNone},
+                            {"base64", ArrayEncoding::kBase64, Compression::kNone},
+                            {"base64+lz4", ArrayEncoding::kBase64, Compression::kLz4},
+                            {"binref", ArrayEncoding::kBinref, Compression::kNone},
+                            {"binref+lz4", ArrayEncoding::kBinref, Compression::kLz4}};
+  for (const DemoCase& c : cases) {
+    Result<bool> same = MeasureCase(c, *tensor, dir);
+    if (!same.ok()) return Fail(same.status());
+    if (!*same) return 1;
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

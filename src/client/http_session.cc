@@ -144,6 +144,10 @@ class HttpSession final : public TesseractSession {
   Result<Value> Decode(const HttpResponse& response, std::string_view endpoint,
                        CudaIpcArrays* device_arrays = nullptr);
   void FlushExportsDone();
+  // The run_id a request names: the given one, or a new one where the run
+  // log is streamed (it is read from the run's directory).
+  Result<std::optional<std::string>> RunIdFor(std::string_view endpoint,
+                                              const std::optional<std::string>& given) const;
   Result<GpuTransportCheck> RunTransportCheck(const std::string& transport);
   Result<HttpConnection*> Connection() {
     if (connection_ == nullptr) return Status::Unavailable("this Tesseract has been torn down");
@@ -170,6 +174,21 @@ void HttpSession::FlushExportsDone() {
   if (!headers) return;
   // Best effort: a server that is gone frees what it holds after its timeout.
   (void)connection_->Send("GET", "/health", *headers, nullptr);
+}
+
+Result<std::optional<std::string>> HttpSession::RunIdFor(std::string_view endpoint,
+                                                         const std::optional<std::string>& given) const {
+  std::optional<std::string> run_id = given;
+  if (options_.stream_logs && client::IsWrappedEndpoint(endpoint)) {
+    if (options_.server_output_path.empty()) {
+      return Status::InvalidArgument("stream_logs needs server_output_path: the run log is read from there");
+    }
+    if (!run_id) run_id = platform::NewUuid4();
+  }
+  if (run_id && run_id->find_first_of("&#% +?") != std::string::npos) {
+    return Status::InvalidArgument("run_id '", *run_id, "' holds characters that would need URL escaping");
+  }
+  return run_id;
 }
 
 Result<std::shared_ptr<const Value>> HttpSession::OpenApi() {
@@ -231,19 +250,10 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   if (!is_get) headers.emplace_back("Content-Type: application/json");
   TESS_ASSIGN_OR_RETURN(const BodyEncoding body_encoding, BodyEncodingOf(encoding));
 
-  std::optional<std::string> run_id = given_run_id;
+  TESS_ASSIGN_OR_RETURN(const std::optional<std::string> run_id, RunIdFor(endpoint, given_run_id));
   std::optional<client::LogStreamer> streamer;
-  if (options_.stream_logs && client::IsWrappedEndpoint(endpoint)) {
-    if (options_.server_output_path.empty()) {
-      return Status::InvalidArgument("stream_logs needs server_output_path: the run log is read from there");
-    }
-    if (!run_id) run_id = platform::NewUuid4();
-  }
   std::string target = "/" + std::string(endpoint);
   if (run_id) target += "?run_id=" + *run_id;  // uuids and names: nothing to escape in practice
-  if (run_id && run_id->find_first_of("&#% +?") != std::string::npos) {
-    return Status::InvalidArgument("run_id '", *run_id, "' holds characters that would need URL escaping");
-  }
 
   BinrefSink* sink = nullptr;
   std::unique_ptr<BinrefWriter> files;

@@ -235,6 +235,72 @@ std::string PythonExceptionFor(const std::string& cpp_exception_type, StatusCode
   return core::PythonExceptionName(code, core::PythonContext::kTestEndpoint);
 }
 
+namespace {
+
+// A TestSpec that cannot be run: a value_error at `loc`, as the reference's validator raises.
+Status SpecError(const Value& body, const std::string& msg, std::vector<Value> loc) {
+  return ValidationFailure({ValidationIssue{"value_error", std::move(loc), "Value error, " + msg, body,
+                                            Value::Dict{{"error", Value::Dict{}}}}});
+}
+
+// An endpoint that raised `outcome.exception`, judged against the spec.
+Result<Value> JudgeException(const EndpointOutcome& outcome, const Value::Dict& s,
+                             const std::string& expected_exception, const std::string& endpoint,
+                             const Value& body) {
+  if (expected_exception.empty()) {
+    if (outcome.invalid_payload) {
+      return Outcome(
+          "failed",
+          "inputs do not conform to InputSchema (perhaps the InputSchema has recently changed?):\n" +
+              outcome.message,
+          endpoint);
+    }
+    return Outcome("error", ShortName(outcome.exception) + ": " + outcome.message, endpoint);
+  }
+  if (!IsSubclass(outcome.exception, expected_exception)) {
+    return Outcome("failed",
+                   "Expected " + ShortName(expected_exception) + ", but got " + ShortName(outcome.exception) +
+                       ": " + outcome.message,
+                   endpoint);
+  }
+  if (const Value& regex = s.at("expected_exception_regex"); !regex.is_null()) {
+    bool matches = false;
+    try {
+      matches = std::regex_search(outcome.message, std::regex(regex.as_string()));
+    } catch (const std::regex_error& e) {
+      return SpecError(body, std::string("expected_exception_regex is not a valid regex: ") + e.what(),
+                       {Value("expected_exception_regex")});
+    }
+    if (!matches) {
+      return Outcome("failed",
+                     "Exception message does not match regex.\n  Expected pattern: " + regex.as_string() +
+                         "\n  Actual message: " + outcome.message,
+                     endpoint);
+    }
+  }
+  return Outcome("passed", "", endpoint);
+}
+
+// An endpoint that answered `outputs`, judged against the spec's expected outputs.
+Value JudgeOutputs(const Value& outputs, const Value::Dict& s, const std::string& endpoint) {
+  Comparison c{s.at("atol").as_number(), s.at("rtol").as_number(), {}, {}};
+  std::vector<std::string> path;
+  Compare(outputs, s.at("expected_outputs"), path, c);
+  auto join = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& item : items) out += (out.empty() ? "" : "\n\n") + item;
+    return out;
+  };
+  if (!c.structure_errors.empty())
+    return Outcome("failed", "Structure mismatch.\n\n" + join(c.structure_errors), endpoint);
+  if (!c.discrepancies.empty()) {
+    return Outcome("failed", "Values are not sufficiently close.\n\n" + join(c.discrepancies), endpoint);
+  }
+  return Outcome("passed", "", endpoint);
+}
+
+}  // namespace
+
 Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& endpoints,
                           const EndpointRunner& run) {
   // Unknown keys are ignored, as the reference's TestSpec does.
@@ -249,26 +315,24 @@ Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& end
   const Value::Dict& s = spec.as_dict();
   const bool has_outputs = !s.at("expected_outputs").is_null();
   const bool has_exception = !s.at("expected_exception").is_null();
-  auto value_error = [&](const std::string& msg, std::vector<Value> loc) {
-    return ValidationFailure({ValidationIssue{"value_error", std::move(loc), "Value error, " + msg, body,
-                                              Value::Dict{{"error", Value::Dict{}}}}});
-  };
   std::string expected_exception;
   if (has_exception) {
     expected_exception = CanonicalName(s.at("expected_exception").as_string());
     if (PythonBases().count(expected_exception) == 0) {
-      return value_error(
+      return SpecError(
+          body,
           "unknown exception '" + expected_exception +
               "': a C++ Tesseract reports Python builtin exceptions and pydantic.ValidationError",
           {Value("expected_exception")});
     }
   }
   if (has_outputs == has_exception) {
-    return value_error(has_outputs ? "Cannot specify both 'expected_outputs' and 'expected_exception'. "
-                                     "Provide exactly one."
-                                   : "Must specify either 'expected_outputs' or 'expected_exception'. "
-                                     "Provide exactly one.",
-                       {});
+    return SpecError(body,
+                     has_outputs ? "Cannot specify both 'expected_outputs' and 'expected_exception'. "
+                                   "Provide exactly one."
+                                 : "Must specify either 'expected_outputs' or 'expected_exception'. "
+                                   "Provide exactly one.",
+                     {});
   }
   const std::string& endpoint = s.at("endpoint").as_string();
   if (endpoint == "test" || std::find(endpoints.begin(), endpoints.end(), endpoint) == endpoints.end() ||
@@ -279,60 +343,13 @@ Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& end
                    "Endpoint " + endpoint + " not found\n  Available endpoints: [" + available + "]",
                    endpoint);
   }
-
   const EndpointOutcome outcome = run(endpoint, s.at("payload"));
-  if (!outcome.outputs) {
-    if (!has_exception) {
-      if (outcome.invalid_payload) {
-        return Outcome(
-            "failed",
-            "inputs do not conform to InputSchema (perhaps the InputSchema has recently changed?):\n" +
-                outcome.message,
-            endpoint);
-      }
-      return Outcome("error", ShortName(outcome.exception) + ": " + outcome.message, endpoint);
-    }
-    if (!IsSubclass(outcome.exception, expected_exception)) {
-      return Outcome("failed",
-                     "Expected " + ShortName(expected_exception) + ", but got " +
-                         ShortName(outcome.exception) + ": " + outcome.message,
-                     endpoint);
-    }
-    if (const Value& regex = s.at("expected_exception_regex"); !regex.is_null()) {
-      bool matches = false;
-      try {
-        matches = std::regex_search(outcome.message, std::regex(regex.as_string()));
-      } catch (const std::regex_error& e) {
-        return value_error(std::string("expected_exception_regex is not a valid regex: ") + e.what(),
-                           {Value("expected_exception_regex")});
-      }
-      if (!matches) {
-        return Outcome("failed",
-                       "Exception message does not match regex.\n  Expected pattern: " + regex.as_string() +
-                           "\n  Actual message: " + outcome.message,
-                       endpoint);
-      }
-    }
-    return Outcome("passed", "", endpoint);
-  }
+  if (!outcome.outputs) return JudgeException(outcome, s, expected_exception, endpoint, body);
   if (has_exception) {
     return Outcome("failed", "Expected " + ShortName(expected_exception) + ", but no exception was raised",
                    endpoint);
   }
-  Comparison c{s.at("atol").as_number(), s.at("rtol").as_number(), {}, {}};
-  std::vector<std::string> path;
-  Compare(*outcome.outputs, s.at("expected_outputs"), path, c);
-  auto join = [](const std::vector<std::string>& items) {
-    std::string out;
-    for (const std::string& item : items) out += (out.empty() ? "" : "\n\n") + item;
-    return out;
-  };
-  if (!c.structure_errors.empty())
-    return Outcome("failed", "Structure mismatch.\n\n" + join(c.structure_errors), endpoint);
-  if (!c.discrepancies.empty()) {
-    return Outcome("failed", "Values are not sufficiently close.\n\n" + join(c.discrepancies), endpoint);
-  }
-  return Outcome("passed", "", endpoint);
+  return JudgeOutputs(*outcome.outputs, s, endpoint);
 }
 
 }  // namespace tesscpp::runtime

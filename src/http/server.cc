@@ -122,6 +122,13 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == beast_http::error::header_limit) return Reject(431, "Request Header Fields Too Large");
     if (ec) return Reject(400, "Bad Request");
     const auto& header = parser_->get();
+    CopyHead(header);
+    if (AnsweredFromHead(header)) return;
+    StartBody(header);
+  }
+
+  // The request's method, target and headers into request_.
+  void CopyHead(const beast_http::request<beast_http::empty_body>& header) {
     request_.method = std::string(header.method_string());
     request_.target = std::string(header.target());
     if (auto it = header.find(beast_http::field::accept); it != header.end())
@@ -136,7 +143,12 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     keep_alive_ = header.keep_alive();
     head_ = header.method() == beast_http::verb::head;
+  }
 
+  // What the server answers from the head alone: 401 without the token,
+  // GET /metrics, a draining readiness probe, 503 past the in-flight cap
+  // (which counts the request otherwise). True when an answer is on its way.
+  bool AnsweredFromHead(const beast_http::request<beast_http::empty_body>& header) {
     const beast::string_view target = header.target();
     const beast::string_view path = target.substr(0, target.find('?'));
     const bool is_health = header.method() == beast_http::verb::get && path == "/health";
@@ -149,33 +161,41 @@ class Session : public std::enable_shared_from_this<Session> {
       r.headers.emplace_back("www-authenticate", R"(Bearer realm="tesscpp")");
       keep_alive_ = false;  // the body, if any, is not read
       state_.metrics->Reject(Rejection::kUnauthorized);
-      return Write(std::move(r));
+      Write(std::move(r));
+      return true;
     }
     if (header.method() == beast_http::verb::get && path == "/metrics") {
       RuntimeResponse r;
       r.status = 200;
       r.content_type = "text/plain; version=0.0.4; charset=utf-8";
       r.body = Buffer::FromString(state_.metrics->Render());
-      return Write(std::move(r));
+      Write(std::move(r));
+      return true;
     }
     // Readiness: false while draining; /health itself keeps meaning "alive".
     if (is_health && path.size() < target.size() && target.substr(path.size() + 1) == "ready" &&
         state_.draining.load(std::memory_order_relaxed)) {
-      return Reject(503, R"({"status":"draining"})", "application/json");
+      Reject(503, R"({"status":"draining"})", "application/json");
+      return true;
     }
-    if (!is_health) {
-      const int before = state_.in_flight.fetch_add(1, std::memory_order_relaxed);
-      counted_ = true;
-      state_.metrics->AddInFlight(1);
-      if (options_.max_in_flight > 0 && before >= options_.max_in_flight) {
-        state_.metrics->Reject(Rejection::kInFlight);
-        return Reject(503,
-                      "Too many requests in flight (" + std::to_string(options_.max_in_flight) +
-                          "); retry after a second",
-                      "text/plain; charset=utf-8", true);
-      }
+    if (is_health) return false;
+    const int before = state_.in_flight.fetch_add(1, std::memory_order_relaxed);
+    counted_ = true;
+    state_.metrics->AddInFlight(1);
+    if (options_.max_in_flight > 0 && before >= options_.max_in_flight) {
+      state_.metrics->Reject(Rejection::kInFlight);
+      Reject(503,
+             "Too many requests in flight (" + std::to_string(options_.max_in_flight) +
+                 "); retry after a second",
+             "text/plain; charset=utf-8", true);
+      return true;
     }
+    return false;
+  }
 
+  // Sizes the body against the limits and the budget, takes its buffer and
+  // reads it (bytes past the header first), then dispatches.
+  void StartBody(const beast_http::request<beast_http::empty_body>& header) {
     if (parser_->chunked()) return ReadChunkedBody();
     const uint64_t length = parser_->content_length().value_or(0);
     if (length > static_cast<uint64_t>(options_.max_body_bytes)) {
@@ -194,7 +214,6 @@ class Session : public std::enable_shared_from_this<Session> {
     auto body = BufferPool::Default()->Allocate(static_cast<int64_t>(length), BufferPool::Commit::kAsWritten);
     if (!body.ok()) return Reject(413, "Cannot hold a request body of " + std::to_string(length) + " bytes");
     request_.body = *std::move(body);
-    // Bytes read past the header already belong to the body.
     const size_t have = std::min<size_t>(buffer_.size(), length);
     asio::buffer_copy(asio::buffer(request_.body.data(), have), buffer_.data());
     buffer_.consume(have);

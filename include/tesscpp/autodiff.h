@@ -411,17 +411,12 @@ Result<std::map<std::string, Context<double>::Array>> Evaluate(
 
 }  // namespace internal
 
-/// \brief Registers apply, abstract_eval, jacobian, jacobian_vector_product and
-/// vector_jacobian_product of `c` computed from `fn`, a callable with
-/// `template <typename T> Status operator()(Context<T>&) const`. Call it
-/// after declaring the fields and after registering any endpoint written by
-/// hand: those are kept, the others derived.
-template <typename Fn>
-void Derive(Component& c, Fn fn, std::string apply_doc = "") {
-  const auto input_fields = internal::DifferentiableFields(*c.input_schema());
-  const auto output_fields = internal::DifferentiableFields(*c.output_schema());
-  const uint64_t function = internal::NextFunctionId();  // names this fn's tapes
+namespace internal {
 
+// apply: the function on doubles.
+template <typename Fn>
+void DeriveApply(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                 const std::map<std::string, Dtype>& output_fields, const std::string& apply_doc) {
   if (!c.apply())
     c.Apply(
         [=](const ModelView& in, Record& out) -> Status {
@@ -433,8 +428,13 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
           }
           return Status::OK();
         },
-        std::move(apply_doc));
+        apply_doc);
+}
 
+// abstract_eval, where the inputs are flat.
+template <typename Fn>
+void DeriveAbstractEval(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                        const std::map<std::string, Dtype>& output_fields) {
   // The outputs' shapes: the function run on zeros of the inputs' shapes,
   // right wherever the shapes follow from the inputs' shapes alone. A
   // function that refuses zeros needs an abstract_eval written by hand.
@@ -461,7 +461,12 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
         },
         "The outputs' shapes and dtypes, from the function run on zeros of the inputs' shapes.");
   }
+}
 
+// jacobian_vector_product, by forward mode.
+template <typename Fn>
+void DeriveJvp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+               const std::map<std::string, Dtype>& output_fields) {
   // Forward mode: one tangent direction, the requested inputs seeded with
   // their tangents, the others constant.
   if (!c.jacobian_vector_product())
@@ -501,7 +506,12 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
       }
       return Status::OK();
     });
+}
 
+// vector_jacobian_product, by reverse mode on the kept tape.
+template <typename Fn>
+void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+               const std::map<std::string, Dtype>& output_fields, uint64_t function) {
   // Reverse mode: one sweep with the cotangents as weights.
   if (!c.vector_jacobian_product())
     c.VectorJacobianProduct([=](const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
@@ -539,7 +549,12 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
       }
       return Status::OK();
     });
+}
 
+// jacobian, by ADOL-C's driver on the kept tape.
+template <typename Fn>
+void DeriveJacobian(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                    const std::map<std::string, Dtype>& output_fields, uint64_t function) {
   // Jacobian: ADOL-C's driver (forward vector mode when there are fewer
   // inputs than outputs, reverse otherwise), then cut into blocks.
   if (!c.jacobian())
@@ -580,6 +595,25 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
       }
       return Status::OK();
     });
+}
+
+}  // namespace internal
+
+/// \brief Registers apply, abstract_eval, jacobian, jacobian_vector_product and
+/// vector_jacobian_product of `c` computed from `fn`, a callable with
+/// `template <typename T> Status operator()(Context<T>&) const`. Call it
+/// after declaring the fields and after registering any endpoint written by
+/// hand: those are kept, the others derived.
+template <typename Fn>
+void Derive(Component& c, Fn fn, std::string apply_doc = "") {
+  const auto input_fields = internal::DifferentiableFields(*c.input_schema());
+  const auto output_fields = internal::DifferentiableFields(*c.output_schema());
+  const uint64_t function = internal::NextFunctionId();  // names this fn's tapes
+  internal::DeriveApply(c, fn, input_fields, output_fields, apply_doc);
+  internal::DeriveAbstractEval(c, fn, input_fields, output_fields);
+  internal::DeriveJvp(c, fn, input_fields, output_fields);
+  internal::DeriveVjp(c, fn, input_fields, output_fields, function);
+  internal::DeriveJacobian(c, fn, input_fields, output_fields, function);
 }
 
 }  // namespace tesscpp::autodiff

@@ -6,7 +6,7 @@ BOOTSTRAP := scripts/bootstrap.sh
 PYTHON := .venv/bin/python
 FUZZ_SECONDS ?= 300
 
-.PHONY: all bootstrap build demo test check check-format check-layers check-namespaces check-python bench wheel fuzz asan tsan format lint clean
+.PHONY: all bootstrap build demo test check check-format check-layers check-namespaces check-python check-functions bench wheel fuzz asan tsan format lint clean
 
 all: build
 
@@ -59,7 +59,7 @@ format:
 	clang-format-14 -i $(SOURCES)
 
 # Part of `make test`: the rules a reviewer would otherwise have to enforce.
-check: check-format check-layers check-namespaces check-python
+check: check-format check-layers check-namespaces check-python check-functions
 
 # Every C++ file as clang-format leaves it (fix with `make format`).
 check-format: bootstrap
@@ -76,6 +76,13 @@ check-namespaces: bootstrap
 # ruff and mypy on the Python package and its tests.
 check-python: bootstrap
 	@scripts/check_python.sh
+
+# No C++ function outside bench/ and examples/ over 80 lines (lizard's count, signature to
+# closing brace): a longer one is split into named steps. Tests are held to it too.
+check-functions: bootstrap
+	@out=$$(.venv/bin/lizard -l cpp -L 80 -C 100000 -a 100 -w src tools python/bindings include tests 2>&1); \
+	  if [ -n "$$out" ]; then echo "$$out"; echo "check-functions: functions over 80 lines (split them)"; exit 1; fi; \
+	  echo "check-functions: no C++ function over 80 lines"
 
 # clang-tidy on every first-party file, through the tidy preset's clang build.
 lint: bootstrap

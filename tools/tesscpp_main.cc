@@ -487,23 +487,22 @@ void AddEndpointCommands(CLI::App& app) {
     CommonOptions options;
     std::string payload;
   };
-  static std::vector<OneShot> one_shots;
-  for (const core::EndpointInfo& e : core::Endpoints()) one_shots.push_back({&e, {}, ""});
-  for (OneShot& shot : one_shots) {
-    const std::string name(shot.endpoint->name);
-    const bool takes_payload = shot.endpoint->method == "POST";
-    CLI::App* command = app.add_subcommand(std::string(shot.endpoint->command), "Run " + name + " once");
-    AddCommonOptions(command, shot.options);
-    command->add_option("--output-file", shot.options.output_file,
+  for (const core::EndpointInfo& e : core::Endpoints()) {
+    auto shot = std::make_shared<OneShot>(OneShot{&e, {}, ""});  // held by the callback
+    const std::string name(e.name);
+    const bool takes_payload = e.method == "POST";
+    CLI::App* command = app.add_subcommand(std::string(e.command), "Run " + name + " once");
+    AddCommonOptions(command, shot->options);
+    command->add_option("--output-file", shot->options.output_file,
                         "Write the result to <output-path>/<file>");
-    if (takes_payload) command->add_option("payload", shot.payload, "Request body: JSON text or @file");
-    command->callback([&shot, name, takes_payload] {
-      if (Status named = ResolveComponent(shot.options.library, takes_payload ? &shot.payload : nullptr);
+    if (takes_payload) command->add_option("payload", shot->payload, "Request body: JSON text or @file");
+    command->callback([shot, name, takes_payload] {
+      if (Status named = ResolveComponent(shot->options.library, takes_payload ? &shot->payload : nullptr);
           !named.ok()) {
         std::exit(Fail(named) + 1);  // a usage error, as a missing argument is
       }
-      if (shot.endpoint->id == core::EndpointId::kTest) shot.options.debug = true;
-      std::exit(RunOnce(shot.options, name, shot.payload));
+      if (shot->endpoint->id == core::EndpointId::kTest) shot->options.debug = true;
+      std::exit(RunOnce(shot->options, name, shot->payload));
     });
   }
 }

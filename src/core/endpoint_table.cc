@@ -86,6 +86,11 @@ const std::array<EndpointInfo, kEndpointCount>& Endpoints() { return kTable; }
 
 const EndpointInfo& Endpoint(EndpointId id) { return kTable[static_cast<int>(id)]; }
 
+bool IsServed(const EndpointInfo& endpoint, bool implements, bool debug) {
+  if (endpoint.kind != EndpointKind::kRuntime) return implements;
+  return endpoint.id != EndpointId::kTest || debug;
+}
+
 std::optional<EndpointId> FindEndpoint(std::string_view name) {
   for (const EndpointInfo& e : kTable) {
     if (e.name == name) return e.id;

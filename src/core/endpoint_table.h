@@ -67,5 +67,8 @@ const std::array<EndpointInfo, kEndpointCount>& Endpoints();
 const EndpointInfo& Endpoint(EndpointId id);
 /// \brief The row named `name` ("apply"), if any.
 std::optional<EndpointId> FindEndpoint(std::string_view name);
+/// \brief Whether a server serves `endpoint`: the component's endpoints
+/// where it `implements` them, health always, test in debug mode only.
+bool IsServed(const EndpointInfo& endpoint, bool implements, bool debug);
 
 }  // namespace tesscpp::core

@@ -37,5 +37,13 @@ TEST(EndpointTable, GradientsAreWrappedAndNameTheirFields) {
   EXPECT_EQ(Endpoint(EndpointId::kTest).kind, EndpointKind::kRuntime);
 }
 
+TEST(EndpointTable, ServedAsTheReferenceServesThem) {
+  EXPECT_TRUE(IsServed(Endpoint(EndpointId::kApply), true, false));
+  EXPECT_FALSE(IsServed(Endpoint(EndpointId::kJacobian), false, true));
+  EXPECT_TRUE(IsServed(Endpoint(EndpointId::kHealth), false, false));  // the runtime's own
+  EXPECT_FALSE(IsServed(Endpoint(EndpointId::kTest), false, false));   // debug mode only
+  EXPECT_TRUE(IsServed(Endpoint(EndpointId::kTest), false, true));
+}
+
 }  // namespace
 }  // namespace tesscpp::core

@@ -106,8 +106,8 @@ Result<Value> Jacobian(const VectoraddInputs& in, const std::vector<std::string>
 }
 
 // jac_inputs ⊆ {a, b, s} and jac_outputs == {result}, at least one each.
-Result<std::vector<std::string>> PathSet(const Value& body, const char* field,
-                                         const std::vector<std::string>& allowed) {
+Result<std::vector<std::string>> ReadPathSet(const Value& body, const char* field,
+                                             const std::vector<std::string>& allowed) {
   const Value* v = body.as_dict().find(field);
   if (v == nullptr) return Invalid({Value(field)}, "missing", "Field required", body);
   if (!v->is_list() || v->as_list().empty()) {
@@ -144,8 +144,8 @@ std::shared_ptr<const CallbackComponent> CallbackVectoradd(Value document) {
   };
   endpoints[EndpointId::kJacobian] = [](const Value& body) -> Result<PreparedCall> {
     TESS_ASSIGN_OR_RETURN(VectoraddInputs in, ReadInputs(body));
-    TESS_ASSIGN_OR_RETURN(std::vector<std::string> wrt, PathSet(body, "jac_inputs", {"a", "b", "s"}));
-    TESS_RETURN_IF_ERROR(PathSet(body, "jac_outputs", {"result"}).status());
+    TESS_ASSIGN_OR_RETURN(std::vector<std::string> wrt, ReadPathSet(body, "jac_inputs", {"a", "b", "s"}));
+    TESS_RETURN_IF_ERROR(ReadPathSet(body, "jac_outputs", {"result"}).status());
     return PreparedCall([in, wrt] { return Jacobian(in, wrt); });
   };
   return std::make_shared<const CallbackComponent>("vectoradd-callbacks", std::move(document),

@@ -171,8 +171,8 @@ Result<Value> CppComponent::OpenApiDocument(const DocumentSettings& settings) co
 }
 
 Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& body) const {
-  // The call holds what it needs: it may outlive nothing here, but a
-  // shared_ptr keeps it independent of this object's lifetime all the same.
+  // Each call shares the component and the models (`gradient` points into
+  // them), so it stays valid whatever becomes of this object.
   if (const GradientModels* gradient = models_->Gradient(endpoint)) {
     TESS_ASSIGN_OR_RETURN(GradientRequest validated, ValidateGradientRequest(*gradient, body));
     return PreparedCall([c = component_, m = models_, gradient, validated = std::move(validated)] {
@@ -181,6 +181,7 @@ Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& bod
   }
   const bool apply = endpoint == EndpointId::kApply;
   if (!apply && (endpoint != EndpointId::kAbstractEval || models_->abstract_request == nullptr)) {
+    // The runtime asks only for what Implements() said yes to.
     return Status::Unimplemented("endpoint '", core::Endpoint(endpoint).name, "' is not implemented by ",
                                  component_->name());
   }

@@ -249,9 +249,7 @@ Value BuildOpenApiDocument(const OpenApiInput& input) {
   Dict paths;
   // The endpoints in the order core.create_endpoints registers them.
   for (const core::EndpointInfo& e : core::Endpoints()) {
-    const bool runtime_endpoint = e.kind == core::EndpointKind::kRuntime;
-    if (!runtime_endpoint && !input.endpoint_docs.contains(e.id)) continue;  // not implemented
-    if (e.id == core::EndpointId::kTest && !input.debug) continue;
+    if (!core::IsServed(e, input.endpoint_docs.contains(e.id), input.debug)) continue;
     const std::string path = "/" + std::string(e.name);
     switch (e.id) {
       case core::EndpointId::kApply: AddApplySchemas(input, b); break;

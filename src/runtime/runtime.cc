@@ -186,7 +186,6 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 struct Runtime::Impl {
   std::shared_ptr<const ServedComponent> component;
-  std::string component_name;
   RuntimeConfig config;
   runtime::Offer offer;
   std::array<bool, core::kEndpointCount> is_served{};  // by EndpointId
@@ -265,7 +264,7 @@ RuntimeResponse Runtime::Impl::Failure(const std::string& endpoint, const Endpoi
   // Shaped like the Python traceback the reference shows in debug mode, so
   // people and tools that look for "Traceback" and the message find them.
   r.body = Buffer::FromString("Traceback (most recent call last):\n  endpoint \"" + endpoint +
-                              "\" of component \"" + component_name + "\"\n" + failure.type + ": " +
+                              "\" of component \"" + component->name() + "\"\n" + failure.type + ": " +
                               failure.message + "\n");
   return r;
 }
@@ -385,7 +384,7 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
   const std::optional<EndpointId> id = core::FindEndpoint(endpoint);
   if (!id || !Serves(*id)) {
     return Status::Unimplemented("endpoint '", endpoint, "' is not implemented by this Tesseract (",
-                                 component_name, ")");
+                                 component->name(), ")");
   }
   if (*id == EndpointId::kHealth) return Value::Dict{{"status", Value("ok")}};
   if (*id == EndpointId::kTest) {
@@ -534,6 +533,9 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> 
 Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedComponent> component,
                                                RuntimeConfig config) {
   TESS_RETURN_IF_ERROR(config.Validate());
+  if (!component->Implements(EndpointId::kApply)) {
+    return Status::InvalidArgument("component '", component->name(), "' has no apply endpoint");
+  }
   auto impl = std::make_unique<Impl>();
   // Validate() checked the names.
   impl->offer = {*OutputFormatFromName(config.output_format),
@@ -544,12 +546,10 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedCompo
   const GpuTransport transport = *GpuTransportFromName(config.gpu_transport);
   impl->transport = gpu_transport::MakeServerTransport({transport, config.cuda_ipc_pool_fraction});
   if (impl->transport != nullptr) impl->offer.gpu_transports.push_back(transport);
-  if (!component->Implements(EndpointId::kApply)) {
-    return Status::InvalidArgument("component '", component->name(), "' has no apply endpoint");
-  }
   for (const core::EndpointInfo& e : core::Endpoints()) {
-    const bool served = e.kind != core::EndpointKind::kRuntime ? component->Implements(e.id)
-                                                               : e.id != EndpointId::kTest || config.debug;
+    // Health and test are the runtime's: the component is asked of its own only.
+    const bool implements = e.kind != core::EndpointKind::kRuntime && component->Implements(e.id);
+    const bool served = core::IsServed(e, implements, config.debug);
     impl->is_served[static_cast<int>(e.id)] = served;
     if (served) impl->endpoints.emplace_back(e.name);
   }
@@ -565,7 +565,6 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedCompo
   TESS_ASSIGN_OR_RETURN(const Value openapi, component->OpenApiDocument(settings));
   TESS_ASSIGN_OR_RETURN(impl->openapi_body, WriteJson(openapi));
   impl->docs_body = Buffer::FromString(runtime::RenderDocsPage(openapi));
-  impl->component_name = component->name();
   impl->component = std::move(component);
   impl->config = std::move(config);
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));

@@ -74,7 +74,7 @@ TEST(ServedComponent, ItsOwnDocumentIsServedAndRoutesFollowIt) {
   EXPECT_EQ(doc.status, 200);
   EXPECT_EQ(Body(doc), GoldenDocument());
   EXPECT_EQ(Send(*runtime, "GET", "/docs").status, 200);
-  EXPECT_EQ(Send(*runtime, "POST", "/abstract_eval", "{}").status, 404);  // not implemented
+  EXPECT_EQ(Send(*runtime, "POST", "/abstract_eval", "{}").status, 404);  // the kind lacks it
   const RuntimeResponse wrong_method = Send(*runtime, "GET", "/apply");
   EXPECT_EQ(wrong_method.status, 405);
   EXPECT_EQ(wrong_method.headers, (decltype(wrong_method.headers){{"Allow", "POST"}}));
@@ -153,6 +153,15 @@ TEST(ServedComponent, FailuresNameTheirExceptionHoweverTheyCame) {
   auto in_process = runtime->Call("apply", *payload);
   EXPECT_EQ(in_process.status().message(), "Error running Tesseract API apply: ValueError: nothing to add");
   EXPECT_EQ(runtime->Call("apply", Value(Value::Dict{})).status().code(), StatusCode::kValidationError);
+}
+
+TEST(ServedComponent, AKindWithoutApplyIsRefused) {
+  auto lacking = std::make_shared<const CallbackComponent>(
+      "no-apply", GoldenDocument(), std::map<core::EndpointId, CallbackComponent::Endpoint>{});
+  auto runtime = Runtime::Make(lacking, RuntimeConfig{});
+  ASSERT_FALSE(runtime.ok());
+  EXPECT_EQ(runtime.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(runtime.status().message().find("'no-apply' has no apply endpoint"), std::string::npos);
 }
 
 }  // namespace

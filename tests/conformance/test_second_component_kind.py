@@ -28,15 +28,18 @@ DOCUMENT = GOLDEN_RUNTIME / "vectoradd.openapi.json"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory):
     output = tmp_path_factory.mktemp("callback-out")
-    proc = subprocess.Popen(
-        [os.environ["TESSCPP_CALLBACK_SERVER"], str(DOCUMENT), str(output)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    # stderr (the server's failure lines) goes to a file: a pipe nobody reads could fill and stall it.
+    log = output / "server.log"
+    with open(log, "w") as stderr:
+        proc = subprocess.Popen(
+            [os.environ["TESSCPP_CALLBACK_SERVER"], str(DOCUMENT), str(output)],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
     try:
         line = proc.stdout.readline()  # "port <n>" once listening; EOF if it died
-        assert line.startswith("port "), f"the server did not start: {line!r}"
+        assert line.startswith("port "), f"the server did not start: {line!r}, {log.read_text()!r}"
         yield f"http://127.0.0.1:{int(line.split()[1])}", Path(output)
     finally:
         proc.terminate()

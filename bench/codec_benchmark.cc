@@ -13,8 +13,8 @@
 
 #include "codec/base64.h"
 #include "codec/lz4.h"
-#include "tesscpp/buffer_pool.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp {
 namespace {

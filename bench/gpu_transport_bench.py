@@ -12,7 +12,7 @@ Each is served three ways, one server at a time (another process holding a CUDA
 context on the GPU slows every call):
 - tesscpp:   tesscpp.Tesseract (C++ client) -> `tesscpp serve --gpu-transport
              cuda_ipc` running the C++ component (inputs and outputs borrowed
-             in place, docs/gpu-transport.md 13);
+             in place, docs/gpu-transport-extensions.md 1);
 - reference: tesseract-core 1.15's SDK -> `tesseract-runtime serve` with
              TESSERACT_GPU_TRANSPORT=cuda_ipc running the Python component;
 - host path (identity only): tesscpp's client and server with

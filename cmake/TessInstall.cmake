@@ -27,7 +27,9 @@ install(TARGETS tesscpp EXPORT tesscppTargets
         LIBRARY DESTINATION "${sdk_libdir}"
         INCLUDES DESTINATION "${sdk_includedir}")
 install(TARGETS tesscpp_cli RUNTIME DESTINATION "${sdk_bindir}")
-install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/tesscpp" DESTINATION "${sdk_includedir}")
+# internal/ is this tree's own (tools, bindings, tests), never installed.
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/tesscpp" DESTINATION "${sdk_includedir}"
+        PATTERN "internal" EXCLUDE)
 install(EXPORT tesscppTargets NAMESPACE tesscpp:: DESTINATION "${sdk_cmakedir}")
 
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/package/tesscppConfig.cmake.in"

@@ -4,6 +4,8 @@
 - include/tesscpp/: `tesscpp`, the CUDA API `tesscpp::cuda`, the autodiff API
   `tesscpp::autodiff` (its templates' helpers in `tesscpp::autodiff::internal`),
   and `tesscpp::internal` for what a public header must expose to its macros.
+  include/tesscpp/internal/ (the tree's own API) also `tesscpp::<layer>` for
+  the layer that implements a header.
 - src/<layer>/: code that is not public API in `tesscpp::<layer>` (the cuda
   layer in `tesscpp::cuda::internal`, as `tesscpp::cuda` is public). A bare
   `namespace tesscpp` block in a src/ header may only forward-declare types
@@ -28,7 +30,10 @@ FORWARD = re.compile(r"^\s*(?:class|struct) (\w+);", re.M)
 def allowed_namespaces(path: Path) -> set[str] | None:
     rel = path.relative_to(ROOT).parts
     if rel[0] == "include":
-        return {"tesscpp", "tesscpp::cuda", "tesscpp::autodiff", "tesscpp::autodiff::internal", "tesscpp::internal"}
+        public = {"tesscpp", "tesscpp::cuda", "tesscpp::autodiff", "tesscpp::autodiff::internal", "tesscpp::internal"}
+        if rel[2] == "internal":
+            public |= {f"tesscpp::{layer.name}" for layer in (ROOT / "src").iterdir() if layer.is_dir()}
+        return public
     if rel[0] == "tools":
         return {"tesscpp::cli"}
     if rel[:2] == ("python", "bindings"):
@@ -83,11 +88,11 @@ def strip_comments(text: str) -> str:
 
 def main() -> int:
     public_types = set()
-    for header in (ROOT / "include/tesscpp").glob("*.h"):
+    for header in (ROOT / "include/tesscpp").rglob("*.h"):
         public_types |= set(FORWARD.findall(header.read_text()))
     problems: list[str] = []
     files = 0
-    sources = [*ROOT.glob("src/*/*.[ch]*"), *ROOT.glob("include/tesscpp/*.h"), *ROOT.glob("tools/*.[ch]*"),
+    sources = [*ROOT.glob("src/*/*.[ch]*"), *ROOT.glob("include/tesscpp/**/*.h"), *ROOT.glob("tools/*.[ch]*"),
                *ROOT.glob("python/bindings/*.[ch]*")]
     for path in sorted(sources):
         allowed = allowed_namespaces(path)

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/buffer_pool.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp::cli {
 namespace {

@@ -15,12 +15,12 @@
 #include <sstream>
 #include <utility>
 
-#include "client/container_engine.h"
-#include "platform/file.h"
-#include "platform/subprocess.h"
 #include "tesscpp/component.h"
-#include "tesscpp/component_library.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/container_engine.h"
+#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/subprocess.h"
 
 namespace tesscpp::cli {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
-#include "client/container_engine.h"
-#include "client/mounts.h"
-#include "platform/subprocess.h"
+#include "tesscpp/internal/container_engine.h"
+#include "tesscpp/internal/mounts.h"
+#include "tesscpp/internal/subprocess.h"
 
 namespace tesscpp::cli {
 

@@ -30,19 +30,19 @@
 #include <sstream>
 #include <utility>
 
-#include "core/endpoint_table.h"
 #include "gradient_report.h"
-#include "http/server.h"
 #include "image_build.h"
 #include "image_run.h"
 #include "init_project.h"
 #include "tesscpp/client.h"
 #include "tesscpp/component.h"
-#include "tesscpp/component_library.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/gradient_check.h"
-#include "tesscpp/json.h"
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/http_server.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/runtime.h"
 
 namespace {
 
@@ -325,7 +325,6 @@ int Call(const CallOptions& o) {
   if (o.print_arrays == "base64" || (o.print_arrays == "auto" && !PrintsLosslesslyAsJson(*result))) {
     write.arrays.encoding = tesscpp::ArrayEncoding::kBase64;
   }
-  write.arrays.device_to_host = tesscpp::cuda::ImplicitCopyToHost;  // --gpu-transport outputs
   auto text = tesscpp::WriteJson(*result, write);
   if (!text.ok()) return Fail(text.status());
   std::cout.write(reinterpret_cast<const char*>(text->data()), static_cast<std::streamsize>(text->size()));

@@ -11,11 +11,10 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
+#include "tesscpp/memory_manager.h"
 #include "tesscpp/result.h"
 #include "tesscpp/tensor.h"
-#include "tesscpp/value.h"
 
 namespace tesscpp::cuda {
 
@@ -84,28 +83,11 @@ class StreamMark {
 /// the device before handing one out again).
 Result<Tensor> AllocateDevice(Dtype dtype, Shape shape, int ordinal);
 
-/// \brief A host copy of a device tensor (finished when this returns). Host
-/// tensors are returned as they are.
-Result<Tensor> CopyToHost(const Tensor& tensor);
-
-/// \brief CopyToHost for copies nobody asked for (a CUDA tensor written with a
-/// host encoding, handed to a component that takes host arrays, or read as a
-/// NumPy array): refused (kNotAcceptable) while
-/// TESSERACT_FORBID_DEVICE_HOST_COPY is 1 or true, as tesseract-core refuses
-/// them ("Implicit device-to-host copy of … (TESSERACT_FORBID_DEVICE_HOST_COPY
-/// is set)."). Host tensors pass unchanged.
-Result<Tensor> ImplicitCopyToHost(const Tensor& tensor);
-
-/// \brief Whether `value` holds a CUDA tensor anywhere.
-bool HoldsDeviceTensors(const Value& value);
-
-/// \brief The ordinals of the devices holding the bytes of non-empty CUDA
-/// tensors in `value`, each once.
-std::vector<int> DevicesOf(const Value& value);
-
-/// \brief Replaces every CUDA tensor in `value` by its host copy
-/// (ImplicitCopyToHost); the rest is left as it is.
-Status MoveDeviceTensorsToHost(Value& value);
+/// \brief What a Buffer over memory of device `ordinal` names so that it can
+/// copy itself to the host (Buffer::WrapDevice, Tensor::ViewOrCopyToHost): a
+/// copy after the whole device is done, since the writers' streams are unknown.
+/// Device tensors made here (AllocateDevice, IPC imports) carry it already.
+const MemoryManager& DeviceMemory(int ordinal);
 
 /// \brief A copy of a host tensor on device `ordinal` (finished when this returns).
 Result<Tensor> CopyToDevice(const Tensor& tensor, int ordinal);

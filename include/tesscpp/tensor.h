@@ -66,6 +66,11 @@ class Tensor {
   /// \brief DLTensor-shaped view (byte_offset is 0: data points at the first element).
   TensorView view() const;
 
+  /// \brief This tensor when the host can read its bytes, else a CPU copy made
+  /// by the memory holding them (Buffer::ViewOrCopyToHost). kInvalidArgument
+  /// for device bytes that name no MemoryManager.
+  Result<Tensor> ViewOrCopyToHost() const;
+
   /// \brief Same dtype, shape, device and bytes (bitwise: NaN payloads count).
   /// Device memory cannot be read here, so device tensors are equal only when
   /// they share their first byte.

@@ -12,6 +12,7 @@
 
 #include "gil_calls.h"
 #include "tesscpp/cuda.h"
+#include "tesscpp/internal/device_values.h"
 #include "to_python.h"
 
 namespace tesscpp::bindings {
@@ -95,14 +96,14 @@ void BindDeviceArray(nb::module_& m) {
       .def(
           "copy_to_host",
           [](const DeviceArray& a) {
-            return ExportArray(Released([&] { return cuda::CopyToHost(a.tensor); }));
+            return ExportArray(Released([&] { return a.tensor.ViewOrCopyToHost(); }));
           },
           "A NumPy copy of the array.")
       .def(
           "__array__",
           [](const DeviceArray& a, const nb::object& dtype, const nb::object& /*copy*/) {
             // Always a copy (the bytes are on the device), and an implicit one.
-            nb::object array = ExportArray(Released([&] { return cuda::ImplicitCopyToHost(a.tensor); }));
+            nb::object array = ExportArray(Released([&] { return core::ImplicitCopyToHost(a.tensor); }));
             return dtype.is_none() ? array : array.attr("astype")(dtype);
           },
           nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())

@@ -21,15 +21,15 @@
 #include <utility>
 #include <vector>
 
-#include "core/endpoint_table.h"
 #include "device_array.h"
 #include "from_python.h"
 #include "gil_calls.h"
 #include "python_errors.h"
 #include "tesscpp/client.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/cuda_ipc.h"
-#include "tesscpp/cuda_transfer.h"
+#include "tesscpp/internal/cuda_ipc.h"
+#include "tesscpp/internal/cuda_transfer.h"
+#include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/value.h"
 #include "to_python.h"
 

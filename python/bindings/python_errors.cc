@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "core/python_exception.h"
 #include "tesscpp/client.h"
-#include "tesscpp/validation_issue.h"
+#include "tesscpp/internal/python_exception.h"
+#include "tesscpp/internal/validation_issue.h"
 #include "to_python.h"
 
 namespace tesscpp::bindings {

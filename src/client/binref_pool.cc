@@ -10,8 +10,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "platform/file.h"
 #include "platform/uuid.h"
+#include "tesscpp/internal/file.h"
 
 namespace tesscpp::client {
 

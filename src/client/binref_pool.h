@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/encoding.h"
+#include "tesscpp/internal/encoding.h"
 
 namespace tesscpp::client {
 

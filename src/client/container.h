@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "client/container_engine.h"
 #include "client/served_server.h"
-#include "platform/file.h"
+#include "tesscpp/internal/container_engine.h"
+#include "tesscpp/internal/file.h"
 
 namespace tesscpp::client {
 

@@ -1,5 +1,5 @@
 // container_engine.cc: the engine command and the meaning of its failures.
-#include "client/container_engine.h"
+#include "tesscpp/internal/container_engine.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "tesscpp/json.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp::client {
 

@@ -9,9 +9,9 @@
 #include <filesystem>
 
 #include "core/status_matchers.h"
-#include "platform/subprocess.h"
 #include "support/test_tensors.h"
 #include "tesscpp/client.h"
+#include "tesscpp/internal/subprocess.h"
 
 namespace tesscpp {
 namespace {

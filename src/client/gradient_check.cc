@@ -13,9 +13,9 @@
 #include <tuple>
 #include <utility>
 
-#include "core/endpoint_table.h"
 #include "schema/array_coercion.h"
-#include "tesscpp/path.h"
+#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/path.h"
 #include "tesscpp/schema.h"
 
 namespace tesscpp {

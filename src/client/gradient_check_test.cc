@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/status_matchers.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp {
 namespace {

@@ -15,15 +15,15 @@
 #include "client/served_server.h"
 #include "client/session.h"
 #include "codec/base64.h"
-#include "core/endpoint_table.h"
 #include "gpu_transport/client_transport.h"
 #include "gpu_transport/ipc_arrays.h"
 #include "gpu_transport/transport_check.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/json.h"
-#include "tesscpp/validation_issue.h"
+#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/validation_issue.h"
 
 namespace tesscpp::client {
 
@@ -211,7 +211,6 @@ Result<Buffer> HttpSession::EncodeBody(const Value& payload, const BodyEncoding&
   // CUDA tensors go through the GPU transport when one is requested
   // (`device_exports`), else as host copies.
   write.arrays.device_arrays = device_exports;
-  write.arrays.device_to_host = cuda::ImplicitCopyToHost;
   write.arrays.encoding = ArrayEncoding::kBase64;
   write.arrays.compression = encoding.compression;
   if (encoding.binref && (pool_ != nullptr || !options_.server_input_path.empty())) {
@@ -372,7 +371,7 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
   }
   const Value* array = reply->as_dict().find("array");
   auto host = array != nullptr && array->is_tensor()
-                  ? cuda::CopyToHost(array->as_tensor())
+                  ? array->as_tensor().ViewOrCopyToHost()
                   : Result<Tensor>(Status::InvalidArgument("expected a uint8 array"));
   if (host.ok() && (host->dtype() != Dtype::kUInt8 || host->nbytes() != kBytes)) {
     host = Status::InvalidArgument("expected an array of ", kBytes, " bytes");

@@ -8,11 +8,11 @@
 #include <cctype>
 
 #include "client/container.h"
-#include "client/mounts.h"
 #include "client/served_server.h"
 #include "client/session.h"
 #include "platform/uuid.h"
-#include "tesscpp/encoding.h"
+#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/mounts.h"
 
 namespace tesscpp::client {
 namespace {

@@ -6,11 +6,12 @@
 
 #include "client/log_streamer.h"
 #include "client/session.h"
-#include "platform/file.h"
 #include "platform/uuid.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/json.h"
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/device_values.h"
+#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/runtime.h"
 
 namespace tesscpp::client {
 namespace {
@@ -41,10 +42,10 @@ class LibrarySession final : public TesseractSession {
       streamer.emplace(client::RunLogPath(runtime_->config().output_path, *run_id), stream_logs_);
     }
     if (payload == nullptr) return runtime_->Call(endpoint, Value(), run_id);
-    if (gpu_transport_ == "none" && cuda::HoldsDeviceTensors(*payload)) {
+    if (gpu_transport_ == "none" && core::HoldsDeviceTensors(*payload)) {
       // Without a GPU transport a component sees host arrays, as if served.
       Value host_payload = *payload;
-      TESS_RETURN_IF_ERROR(cuda::MoveDeviceTensorsToHost(host_payload));
+      TESS_RETURN_IF_ERROR(core::MoveDeviceTensorsToHost(host_payload));
       return runtime_->Call(endpoint, host_payload, run_id);
     }
     return runtime_->Call(endpoint, *payload, run_id);

@@ -1,5 +1,5 @@
 // mounts.cc: parsing and de-duplicating bind mounts.
-#include "client/mounts.h"
+#include "tesscpp/internal/mounts.h"
 
 #include <filesystem>
 

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "core/http_status.h"
-#include "tesscpp/json.h"
-#include "tesscpp/validation_issue.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/validation_issue.h"
 
 namespace tesscpp::client {
 namespace {

@@ -16,8 +16,8 @@
 
 #include "client/http_connection.h"
 #include "client/session.h"
-#include "platform/file.h"
-#include "tesscpp/encoding.h"
+#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/file.h"
 
 namespace tesscpp::client {
 

@@ -13,7 +13,7 @@
 #include "client/http_connection.h"
 #include "client/server_process.h"
 #include "client/session.h"
-#include "platform/file.h"
+#include "tesscpp/internal/file.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
 

@@ -5,7 +5,7 @@
 
 #include "client/served_server.h"
 #include "client/session.h"
-#include "core/endpoint_table.h"
+#include "tesscpp/internal/endpoint_table.h"
 
 namespace tesscpp {
 namespace {

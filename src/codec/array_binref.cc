@@ -16,8 +16,8 @@
 
 #include "codec/array_codec.h"
 #include "codec/lz4.h"
-#include "platform/file.h"
 #include "platform/uuid.h"
+#include "tesscpp/internal/file.h"
 
 namespace tesscpp {
 namespace {

@@ -7,7 +7,8 @@
 #include "codec/array_cuda_ipc.h"
 #include "codec/base64.h"
 #include "codec/lz4.h"
-#include "tesscpp/buffer_pool.h"
+#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/device_values.h"
 
 namespace tesscpp {
 
@@ -223,11 +224,7 @@ Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& optio
   }
   std::optional<Tensor> host_copy;  // only for CUDA tensors: host ones are written as they are
   if (!device_or_host.device().host_accessible()) {
-    if (options.device_to_host == nullptr) {
-      return Status::InvalidArgument("a ", device_or_host.device().ToString(),
-                                     " tensor cannot be written without a way to copy it to the host");
-    }
-    TESS_ASSIGN_OR_RETURN(host_copy, options.device_to_host(device_or_host));
+    TESS_ASSIGN_OR_RETURN(host_copy, core::ImplicitCopyToHost(device_or_host));
   }
   const Tensor& tensor = host_copy ? *host_copy : device_or_host;
   if (options.encoding == ArrayEncoding::kBinref && options.binref == nullptr) {

@@ -12,9 +12,9 @@
 
 #include "codec/array_cuda_ipc.h"
 #include "core/status_matchers.h"
-#include "tesscpp/encoding.h"
-#include "tesscpp/json.h"
-#include "tesscpp/validation_issue.h"
+#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/validation_issue.h"
 
 namespace tesscpp {
 namespace {
@@ -439,7 +439,7 @@ TEST(ArrayDetection, LookAlikesStayDicts) {
 namespace tesscpp::codec {
 namespace {
 
-// docs/gpu-transport.md 8: what tesseract-core 1.15 writes for these values.
+// docs/gpu-transport-protocol.md 8: what tesseract-core 1.15 writes for these values.
 TEST(CudaIpcBuffer, MatchesTheReferenceSpelling) {
   cuda::IpcDescriptor d;
   d.device_uuid = "00010203-0405-0607-0809-0a0b0c0d0e0f";
@@ -483,7 +483,7 @@ TEST(CudaIpcBuffer, RefusesWhatThePatternRefuses) {
   }
 }
 
-// tesscpp's cuda_vmm extension (docs/gpu-transport.md 15).
+// tesscpp's cuda_vmm extension (docs/gpu-transport-extensions.md 3).
 TEST(CudaIpcBuffer, CarriesVmmAllocations) {
   cuda::IpcDescriptor d;
   d.device_uuid = "00010203-0405-0607-0809-0a0b0c0d0e0f";

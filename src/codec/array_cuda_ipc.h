@@ -3,8 +3,8 @@
 //   "<device uuid>:<base64 of the 64-byte IPC handle>:<offset>:<allocation size>"
 //
 // with the UUID in lowercase 8-4-4-4-12 form; empty arrays carry no handle
-// ("<uuid>::0:0"). This is tesseract-core 1.15's spelling (docs/gpu-transport.md 3).
-// tesscpp's cuda_vmm extension, sent only to peers that asked for it (15):
+// ("<uuid>::0:0"). This is tesseract-core 1.15's spelling (docs/gpu-transport-protocol.md 3).
+// tesscpp's cuda_vmm extension, sent only to peers that asked for it (docs/gpu-transport-extensions.md 3):
 //
 //   "<uuid>:vmm.<pid>.<nonce>.<token>:<offset>:<block>/<size>[,<block>/<size>...]"
 #pragma once
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/ipc_descriptor.h"
+#include "tesscpp/internal/ipc_descriptor.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::codec {

@@ -4,7 +4,7 @@
 #include <optional>
 #include <utility>
 
-#include "tesscpp/encoding.h"
+#include "tesscpp/internal/encoding.h"
 
 namespace tesscpp {
 namespace {

@@ -17,10 +17,10 @@
 #include <optional>
 
 #include "codec/array_codec.h"
-#include "tesscpp/buffer_pool.h"
-#include "tesscpp/json.h"
-#include "tesscpp/path.h"
-#include "tesscpp/validation_issue.h"
+#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/path.h"
+#include "tesscpp/internal/validation_issue.h"
 
 namespace tesscpp {
 namespace {

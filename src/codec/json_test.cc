@@ -1,4 +1,4 @@
-#include "tesscpp/json.h"
+#include "tesscpp/internal/json.h"
 #include "core/status_matchers.h"
 
 #include <gtest/gtest.h>

@@ -7,8 +7,8 @@
 
 #include "codec/array_codec.h"
 #include "codec/number_format.h"
-#include "tesscpp/buffer_pool.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp::codec {
 

@@ -1,5 +1,5 @@
 // path.cc: parsing and printing of protocol paths (`a.b.[0].{key}`).
-#include "tesscpp/path.h"
+#include "tesscpp/internal/path.h"
 
 #include <charconv>
 

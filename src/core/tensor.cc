@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "tesscpp/buffer_pool.h"
+#include "tesscpp/internal/buffer_pool.h"
 
 namespace tesscpp {
 
@@ -44,6 +44,18 @@ Result<Tensor> Tensor::Allocate(Dtype dtype, Shape shape, BufferPool* pool) {
 TensorView Tensor::view() const {
   return TensorView{buffer_.data(),  device_, shape_.rank(), ToDlpack(dtype_), shape_.dims().data(),
                     strides_.data(), 0};
+}
+
+Result<Tensor> Tensor::ViewOrCopyToHost() const {
+  if (device_.host_accessible()) return *this;
+  if (nbytes() == 0) return Allocate(dtype_, shape_);
+  if (buffer_.memory_manager() == nullptr) {
+    return Status::InvalidArgument("a ", device_.ToString(),
+                                   " tensor whose memory names no MemoryManager cannot be copied to the host "
+                                   "(wrap device memory with Buffer::WrapDevice and cuda::DeviceMemory)");
+  }
+  TESS_ASSIGN_OR_RETURN(Buffer host, buffer_.Slice(0, nbytes()).ViewOrCopyToHost());
+  return Make(dtype_, shape_, std::move(host));
 }
 
 bool Tensor::Equals(const Tensor& other) const {

@@ -1,8 +1,8 @@
 // cuda_disabled.cc: the cuda module's API in a build without CUDA. Every entry
 // point says so; nothing pretends to work.
 #include "tesscpp/cuda.h"
-#include "tesscpp/cuda_ipc.h"
-#include "tesscpp/cuda_transfer.h"
+#include "tesscpp/internal/cuda_ipc.h"
+#include "tesscpp/internal/cuda_transfer.h"
 
 namespace tesscpp::cuda {
 namespace {
@@ -27,9 +27,13 @@ Result<StreamMark> StreamMark::OnLegacyStream(int /*ordinal*/) { return NotBuilt
 Result<bool> StreamMark::Reached() const { return NotBuilt(); }
 Status StreamMark::Wait() const { return NotBuilt(); }
 Result<Tensor> AllocateDevice(Dtype /*dtype*/, Shape /*shape*/, int /*ordinal*/) { return NotBuilt(); }
-Result<Tensor> CopyToHost(const Tensor& tensor) {
-  if (tensor.device().host_accessible()) return tensor;
-  return NotBuilt();
+const MemoryManager& DeviceMemory(int /*ordinal*/) {
+  // Device memory can still arrive here (a CUDA array from Python): copying it says why not.
+  class NoDeviceMemory final : public MemoryManager {
+    Result<Buffer> CopyToHost(const Buffer& /*bytes*/) const override { return NotBuilt(); }
+  };
+  static const NoDeviceMemory none;
+  return none;
 }
 Result<Tensor> CopyToDevice(const Tensor& /*tensor*/, int /*ordinal*/) { return NotBuilt(); }
 void SetPoolFraction(double /*fraction*/) {}

@@ -5,8 +5,8 @@
 
 #include "core/status_matchers.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/cuda_ipc.h"
-#include "tesscpp/cuda_transfer.h"
+#include "tesscpp/internal/cuda_ipc.h"
+#include "tesscpp/internal/cuda_transfer.h"
 
 namespace tesscpp::cuda {
 namespace {
@@ -46,7 +46,7 @@ TEST(CudaWithoutDevice, EveryEntryPointSaysWhy) {
 TEST(CudaWithoutDevice, HostTensorsAreNotDeviceTensors) {
   Tensor host = *Tensor::Allocate(Dtype::kFloat64, *Shape::Make({3}));
   // A host tensor needs no device to be "copied" to the host...
-  auto same = CopyToHost(host);
+  auto same = host.ViewOrCopyToHost();
   ASSERT_OK(same);
   EXPECT_EQ(same->data(), host.data());
   // ...and is refused by the export, with or without a device.
@@ -82,7 +82,7 @@ TEST_F(CudaDevice, CopiesRoundTrip) {
   auto device = CopyToDevice(host, 0);
   ASSERT_OK(device);
   EXPECT_EQ(device->device(), Device::CUDA(0));
-  auto back = CopyToHost(*device);
+  auto back = device->ViewOrCopyToHost();
   ASSERT_OK(back);
   EXPECT_TRUE(back->Equals(host));
 }
@@ -143,7 +143,7 @@ TEST_F(CudaDevice, HostToDeviceThroughStagingSlots) {
   auto done = CopyHostToDevice(copies, 0, /*legacy default stream*/ 0);
   ASSERT_OK(done);
   ASSERT_TRUE((*done)->Wait().ok());
-  EXPECT_TRUE(CopyToHost(device)->Equals(host));
+  EXPECT_TRUE(device.ViewOrCopyToHost()->Equals(host));
   const HostToDeviceCopy broken[] = {{nullptr, device.data(), 8}};
   EXPECT_EQ(CopyHostToDevice(broken, 0, 0).status().code(), StatusCode::kInvalidArgument);
 }

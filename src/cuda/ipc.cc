@@ -1,4 +1,6 @@
 // ipc.cc: export by legacy IPC handle (with staging), import through a mapping cache.
+#include "tesscpp/internal/cuda_ipc.h"
+
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -16,7 +18,6 @@
 #include "cuda/recent_cache.h"
 #include "cuda/vmm.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/cuda_ipc.h"
 
 namespace tesscpp::cuda {
 
@@ -195,7 +196,8 @@ Result<std::optional<IpcDescriptor>> DescribeUnnamed(const Tensor& tensor, int o
         peer_cannot,
         "a CUDA tensor in memory that legacy IPC cannot name (VMM such as PyTorch's expandable segments, a "
         "stream-ordered pool, managed memory) is copied into a staging buffer for cuda_ipc; VMM memory goes "
-        "by reference only between tesscpp ends that share a network namespace (docs/gpu-transport.md 15)");
+        "by reference only between tesscpp ends that share a network namespace "
+        "(docs/gpu-transport-extensions.md 3)");
     return std::optional<IpcDescriptor>();
   }
   std::string why_not;
@@ -379,7 +381,9 @@ Result<Tensor> BorrowIpc(const IpcDescriptor& descriptor, Dtype dtype, const Sha
     std::shared_ptr<void> lease;
   };
   auto owner = std::make_shared<Borrowed>(Borrowed{std::move(mapped.mapping), std::move(lease)});
-  Buffer buffer = nbytes == 0 ? Buffer() : Buffer::Wrap(mapped.data, nbytes, std::move(owner));
+  Buffer buffer =
+      nbytes == 0 ? Buffer()
+                  : Buffer::WrapDevice(mapped.data, nbytes, std::move(owner), DeviceMemory(mapped.ordinal));
   return Tensor::Make(dtype, shape, std::move(buffer), Device::CUDA(mapped.ordinal));
 }
 

@@ -1,5 +1,7 @@
 // transfer.cc: host-to-device copies on a per-thread stream; pageable
 // sources are staged through pinned slots by a pool of staging threads.
+#include "tesscpp/internal/cuda_transfer.h"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -16,7 +18,6 @@
 
 #include "cuda/cuda_api.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/cuda_transfer.h"
 
 namespace tesscpp::cuda {
 

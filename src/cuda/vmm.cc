@@ -1,5 +1,5 @@
 // vmm.cc: VMM allocations exported as POSIX fds on request, and peers' ones
-// mapped through a cache (docs/gpu-transport.md 15).
+// mapped through a cache (docs/gpu-transport-extensions.md 3).
 #include "cuda/vmm.h"
 
 #include <sys/resource.h>
@@ -20,7 +20,7 @@
 #include "cuda/vmm_request.h"
 #include "platform/fd_passing.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/cuda_ipc.h"
+#include "tesscpp/internal/cuda_ipc.h"
 
 namespace tesscpp::cuda {
 namespace internal {

@@ -1,5 +1,5 @@
 // vmm.h: tesscpp's cuda_vmm extension, VMM allocations by reference between
-// processes (internal; docs/gpu-transport.md 15).
+// processes (internal; docs/gpu-transport-extensions.md 3).
 //
 // Memory made with cuMemCreate (PyTorch's expandable segments, JAX's and any
 // VMM allocator) has no legacy IPC handle. If its allocation allows POSIX
@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "tesscpp/ipc_descriptor.h"
+#include "tesscpp/internal/ipc_descriptor.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::cuda::internal {

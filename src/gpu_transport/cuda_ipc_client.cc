@@ -17,6 +17,7 @@
 #include "platform/phase_trace.h"
 #include "platform/process_identity.h"
 #include "tesscpp/cuda.h"
+#include "tesscpp/internal/device_values.h"
 
 namespace tesscpp::gpu_transport {
 namespace {
@@ -64,7 +65,7 @@ class CudaIpcCall final : public ClientCall {
   Result<std::vector<std::string>> Headers(const Value* payload) override {
     std::vector<std::string> headers;
     if (inputs_by_event_ && payload != nullptr && !input_exports_.pins().empty()) {
-      TESS_ASSIGN_OR_RETURN(std::string event, RecordIpcEvents(cuda::DevicesOf(*payload)));
+      TESS_ASSIGN_OR_RETURN(std::string event, RecordIpcEvents(core::DevicesOf(*payload)));
       if (!event.empty()) headers.push_back(std::string(kInputsEventHeader) + ": " + event);
     }
     exports_done_ = state_->acks->Take(/*always=*/cuda_ipc_, /*wait=*/false);
@@ -119,7 +120,7 @@ class CudaIpcCall final : public ClientCall {
   }
 
   void Decoded(const Value& outputs) override {
-    if (borrowed_ != nullptr) borrowed_->set_devices(cuda::DevicesOf(outputs));
+    if (borrowed_ != nullptr) borrowed_->set_devices(core::DevicesOf(outputs));
   }
 
  private:

@@ -17,7 +17,8 @@
 #include "gpu_transport/transport_check.h"
 #include "platform/process_identity.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/device_values.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp::gpu_transport {
 namespace {
@@ -66,11 +67,11 @@ CudaIpcCall::CudaIpcCall(ExportRegistry& exports, const Headers& request_headers
       // A client that sends Tesseract-Exports-Done (even empty) acknowledges
       // exports; others get theirs released at their next call.
       acknowledged_(FindHeader(request_headers, kExportsDoneHeader).has_value()),
-      // The IPC-event extension (docs/gpu-transport.md 14): the client waits
+      // The IPC-event extension (docs/gpu-transport-extensions.md 2): the client waits
       // for our event instead of this server synchronising its devices.
       ipc_events_(FindHeader(request_headers, kIpcEventsHeader) == "1") {
   if (auto borrower = FindHeader(request_headers, kBorrowerHeader)) borrower_ = std::string(*borrower);
-  // The cuda_vmm extension (docs/gpu-transport.md 15): VMM outputs go by
+  // The cuda_vmm extension (docs/gpu-transport-extensions.md 3): VMM outputs go by
   // reference to a client that offered it and whose socket this server
   // reaches (the same network namespace), so that it can ask for them.
   if (auto offer = FindHeader(request_headers, kCudaVmmHeader)) {
@@ -96,8 +97,8 @@ Result<std::unique_ptr<ServerCall>> CudaIpcServer::Begin(const Headers& request_
 Result<Headers> CudaIpcCall::Finish(const Value& request_body, const Value* written) {
   // cuda_ipc inputs are borrowed client memory and exported outputs are read
   // by the client: the work queued on both must be over when it gets the answer.
-  std::vector<int> devices = cuda::DevicesOf(request_body);
-  const std::vector<int> output_devices = written != nullptr ? cuda::DevicesOf(*written) : std::vector<int>();
+  std::vector<int> devices = core::DevicesOf(request_body);
+  const std::vector<int> output_devices = written != nullptr ? core::DevicesOf(*written) : std::vector<int>();
   auto holds = [](const std::vector<int>& list, int device) {
     return std::find(list.begin(), list.end(), device) != list.end();
   };
@@ -140,7 +141,7 @@ Result<Headers> CudaIpcCall::Finish(const Value& request_body, const Value* writ
 }
 
 Status CudaIpcServer::Settle(const Value& value) const {
-  for (int device : cuda::DevicesOf(value)) TESS_RETURN_IF_ERROR(cuda::SynchronizeDevice(device));
+  for (int device : core::DevicesOf(value)) TESS_RETURN_IF_ERROR(cuda::SynchronizeDevice(device));
   return Status::OK();
 }
 

@@ -2,12 +2,12 @@
 //
 // The device memory a response exports (its outputs, or the staging copies of
 // them) must stay untouched until the client has copied it out. As in
-// tesseract-core 1.15 (docs/gpu-transport.md 5): each response's exports are
+// tesseract-core 1.15 (docs/gpu-transport-protocol.md 5): each response's exports are
 // kept under a random id sent as `Tesseract-Exports`, and released when a
 // later request names the id in `Tesseract-Exports-Done`, after 300 s, or, for
 // clients that never send that header, at their next call.
 //
-// tesscpp's lease (docs/gpu-transport.md 13): a client that borrows outputs
+// tesscpp's lease (docs/gpu-transport-extensions.md 1): a client that borrows outputs
 // instead of copying them names its process; its groups are then kept until
 // acknowledged or until that process is gone, without the 300 s timeout.
 #pragma once

@@ -1,9 +1,9 @@
 // headers.h: the HTTP headers of the GPU transport, spelled once (internal).
 //
-// tesseract-core 1.15's export acknowledgement (docs/gpu-transport.md 5) and
+// tesseract-core 1.15's export acknowledgement (docs/gpu-transport-protocol.md 5) and
 // tesscpp's extensions to it, which 1.15 peers ignore: a client that borrows
-// outputs (13), GPU work ordered by IPC events (14) and VMM allocations by
-// reference (15). HTTP header names are
+// outputs (docs/gpu-transport-extensions.md 1), GPU work ordered by IPC events (2) and VMM allocations by
+// reference (3). HTTP header names are
 // case-insensitive; these are the spellings sent.
 #pragma once
 

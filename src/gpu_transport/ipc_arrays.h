@@ -4,8 +4,8 @@
 #include <memory>
 #include <vector>
 
-#include "tesscpp/cuda_ipc.h"
-#include "tesscpp/encoding.h"
+#include "tesscpp/internal/cuda_ipc.h"
+#include "tesscpp/internal/encoding.h"
 
 namespace tesscpp::gpu_transport {
 

@@ -1,4 +1,4 @@
-// ipc_events.h: tesscpp's IPC-event extension (docs/gpu-transport.md 14), the
+// ipc_events.h: tesscpp's IPC-event extension (docs/gpu-transport-extensions.md 2), the
 // values of its Tesscpp-Inputs-Event and Tesscpp-Exports-Event headers (internal).
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/cuda_ipc.h"
+#include "tesscpp/internal/cuda_ipc.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::gpu_transport {

@@ -6,10 +6,10 @@
 
 #include "codec/array_cuda_ipc.h"
 #include "codec/base64.h"
-#include "core/python_exception.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/cuda_ipc.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/cuda_ipc.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/python_exception.h"
 
 namespace tesscpp::gpu_transport {
 
@@ -51,7 +51,7 @@ Result<Tensor> ReadCheckArray(const Value* payload, const std::string& transport
 
 Result<Tensor> ReversedOnDevice(const Value& request, const std::string& transport) {
   TESS_ASSIGN_OR_RETURN(Tensor device, ReadCheckArray(request.as_dict().find("array"), transport));
-  TESS_ASSIGN_OR_RETURN(Tensor host, cuda::CopyToHost(device));
+  TESS_ASSIGN_OR_RETURN(Tensor host, device.ViewOrCopyToHost());
   const Value* expected = request.as_dict().find("expected");
   const std::string expected_text = expected != nullptr && expected->is_string() ? expected->as_string() : "";
   std::vector<uint8_t> wanted(kCheckBytes);

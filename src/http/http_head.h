@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/runtime.h"
 
 namespace tesscpp::http {
 

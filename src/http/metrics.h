@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/endpoint_table.h"
+#include "tesscpp/internal/endpoint_table.h"
 
 namespace tesscpp::http {
 

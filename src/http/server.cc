@@ -1,6 +1,6 @@
 // The HTTP server: Beast parses request headers, bodies are read by hand into
 // pooled buffers, the Runtime answers on a worker thread.
-#include "http/server.h"
+#include "tesscpp/internal/http_server.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -21,10 +21,10 @@
 
 #include "http/http_head.h"
 #include "http/metrics.h"
-#include "platform/file.h"
-#include "tesscpp/buffer_pool.h"
-#include "tesscpp/json.h"
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/runtime.h"
 
 namespace tesscpp::http {
 namespace {

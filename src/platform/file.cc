@@ -1,5 +1,5 @@
 // file.cc: Fd and MappedFile.
-#include "platform/file.h"
+#include "tesscpp/internal/file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

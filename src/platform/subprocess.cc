@@ -1,5 +1,5 @@
 // subprocess.cc: posix_spawnp, pipes drained with poll, waitpid.
-#include "platform/subprocess.h"
+#include "tesscpp/internal/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "platform/file.h"
+#include "tesscpp/internal/file.h"
 
 extern "C" char** environ;  // NOLINT: the process environment, passed to children
 

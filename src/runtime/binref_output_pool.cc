@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "platform/file.h"
+#include "tesscpp/internal/file.h"
 
 namespace tesscpp::runtime {
 

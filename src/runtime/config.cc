@@ -1,12 +1,13 @@
 // RuntimeConfig: tesseract-core's runtime settings, read from TESSERACT_*.
+#include "tesscpp/internal/runtime.h"
+
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 
 #include "tesscpp/cuda.h"
-#include "tesscpp/encoding.h"
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/encoding.h"
 
 namespace tesscpp {
 namespace {

@@ -7,8 +7,9 @@
 #include "runtime/endpoint_schemas.h"
 #include "runtime/gradient_request.h"
 #include "runtime/openapi.h"
+#include "schema/validate.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/validate.h"
+#include "tesscpp/internal/device_values.h"
 
 namespace tesscpp::runtime {
 
@@ -55,14 +56,14 @@ std::string PrefixOf(EndpointId endpoint) { return std::string(core::Endpoint(en
 
 // apply, with host copies of device inputs for a component that takes none.
 Result<Value> CallApply(const Component& c, const CppComponent::Models& m, const Value& inputs) {
-  if (!c.accepts_device_arrays() && cuda::HoldsDeviceTensors(inputs)) {
+  if (!c.accepts_device_arrays() && core::HoldsDeviceTensors(inputs)) {
     Value host_inputs = inputs;
-    TESS_RETURN_IF_ERROR(cuda::MoveDeviceTensorsToHost(host_inputs));
+    TESS_RETURN_IF_ERROR(core::MoveDeviceTensorsToHost(host_inputs));
     return CallApply(c, m, host_inputs);
   }
   Record record;
   TESS_RETURN_IF_ERROR(c.apply().fn(ModelView(inputs), record));
-  auto outputs = ValidateModel(*m.apply_outputs, std::move(record).Finish());
+  auto outputs = schema::ValidateModel(*m.apply_outputs, std::move(record).Finish());
   if (!outputs.ok())
     return Status::Internal("apply returned outputs that do not fit OutputSchema: ", outputs.status());
   return outputs;
@@ -71,7 +72,7 @@ Result<Value> CallApply(const Component& c, const CppComponent::Models& m, const
 Result<Value> CallAbstractEval(const Component& c, const CppComponent::Models& m, const Value& inputs) {
   Record record;
   TESS_RETURN_IF_ERROR(c.abstract_eval().fn(AbstractModelView(inputs), record));
-  auto outputs = ValidateModel(*m.abstract_outputs, std::move(record).Finish());
+  auto outputs = schema::ValidateModel(*m.abstract_outputs, std::move(record).Finish());
   if (!outputs.ok()) {
     return Status::Internal("abstract_eval returned outputs that do not fit OutputSchema: ",
                             outputs.status());
@@ -83,11 +84,11 @@ Result<Value> CallGradient(const Component& c, const GradientModels& models, con
   const bool device_vector = std::any_of(request.vector.begin(), request.vector.end(), [](const auto& entry) {
     return !entry.second.device().host_accessible();
   });
-  if (!c.accepts_device_arrays() && (device_vector || cuda::HoldsDeviceTensors(request.inputs))) {
+  if (!c.accepts_device_arrays() && (device_vector || core::HoldsDeviceTensors(request.inputs))) {
     GradientRequest host_request = request;
-    TESS_RETURN_IF_ERROR(cuda::MoveDeviceTensorsToHost(host_request.inputs));
+    TESS_RETURN_IF_ERROR(core::MoveDeviceTensorsToHost(host_request.inputs));
     for (auto& entry : host_request.vector) {
-      TESS_ASSIGN_OR_RETURN(entry.second, cuda::ImplicitCopyToHost(entry.second));
+      TESS_ASSIGN_OR_RETURN(entry.second, core::ImplicitCopyToHost(entry.second));
     }
     return CallGradient(c, models, host_request);
   }
@@ -185,8 +186,9 @@ Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& bod
     return Status::Unimplemented("endpoint '", core::Endpoint(endpoint).name, "' is not implemented by ",
                                  component_->name());
   }
-  TESS_ASSIGN_OR_RETURN(Value validated,
-                        ValidateModel(apply ? *models_->apply_request : *models_->abstract_request, body));
+  TESS_ASSIGN_OR_RETURN(
+      Value validated,
+      schema::ValidateModel(apply ? *models_->apply_request : *models_->abstract_request, body));
   return PreparedCall([c = component_, m = models_, apply, validated = std::move(validated)] {
     const Value& inputs = validated.as_dict().at("inputs");
     return apply ? CallApply(*c, *m, inputs) : CallAbstractEval(*c, *m, inputs);

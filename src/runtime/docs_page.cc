@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "runtime/py_text.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp::runtime {
 namespace {

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "core/status_matchers.h"
+#include "schema/validate.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
-#include "tesscpp/component_library.h"
-#include "tesscpp/json.h"
-#include "tesscpp/validate.h"
+#include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp::runtime {
 namespace {
@@ -240,7 +240,7 @@ TEST_P(DocsPageGolden, ApplyExampleValidatesAgainstTheComponent) {
   Result<Value> example = ExampleRequest(page_, "post", "/apply", {.arrays = ArrayDetection::kShaped});
   ASSERT_OK(example);
   Result<Value> valid =
-      ValidateModel(*(*library)->component().input_schema(), example->as_dict().at("inputs"));
+      schema::ValidateModel(*(*library)->component().input_schema(), example->as_dict().at("inputs"));
   EXPECT_OK(valid);
 }
 

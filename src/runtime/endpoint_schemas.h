@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/path.h"
+#include "tesscpp/internal/path.h"
 #include "tesscpp/schema.h"
 
 namespace tesscpp::runtime {

@@ -1,6 +1,6 @@
 // The server side of the cuda_ipc transport that needs no GPU: advertisement,
 // the check route's refusals and the 422s, worded
-// as tesseract-core 1.15 words them (docs/gpu-transport.md 4, 5, 7). The GPU
+// as tesseract-core 1.15 words them (docs/gpu-transport-protocol.md 4, 5, 7). The GPU
 // paths are exercised on a GPU machine by python/tests/test_gpu_transport.py.
 #include <gtest/gtest.h>
 
@@ -11,10 +11,10 @@
 
 #include "core/status_matchers.h"
 #include "tesscpp/component.h"
-#include "tesscpp/component_library.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/json.h"
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/runtime.h"
 
 namespace tesscpp {
 namespace {

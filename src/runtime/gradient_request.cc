@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "runtime/py_text.h"
-#include "tesscpp/validate.h"
-#include "tesscpp/validation_issue.h"
+#include "schema/validate.h"
+#include "tesscpp/internal/validation_issue.h"
 
 namespace tesscpp::runtime {
 namespace {
@@ -176,7 +176,7 @@ Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, co
       type = SchemaType::Array(ShapeSpec(std::vector<std::optional<int64_t>>(dims.begin(), dims.end())),
                                p->type.dtype());
     }
-    auto validated = ValidateValue(type, value);
+    auto validated = schema::ValidateValue(type, value);
     if (!validated.ok()) {
       return value_error(std::string(tangent ? "Tangent" : "Cotangent") + " vector " + PyRepr(key) + ": " +
                          IssueSummary(validated.status()));
@@ -205,7 +205,7 @@ Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const V
   GradientRequest request;
   std::optional<Value> inputs;
   if (const Value* v = fields.find("inputs")) {
-    auto validated = ValidateModel(*m.inputs, *v);
+    auto validated = schema::ValidateModel(*m.inputs, *v);
     if (validated.ok()) {
       inputs = *validated;
     } else {
@@ -315,8 +315,9 @@ Result<Value> ValidateJacobianResult(const GradientModels& m, const GradientRequ
         fits = rank >= in_shape.rank();
         if (fits) std::copy(in_shape.dims().begin(), in_shape.dims().end(), dims.end() - in_shape.rank());
       }
-      auto validated = fits ? ValidateValue(SchemaType::Array(ShapeSpec(dims), std::nullopt), Value(block))
-                            : Result<Value>(Status::ValidationError("rank ", rank, " does not fit"));
+      auto validated =
+          fits ? schema::ValidateValue(SchemaType::Array(ShapeSpec(dims), std::nullopt), Value(block))
+               : Result<Value>(Status::ValidationError("rank ", rank, " does not fit"));
       if (!validated.ok()) {
         return Status::Internal("Jacobian result [", out_path, "][", in_path, "] has shape ",
                                 block.shape().ToString(), ": ", IssueSummary(validated.status()));
@@ -339,7 +340,7 @@ Result<Value> ValidateProductResult(const GradientModels& m, const GradientReque
   Value::Dict out;
   for (const auto& [path, tensor] : result) {
     const DifferentiablePath* p = FindDifferentiablePath(jvp ? m.output_paths : m.input_paths, path);
-    auto validated = ValidateValue(p->type, Value(tensor));
+    auto validated = schema::ValidateValue(p->type, Value(tensor));
     if (!validated.ok()) {
       return Status::Internal(jvp ? "JVP" : "VJP", " result [", path,
                               "]: ", IssueSummary(validated.status()));

@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "core/endpoint_table.h"
 #include "runtime/endpoint_schemas.h"
+#include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/model.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"

@@ -9,7 +9,7 @@
 
 #include "runtime/py_text.h"
 #include "runtime/reference_models.h"
-#include "tesscpp/validate.h"
+#include "schema/validate.h"
 
 namespace tesscpp::runtime {
 namespace {
@@ -93,7 +93,7 @@ bool TitleFromFieldName(const SchemaType& type) {
 // (create_abstract_eval_schema's replace_array_default_with_shapedtype).
 Value DefaultJson(const SchemaType& type, const Value& value) {
   if (type.kind() != SchemaType::Kind::kShapeDType) return value;
-  auto array = ValidateValue(SchemaType::Array(type.shape(), type.dtype()), value);
+  auto array = schema::ValidateValue(SchemaType::Array(type.shape(), type.dtype()), value);
   if (!array.ok()) return value;
   List shape;
   for (const int64_t d : array->as_tensor().shape().dims()) shape.push_back(d);

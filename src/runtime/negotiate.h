@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/encoding.h"
+#include "tesscpp/internal/encoding.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 

@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/endpoint_table.h"
 #include "runtime/endpoint_schemas.h"
 #include "runtime/fastapi_schema.h"
 #include "runtime/model_json_schema.h"
 #include "runtime/py_text.h"
+#include "tesscpp/internal/endpoint_table.h"
 
 namespace tesscpp::runtime {
 namespace {

@@ -17,8 +17,8 @@
 #include "runtime/cpp_component.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
-#include "tesscpp/component_library.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp::runtime {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "tesscpp/json.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp::runtime {
 namespace {

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "platform/file.h"
+#include "tesscpp/internal/file.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::runtime {

@@ -1,6 +1,6 @@
 // Runtime: routing, request validation, negotiation, run directories and the
 // endpoint calls of a served component.
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/runtime.h"
 
 #include <cxxabi.h>
 
@@ -19,7 +19,6 @@
 
 #include <unistd.h>
 
-#include "core/endpoint_table.h"
 #include "core/http_status.h"
 #include "gpu_transport/server_transport.h"
 #include "platform/phase_trace.h"
@@ -32,10 +31,11 @@
 #include "runtime/run_dir.h"
 #include "runtime/served_component.h"
 #include "runtime/test_endpoint.h"
+#include "schema/validate.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/json.h"
-#include "tesscpp/validate.h"
-#include "tesscpp/validation_issue.h"
+#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/validation_issue.h"
 
 namespace tesscpp {
 
@@ -330,7 +330,6 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
         encoding->format != OutputFormat::kJson ? encoding->compression : Compression::kNone;
     write.arrays.binref = &binref;
     if (gpu && encoding->gpu_transport != GpuTransport::kNone) write.arrays.device_arrays = gpu->outputs();
-    write.arrays.device_to_host = cuda::ImplicitCopyToHost;
     body = WriteJson(*outputs, write);
     platform::PhaseTrace::Mark("encode");
   }

@@ -3,7 +3,7 @@
 // Runtime serving the C++ examples: same status, content type and body —
 // arrays by value and dtype, maps without key order, 422 issues by type, loc,
 // ctx and (where ours is not documented to differ) message.
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include "core/status_matchers.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
-#include "tesscpp/component_library.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp {
 namespace {

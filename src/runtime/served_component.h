@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/endpoint_table.h"
+#include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 

@@ -15,8 +15,8 @@
 #include "core/status_matchers.h"
 #include "runtime/callback_component.h"
 #include "support/test_files.h"
-#include "tesscpp/json.h"
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/runtime.h"
 
 namespace tesscpp::runtime {
 namespace {

@@ -6,10 +6,10 @@
 #include <regex>
 #include <sstream>
 
-#include "core/python_exception.h"
 #include "schema/array_coercion.h"
-#include "tesscpp/validate.h"
-#include "tesscpp/validation_issue.h"
+#include "schema/validate.h"
+#include "tesscpp/internal/python_exception.h"
+#include "tesscpp/internal/validation_issue.h"
 
 namespace tesscpp::runtime {
 namespace {
@@ -139,7 +139,8 @@ void Compare(const Value& got, const Value& want, std::vector<std::string>& path
     if (want.is_tensor()) return CompareTensors(got.as_tensor(), want.as_tensor(), path, c);
     // A plain number or list where the output is an array: read it as an
     // array of the output's dtype (what the reference's model validation does).
-    auto converted = ValidateValue(SchemaType::Array(ShapeSpec::AnyRank(), got.as_tensor().dtype()), want);
+    auto converted =
+        schema::ValidateValue(SchemaType::Array(ShapeSpec::AnyRank(), got.as_tensor().dtype()), want);
     if (!converted.ok()) {
       c.structure_errors.push_back(JoinPath(path) +
                                    ": expected value is not an array: " + converted.status().message());
@@ -310,8 +311,8 @@ Result<Value> RunTestSpec(const Value& body, const std::vector<std::string>& end
       if (const Value* v = body.as_dict().find(f.name)) known.set(f.name, *v);
     }
   }
-  TESS_ASSIGN_OR_RETURN(Value spec,
-                        ValidateModel(*TestSpecModel(), body.is_dict() ? Value(std::move(known)) : body));
+  TESS_ASSIGN_OR_RETURN(
+      Value spec, schema::ValidateModel(*TestSpecModel(), body.is_dict() ? Value(std::move(known)) : body));
   const Value::Dict& s = spec.as_dict();
   const bool has_outputs = !s.at("expected_outputs").is_null();
   const bool has_exception = !s.at("expected_exception").is_null();

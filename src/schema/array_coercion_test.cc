@@ -2,14 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include "tesscpp/json.h"
-#include "tesscpp/validate.h"
+#include "schema/validate.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp {
 namespace {
 
 Result<Value> Coerce(const SchemaType& type, std::string_view json) {
-  return ValidateValue(type, *ReadJson(json, JsonReadOptions{ArrayDetection::kShaped, {}, 256}));
+  return schema::ValidateValue(type, *ReadJson(json, JsonReadOptions{ArrayDetection::kShaped, {}, 256}));
 }
 
 std::string IssueOf(const Result<Value>& r) {

@@ -8,9 +8,9 @@
 #include <map>
 
 #include "core/status_matchers.h"
+#include "schema/validate.h"
 #include "support/test_files.h"
-#include "tesscpp/json.h"
-#include "tesscpp/validate.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp {
 namespace {
@@ -79,7 +79,7 @@ Result<Value> ReadAndValidate(const ModelSchema& request, const Value& body) {
   JsonReadOptions read;
   read.arrays = ArrayDetection::kShaped;
   TESS_ASSIGN_OR_RETURN(Value parsed, ReadJson(text, read));
-  return ValidateModel(request, parsed);
+  return schema::ValidateModel(request, parsed);
 }
 
 // Issue types whose message text is ours, not the reference's: decode errors

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "tesscpp/path.h"
+#include "tesscpp/internal/path.h"
 
 namespace tesscpp {
 

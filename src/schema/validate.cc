@@ -4,7 +4,7 @@
 // tests/data/golden/runtime/*.cases.json: a model collects every issue of its
 // fields (in declaration order), then extra keys, and runs its validators only
 // when all of that passed.
-#include "tesscpp/validate.h"
+#include "schema/validate.h"
 
 #include <algorithm>
 #include <charconv>
@@ -12,9 +12,9 @@
 #include <string>
 
 #include "schema/array_coercion.h"
-#include "tesscpp/buffer_pool.h"
+#include "tesscpp/internal/buffer_pool.h"
 
-namespace tesscpp {
+namespace tesscpp::schema {
 namespace {
 
 using Issues = std::vector<ValidationIssue>;
@@ -307,4 +307,4 @@ Result<Value> ValidateShapeDType(const SchemaType& type, const Value& input) {
 }
 
 }  // namespace
-}  // namespace tesscpp
+}  // namespace tesscpp::schema

@@ -1,25 +1,25 @@
-#include "tesscpp/validate.h"
+#include "schema/validate.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/status_matchers.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/json.h"
 
 namespace tesscpp {
 namespace {
 
 // The first issue's type, or "ok".
 std::string FirstIssue(const SchemaType& type, std::string_view json) {
-  auto r = ValidateValue(type, *ReadJson(json, JsonReadOptions{ArrayDetection::kShaped, {}, 256}));
+  auto r = schema::ValidateValue(type, *ReadJson(json, JsonReadOptions{ArrayDetection::kShaped, {}, 256}));
   if (r.ok()) return "ok";
   const ValidationDetail* detail = GetValidationDetail(r.status());
   return detail == nullptr ? r.status().ToString() : detail->issues()[0].type;
 }
 
 Value Valid(const SchemaType& type, std::string_view json) {
-  auto r = ValidateValue(type, *ReadJson(json, JsonReadOptions{ArrayDetection::kShaped, {}, 256}));
+  auto r = schema::ValidateValue(type, *ReadJson(json, JsonReadOptions{ArrayDetection::kShaped, {}, 256}));
   EXPECT_OK(r) << json << ": " << r.status();
   return r.ok() ? *r : Value();
 }
@@ -74,14 +74,14 @@ TEST(Validate, BoolsLikePydantic) {
 TEST(Validate, ContainersLocateTheirItems) {
   const SchemaType list = SchemaType::List(SchemaType::Int());
   EXPECT_EQ(FirstIssue(list, "\"abc\""), "list_type");
-  auto r = ValidateValue(list, *ReadJson("[1, \"2\", \"x\"]"));
+  auto r = schema::ValidateValue(list, *ReadJson("[1, \"2\", \"x\"]"));
   ASSERT_FALSE(r.ok());
   const auto& issue = GetValidationDetail(r.status())->issues()[0];
   EXPECT_EQ(issue.type, "int_parsing");
   EXPECT_EQ(issue.loc, (std::vector<Value>{Value(int64_t{2})}));
   const SchemaType dict = SchemaType::Dict(SchemaType::Int());
   EXPECT_EQ(FirstIssue(dict, "[1]"), "dict_type");
-  r = ValidateValue(dict, *ReadJson(R"({"a": "1", "b": "x"})"));
+  r = schema::ValidateValue(dict, *ReadJson(R"({"a": "1", "b": "x"})"));
   EXPECT_EQ(GetValidationDetail(r.status())->issues()[0].loc, (std::vector<Value>{Value("b")}));
   const SchemaType opt = SchemaType::Optional(SchemaType::Int());
   EXPECT_TRUE(Valid(opt, "null").is_null());
@@ -94,7 +94,7 @@ TEST(Validate, ModelsCollectEveryIssueThenExtras) {
   auto model =
       *ModelSchema::Make("Outer", {Field("a", SchemaType::Int()), Field("inner", SchemaType::Model(inner)),
                                    Field("flag", SchemaType::Bool(), "", Value(false))});
-  auto r = ValidateModel(*model, *ReadJson(R"({"inner": {"n": "x"}, "zzz": 1})"));
+  auto r = schema::ValidateModel(*model, *ReadJson(R"({"inner": {"n": "x"}, "zzz": 1})"));
   ASSERT_FALSE(r.ok());
   const auto& issues = GetValidationDetail(r.status())->issues();
   ASSERT_EQ(issues.size(), 3u);
@@ -103,7 +103,7 @@ TEST(Validate, ModelsCollectEveryIssueThenExtras) {
   EXPECT_EQ(issues[1].type, "int_parsing");
   EXPECT_EQ(issues[1].loc, (std::vector<Value>{Value("inner"), Value("n")}));
   EXPECT_EQ(issues[2].type, "extra_forbidden");
-  Value ok = *ValidateModel(*model, *ReadJson(R"({"a": 1, "inner": {"n": 2}})"));
+  Value ok = *schema::ValidateModel(*model, *ReadJson(R"({"a": 1, "inner": {"n": 2}})"));
   EXPECT_EQ(ok.as_dict().at("flag"), Value(false));  // the default, filled in
 }
 
@@ -115,9 +115,9 @@ TEST(Validate, ValidatorsRunAfterFieldsPass) {
                                       return Status::InvalidArgument("a must be >= 0");
                                     return Status::OK();
                                   }});
-  EXPECT_FALSE(ValidateModel(*model, *ReadJson(R"({"a": "x"})")).ok());
+  EXPECT_FALSE(schema::ValidateModel(*model, *ReadJson(R"({"a": "x"})")).ok());
   EXPECT_EQ(calls, 0);
-  auto r = ValidateModel(*model, *ReadJson(R"({"a": -1})"));
+  auto r = schema::ValidateModel(*model, *ReadJson(R"({"a": -1})"));
   const auto& issue = GetValidationDetail(r.status())->issues()[0];
   EXPECT_EQ(issue.type, "value_error");
   EXPECT_EQ(issue.msg, "Value error, a must be >= 0");

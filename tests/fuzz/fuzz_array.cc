@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "gpu_transport/ipc_arrays.h"
-#include "tesscpp/json.h"
+#include "tesscpp/internal/json.h"
 
 namespace {
 

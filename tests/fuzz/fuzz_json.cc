@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "tesscpp/json.h"
+#include "tesscpp/internal/json.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/json.h"
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/runtime.h"
 
 // The example's entry point, compiled into this binary (examples/univariate).
 extern "C" const TesscppComponentEntryV1* TESSCPP_COMPONENT_ENTRY_SYMBOL();

@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <iostream>
 
-#include "http/server.h"
 #include "runtime/callback_component.h"
 #include "support/test_files.h"
-#include "tesscpp/json.h"
-#include "tesscpp/runtime.h"
+#include "tesscpp/internal/http_server.h"
+#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/runtime.h"
 
 int main(int argc, char** argv) {
   using namespace tesscpp;  // NOLINT(google-build-using-namespace): a test program

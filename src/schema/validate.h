@@ -11,14 +11,16 @@
 
 #include <vector>
 
+#include "tesscpp/internal/validation_issue.h"
 #include "tesscpp/result.h"
 #include "tesscpp/schema.h"
-#include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp {
-
 class BufferPool;
+}  // namespace tesscpp
+
+namespace tesscpp::schema {
 
 struct ValidateOptions {
   /// Where converted and cast arrays are allocated (the default pool if null).
@@ -35,4 +37,4 @@ Result<Value> ValidateModel(const ModelSchema& model, const Value& input,
 /// \brief Validates one value of `type` (same rules and result shape).
 Result<Value> ValidateValue(const SchemaType& type, const Value& input, const ValidateOptions& options = {});
 
-}  // namespace tesscpp
+}  // namespace tesscpp::schema

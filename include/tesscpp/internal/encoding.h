@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/ipc_descriptor.h"
+#include "tesscpp/internal/ipc_descriptor.h"
 #include "tesscpp/result.h"
 #include "tesscpp/shape.h"
 #include "tesscpp/tensor.h"
@@ -159,9 +159,8 @@ struct ArrayEncodeOptions {
   /// tensors go out as cuda_ipc descriptors (always with "object_type").
   CudaIpcArrays* device_arrays = nullptr;
   /// Otherwise CUDA tensors are written with `encoding` from the host copy
-  /// this makes (cuda::ImplicitCopyToHost, which also honours
-  /// TESSERACT_FORBID_DEVICE_HOST_COPY); without it they are refused.
-  Result<Tensor> (*device_to_host)(const Tensor& tensor) = nullptr;
+  /// their memory makes (core::ImplicitCopyToHost, which honours
+  /// TESSERACT_FORBID_DEVICE_HOST_COPY).
 };
 
 /// \brief Decodes an arraydict held as a Value dict. kValidationError for

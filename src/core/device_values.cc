@@ -1,5 +1,7 @@
-// value_copies.cc: implicit host copies of CUDA tensors and Value trees (in
-// builds with and without CUDA: a tree without CUDA tensors needs no device).
+// device_values.cc: device tensors inside Value trees, and their implicit host
+// copies (made by the memory holding them: the core names no device API).
+#include "tesscpp/internal/device_values.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -7,9 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/cuda.h"
-
-namespace tesscpp::cuda {
+namespace tesscpp::core {
 
 Result<Tensor> ImplicitCopyToHost(const Tensor& tensor) {
   if (tensor.device().host_accessible()) return tensor;
@@ -20,7 +20,7 @@ Result<Tensor> ImplicitCopyToHost(const Tensor& tensor) {
     return Status::NotAcceptable("Implicit device-to-host copy of a ", tensor.device().ToString(),
                                  " tensor (TESSERACT_FORBID_DEVICE_HOST_COPY is set).");
   }
-  return CopyToHost(tensor);
+  return tensor.ViewOrCopyToHost();
 }
 
 namespace {
@@ -69,4 +69,4 @@ Status MoveDeviceTensorsToHost(Value& value) {
   return Status::OK();
 }
 
-}  // namespace tesscpp::cuda
+}  // namespace tesscpp::core

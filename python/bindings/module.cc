@@ -24,6 +24,7 @@
 #include "device_array.h"
 #include "from_python.h"
 #include "gil_calls.h"
+#include "paths.h"
 #include "python_errors.h"
 #include "tesscpp/client.h"
 #include "tesscpp/cuda.h"
@@ -358,6 +359,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
   BindDeviceArray(m);
 
   BindCuda(m);
+  BindPaths(m);
   nb::class_<Tesseract> tesseract(m, "_Tesseract");
   BindFromUrlAndSource(tesseract);
   BindFromImageAndLibrary(tesseract);

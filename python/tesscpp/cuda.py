@@ -113,11 +113,7 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
     """
     if num_caches < 1:
         raise ValueError(f"num_caches must be at least 1, got {num_caches}")
-    target = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
-    if target.type != "cuda":
-        raise ValueError(f"transfer_h2d copies to a CUDA device, got {target}")
-    if target.index is None:
-        target = torch.device("cuda", torch.cuda.current_device())
+    target = _cuda_device(device)
     copies: list[tuple[int, int, int]] = []
     sources: list[torch.Tensor] = []
     # Destinations are written on our stream before the consumer stream
@@ -164,11 +160,27 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
 
     with torch.cuda.stream(_transfer_stream(target)):
         moved = move(batch)
-    done = _tesscpp._copy_h2d(copies, target.index, consumer.cuda_stream)
+    _keep(_tesscpp._copy_h2d(copies, target.index, consumer.cuda_stream), sources, moved, num_caches)
+    return moved
+
+
+def _cuda_device(device: torch.device | str | int | None) -> torch.device:
+    """transfer_h2d's target: a CUDA device with its index (the current one by default)."""
+    target = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    if target.type != "cuda":
+        raise ValueError(f"transfer_h2d copies to a CUDA device, got {target}")
+    if target.index is None:
+        target = torch.device("cuda", torch.cuda.current_device())
+    return target
+
+
+def _keep(done: Any, sources: list[torch.Tensor], moved: Any, num_caches: int) -> None:
+    """Keeps a batch's sources and copies alive with its transfer until
+    ``num_caches`` newer batches of this thread replace it (waiting for the
+    oldest as it leaves)."""
     cache = getattr(_cache, "batches", None)
     if cache is None:
         cache = _cache.batches = collections.deque()
     cache.append((done, sources, moved))
     while len(cache) > num_caches:
         cache.popleft()[0].wait()
-    return moved

@@ -601,6 +601,23 @@ def _normalised(body: bytes) -> str:
     return re.sub(pattern, lambda m: f'"{m.group(1)}:{"H" if m.group(2) else ""}:O:S"', body.decode())
 
 
+_IPC_ACCEPT = {"Accept": "application/json+base64; gpu_transport=cuda_ipc", "Tesseract-Exports-Done": ""}
+
+
+def _apply_exported(calls: list[tuple[str, dict]]) -> list[tuple[bytes, dict]]:
+    """POST /apply of one array exported by tesseract-core's check exporter, to
+    each (url, extra headers), while the export lives."""
+    from tesseract_core.runtime.cuda.check import start_transport_check
+
+    request, _, release = start_transport_check("cuda_ipc")
+    try:
+        return [
+            _post(url, "/apply", {"inputs": {"x": request["array"]}}, {**_IPC_ACCEPT, **extra}) for url, extra in calls
+        ]
+    finally:
+        release()
+
+
 @needs_tesseract_core
 def test_wire_bytes_match_tesseract_core(noop):
     """The same requests to both servers: the same bytes back, except the
@@ -613,24 +630,15 @@ def test_wire_bytes_match_tesseract_core(noop):
         try:
             ours, our_headers = _post(noop._url, "/check_gpu_transport", request, {})
             theirs, their_headers = _post(reference._url, "/check_gpu_transport", request, {})
-            # A check request from tesseract-core's exporter, answered by each.
-            array = request["array"]
-            bodies = []
-            for url in (noop._url, reference._url):
-                body, headers = _post(
-                    url,
-                    "/apply",
-                    {"inputs": {"x": array}},
-                    {"Accept": "application/json+base64; gpu_transport=cuda_ipc", "Tesseract-Exports-Done": ""},
-                )
-                bodies.append((body, headers))
         finally:
             release()
         print("check reply (tesscpp):", ours.decode()[:200])
-        print("apply reply (tesscpp):", bodies[0][0].decode()[:200])
         assert _normalised(ours) == _normalised(theirs)
         assert re.fullmatch(r"[0-9a-f]{32}", our_headers["tesseract-exports"])
         assert re.fullmatch(r"[0-9a-f]{32}", their_headers["tesseract-exports"])
+        # A check request from tesseract-core's exporter, answered by each.
+        bodies = _apply_exported([(noop._url, {}), (reference._url, {})])
+        print("apply reply (tesscpp):", bodies[0][0].decode()[:200])
         assert _normalised(bodies[0][0]) == _normalised(bodies[1][0])
         for _body, headers in bodies:
             assert re.fullmatch(r"[0-9a-f]{32}", headers["tesseract-exports"])
@@ -638,56 +646,33 @@ def test_wire_bytes_match_tesseract_core(noop):
             assert "tesscpp-ipc-events" not in headers and "tesscpp-exports-event" not in headers
         # tesscpp's lease: offered to a borrower the server can see, on top of
         # the same bytes; tesseract-core ignores the header.
-        request, _, release = start_transport_check("cuda_ipc")
-        try:
-            answers = []
-            for url, borrower in [
-                (noop._url, _this_process()),
-                (noop._url, "999999999:1"),
-                (reference._url, _this_process()),
-            ]:
-                answers.append(
-                    _post(
-                        url,
-                        "/apply",
-                        {"inputs": {"x": request["array"]}},
-                        {
-                            "Accept": "application/json+base64; gpu_transport=cuda_ipc",
-                            "Tesseract-Exports-Done": "",
-                            "Tesscpp-Borrower": borrower,
-                        },
-                    )
-                )
-        finally:
-            release()
+        answers = _apply_exported(
+            [
+                (url, {"Tesscpp-Borrower": borrower})
+                for url, borrower in [
+                    (noop._url, _this_process()),
+                    (noop._url, "999999999:1"),
+                    (reference._url, _this_process()),
+                ]
+            ]
+        )
         assert [headers.get("tesscpp-exports-lease") for _, headers in answers] == ["borrower", None, None]
         assert len({_normalised(body) for body, _ in answers}) == 1
         # tesscpp's IPC events: offered, answered with the server's event after
         # the same bytes; tesseract-core ignores the offer.
-        request, _, release = start_transport_check("cuda_ipc")
-        try:
-            answers = [
-                _post(
-                    url,
-                    "/apply",
-                    {"inputs": {"x": request["array"]}},
-                    {
-                        "Accept": "application/json+base64; gpu_transport=cuda_ipc",
-                        "Tesseract-Exports-Done": "",
-                        "Tesscpp-Ipc-Events": "1",
-                    },
-                )
-                for url in (noop._url, reference._url)
-            ]
-        finally:
-            release()
-        (our_body, ours_events), (their_body, theirs_events) = answers
+        offer = {"Tesscpp-Ipc-Events": "1"}
+        (our_body, ours_events), (their_body, theirs_events) = _apply_exported(
+            [(noop._url, offer), (reference._url, offer)]
+        )
         assert ours_events["tesscpp-ipc-events"] == "1"
         assert re.fullmatch(r"[0-9a-f-]{36}:[A-Za-z0-9+/]{86}==", ours_events["tesscpp-exports-event"])
         assert "tesscpp-ipc-events" not in theirs_events and "tesscpp-exports-event" not in theirs_events
         assert _normalised(our_body) == _normalised(their_body)
-        # Unacknowledged exports and a disabled check route: same answers too.
-        for path, body in [("/check_gpu_transport", {"gpu_transport": "none"})]:
-            assert _post(noop._url, path, body, {})[0] == _post(reference._url, path, body, {})[0]
+        # A disabled check route: the same answer too.
+        body = {"gpu_transport": "none"}
+        assert (
+            _post(noop._url, "/check_gpu_transport", body, {})[0]
+            == _post(reference._url, "/check_gpu_transport", body, {})[0]
+        )
     finally:
         reference.teardown()

@@ -355,6 +355,18 @@ def _status_cases() -> list[Case]:
         Case("500-run-dir", "vectoradd", "POST", "/apply", V1, params={"run_id": clash}, setup=_clash_setup(clash)),
         Case("500-run-dir-debug", "vectoradd", "POST", "/apply", V1, params={"run_id": clash_debug},
              settings={"debug": "1"}, setup=_clash_setup(clash_debug), compare_body=False),
+        # query parameters
+        Case("run-id", "vectoradd", "POST", "/apply", V1, params={"run_id": f"diff{uuid.uuid4().hex[:8]}"}),
+        Case("unknown-query-parameter", "vectoradd", "POST", "/apply", V1, params={"colour": "red"}),
+        # other GETs
+        Case("health", "univariate", "GET", "/health"),
+        Case("docs", "univariate", "GET", "/docs", compare_body=False),
+    ]  # fmt: skip
+
+
+def _body_cases() -> list[Case]:
+    """Bodies the framework refuses or fills: no JSON object, extra or missing keys."""
+    return [
         # bodies that are no JSON object
         Case("json-invalid-truncated", "vectoradd", "POST", "/apply", raw=b'{"inputs": {"a": [1, 2,'),
         Case("json-invalid-trailing", "vectoradd", "POST", "/apply", raw=b'{"inputs": {}} x'),
@@ -383,6 +395,12 @@ def _status_cases() -> list[Case]:
              {"inputs": {"mesh": {k: v for k, v in MESH["inputs"]["mesh"].items() if k != "points"}}}),
         Case("raw-encoding-refused", "noop", "POST", "/apply",
              {"inputs": {"x": {"shape": [1], "dtype": "int8", "data": {"buffer": [1], "encoding": "raw"}}}}),
+    ]  # fmt: skip
+
+
+def _array_cases() -> list[Case]:
+    """Arrays on the wire: lz4, every dtype in every format, special values and empty arrays."""
+    return [
         # lz4 inputs
         Case("lz4-input", "noop", "POST", "/apply", {"inputs": {"x": _b64([[1.5, 2], [3, 4]], "float32", True)}},
              accept="application/json"),
@@ -397,9 +415,6 @@ def _status_cases() -> list[Case]:
         Case("compression-unknown", "noop", "POST", "/apply",
              {"inputs": {"x": {"shape": [1], "dtype": "int8",
                                "data": {"buffer": "AQ==", "encoding": "base64", "compression": "zstd"}}}}),
-        # query parameters
-        Case("run-id", "vectoradd", "POST", "/apply", V1, params={"run_id": f"diff{uuid.uuid4().hex[:8]}"}),
-        Case("unknown-query-parameter", "vectoradd", "POST", "/apply", V1, params={"colour": "red"}),
         # dtypes through noop, every format
         *[
             Case(f"dtype-{dtype}-{accept.split('/')[-1]}", "noop", "POST", "/apply",
@@ -419,9 +434,6 @@ def _status_cases() -> list[Case]:
              accept="application/json+binref"),
         Case("zero-size-encoded", "noop", "POST", "/apply",
              {"inputs": {"x": {"shape": [2, 0], "dtype": "float32", "data": {"buffer": "", "encoding": "base64"}}}}),
-        # other GETs
-        Case("health", "univariate", "GET", "/health"),
-        Case("docs", "univariate", "GET", "/docs", compare_body=False),
     ]  # fmt: skip
 
 
@@ -447,7 +459,7 @@ def _test_endpoint_cases() -> list[Case]:
     return cases
 
 
-EXTRA = [*_binref_cases(), *_accept_cases(), *_status_cases(), *_test_endpoint_cases()]
+EXTRA = [*_binref_cases(), *_accept_cases(), *_status_cases(), *_body_cases(), *_array_cases(), *_test_endpoint_cases()]
 
 
 @pytest.mark.parametrize("case", EXTRA, ids=[c.id for c in EXTRA])

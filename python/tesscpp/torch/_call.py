@@ -1,0 +1,134 @@
+"""One apply_tesseract call: what forward, backward, jvp and vmap share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from ._arrays import as_tensor, is_zero, to_sendable
+from ._paths import LeafPath, Templates
+from ._transport import with_transport
+from ._tree import flatten_outputs, unflatten
+
+
+@dataclass
+class Call:
+    """The inputs as one flat (path, leaf) list, in the order the client sends
+    them, and the autograd function's tensor arguments as positions in it.
+
+    The function's tensor arguments are the differentiable tensors (wire names
+    in ``slot_wires``) followed by the other tensors among the inputs:
+    torch.vmap batches both. ``tensor_at`` holds each one's position in
+    ``leaves`` (where its value is None: the tensor comes as an argument) and
+    ``tensor_dtypes`` the dtype a device transport sends it in (the schema's
+    for differentiable ones).
+    """
+
+    tesseract: Any
+    templates: Templates
+    transport: str
+    vmap_method: str | None
+    leaves: list[tuple[LeafPath, Any]]
+    tensor_at: list[int]
+    tensor_dtypes: list[torch.dtype | None]
+    slot_wires: list[str]
+    sent: dict | None = None
+    flat_result: list[tuple[LeafPath, Any]] = field(default_factory=list)
+    output_paths: list[LeafPath] = field(default_factory=list)
+    output_wires: list[str] = field(default_factory=list)
+
+    @property
+    def on_device(self) -> bool:
+        return self.transport != "none"
+
+    @property
+    def plain_count(self) -> int:
+        """Tensor arguments that are not differentiable inputs."""
+        return len(self.tensor_at) - len(self.slot_wires)
+
+    def fresh(self, **changes: Any) -> Call:
+        """The same call for another invocation (a batch element, a batched call)."""
+        return replace(self, sent=None, flat_result=[], output_paths=[], output_wires=[], **changes)
+
+    def client(self) -> Any:
+        return with_transport(self.tesseract, self.transport) if self.on_device else self.tesseract
+
+    def payload(self, tensors: Sequence[torch.Tensor]) -> dict:
+        """The inputs as sent: other leaves as given, tensors converted."""
+        values = [value for _, value in self.leaves]
+        for position, tensor, dtype in zip(self.tensor_at, tensors, self.tensor_dtypes, strict=True):
+            values[position] = to_sendable(tensor, self.on_device, dtype)
+        return unflatten([(path, value) for (path, _), value in zip(self.leaves, values, strict=True)])
+
+    def sendable(self, wires: Sequence[str], tensors: Sequence[torch.Tensor | None]) -> dict[str, Any]:
+        """Wire name -> array for the (co)tangents that are present and non-zero."""
+        return {
+            wire: to_sendable(tensor, self.on_device, None)
+            for wire, tensor in zip(wires, tensors, strict=True)
+            if tensor is not None and not is_zero(tensor)
+        }
+
+    def vjp(self, wanted: list[str], cotangents: Sequence[torch.Tensor | None]) -> dict:
+        """The VJP at the sent inputs of the non-zero cotangents for the
+        ``wanted`` inputs ({} if none)."""
+        sent = self.sendable(self.output_wires, cotangents)
+        if not sent or not wanted:
+            return {}
+        assert self.sent is not None
+        return self.client().vector_jacobian_product(
+            inputs=self.sent, vjp_inputs=wanted, vjp_outputs=list(sent), cotangent_vector=sent
+        )
+
+    def jvp(self, tangents: Sequence[torch.Tensor | None]) -> dict | None:
+        """The JVP at the sent inputs of the non-zero tangents; None when every
+        tangent is zero."""
+        sent = self.sendable(self.slot_wires, tangents)
+        if not sent:
+            return None
+        assert self.sent is not None
+        return self.client().jacobian_vector_product(
+            inputs=self.sent, jvp_inputs=list(sent), jvp_outputs=list(self.output_wires), tangent_vector=sent
+        )
+
+    def apply(self, tensors: Sequence[torch.Tensor]) -> None:
+        """Runs apply and records its flat result and differentiable outputs."""
+        self.sent = self.payload(tensors)
+        self.record(self.client().apply(self.sent))
+
+    def record(self, result: dict) -> None:
+        self.flat_result = flatten_outputs(result, self.templates)
+        # Concrete keys of dict-valued outputs exist only now.
+        outputs = []
+        for path, _ in self.flat_result:
+            wire = self.templates.output_wire(path)
+            if wire is not None:
+                outputs.append((path, wire))
+        outputs.sort(key=lambda item: item[0])
+        self.output_paths = [path for path, _ in outputs]
+        self.output_wires = [wire for _, wire in outputs]
+
+    def output_tensors(self) -> tuple[torch.Tensor, ...]:
+        values = dict(self.flat_result)
+        return tuple(as_tensor(values[path]) for path in self.output_paths)
+
+
+def gradients(
+    call: Call, needs: Sequence[bool], saved: Sequence[torch.Tensor], cotangents: Sequence[torch.Tensor | None]
+) -> list[torch.Tensor | None]:
+    """One gradient per differentiable tensor from the call's VJP: None where
+    autograd needs none, zeros where the VJP gave none (every cotangent zero,
+    or the output unused: None would read as "not an input")."""
+    wanted = [wire for wire, need in zip(call.slot_wires, needs, strict=True) if need]
+    result = call.vjp(wanted, cotangents)
+    grads: list[torch.Tensor | None] = []
+    for wire, need, tensor in zip(call.slot_wires, needs, saved, strict=True):
+        if not need:
+            grads.append(None)
+        elif wire in result:
+            grads.append(as_tensor(result[wire]).to(tensor.device))
+        else:
+            grads.append(torch.zeros_like(tensor))
+    return grads

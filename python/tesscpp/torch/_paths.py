@@ -1,0 +1,149 @@
+"""Leaf paths and the differentiable templates of one OpenAPI document.
+
+A leaf's place in the inputs or outputs is a tuple of segments, ``str`` for
+dict keys and model fields and ``int`` for list positions, so a key holding a
+dot stays one segment. The schema's templates (``params.{}``, ``xs.[]``) are
+parsed by tesscpp's C++ path grammar (``tesscpp::Path``) and match such tuples
+segment by segment; the name a gradient endpoint expects for a concrete leaf
+(its "wire" name, ``params.{p}``, ``xs.[2]``) is formatted by the same grammar,
+which escapes braces and backslashes inside keys as tesseract-core 1.15 does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import torch
+
+from .. import _tesscpp
+
+T = TypeVar("T")
+
+Segment = str | int
+LeafPath = tuple[Segment, ...]
+# A parsed template: (kind, value) per segment, kind one of "field", "key",
+# "index", "any_key", "any_index" (tesscpp::PathSegment::Kind).
+Template = tuple[tuple[str, Segment], ...]
+
+# Remembered template answers per OpenAPI document at most.
+_MEMO_SIZE = 4096
+
+
+def _segment_matches(template: tuple[str, Segment], segment: Segment) -> bool:
+    kind, value = template
+    if isinstance(segment, int):
+        return kind == "any_index" or (kind == "index" and value == segment)
+    return kind == "any_key" or (kind in ("field", "key") and value == segment)
+
+
+def _concrete(template: tuple[str, Segment], segment: Segment) -> tuple[str, Segment]:
+    """The segment of a concrete path that ``template`` matched."""
+    kind = template[0]
+    if kind in ("any_key", "key"):
+        return ("key", segment)
+    if kind in ("any_index", "index"):
+        return ("index", segment)
+    return ("field", segment)
+
+
+def _parse(text: str) -> Template:
+    try:
+        return tuple(_tesscpp.parse_path(text))
+    except ValueError as e:
+        raise ValueError(f"the Tesseract declares the differentiable path {text!r}, which is not a path: {e}") from None
+
+
+def _torch_dtype(name: Any) -> torch.dtype | None:
+    dtype = getattr(torch, str(name), None)
+    return dtype if isinstance(dtype, torch.dtype) else None
+
+
+class Templates:
+    """The differentiable paths of one OpenAPI document, parsed."""
+
+    def __init__(self, schema: dict) -> None:
+        schemas = schema.get("components", {}).get("schemas", {})
+
+        def declared(component: str) -> dict[str, dict]:
+            return schemas.get(component, {}).get("differentiable_arrays", {})
+
+        inputs = declared("ApplyInputSchema")
+        self.inputs = [_parse(t) for t in sorted(inputs)]
+        self.outputs = [_parse(t) for t in sorted(declared("ApplyOutputSchema"))]
+        self._both = self.inputs + self.outputs
+        # The dtype each input template declares: a device transport sends the
+        # bytes as they are, so tensors are cast to it first.
+        self.input_dtypes = {_parse(t): _torch_dtype(spec.get("dtype")) for t, spec in inputs.items()}
+        # Answers per concrete path: a training loop asks the same questions
+        # about the same paths on every call.
+        self._memo: dict[tuple[str, LeafPath], Any] = {}
+
+    def _remember(self, question: str, path: LeafPath, answer: Callable[[], T]) -> T:
+        key = (question, path)
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        # Dict keys chosen at run time could make the paths unbounded.
+        if len(self._memo) >= _MEMO_SIZE:
+            self._memo.clear()
+        value = self._memo[key] = answer()
+        return value
+
+    def reaches_below(self, path: LeafPath) -> bool:
+        """Whether a template is longer than ``path`` and matches it so far."""
+        depth = len(path)
+        return self._remember(
+            "below", path, lambda: any(len(t) > depth and all(map(_segment_matches, t, path)) for t in self._both)
+        )
+
+    def output_wire(self, path: LeafPath) -> str | None:
+        """Wire name of a differentiable output leaf, or None."""
+
+        def answer() -> str | None:
+            match = _match(path, self.outputs)
+            return None if match is None else match[0]
+
+        return self._remember("output", path, answer)
+
+    def input_slot(self, path: LeafPath) -> tuple[str, torch.dtype | None] | None:
+        """Wire name and declared dtype of a differentiable input leaf, or None."""
+
+        def answer() -> tuple[str, torch.dtype | None] | None:
+            match = _match(path, self.inputs)
+            return None if match is None else (match[0], self.input_dtypes[match[1]])
+
+        return self._remember("input", path, answer)
+
+
+def _match(path: LeafPath, templates: list[Template]) -> tuple[str, Template] | None:
+    """The wire name of ``path`` and the template covering it, or None."""
+    for template in templates:
+        if len(template) == len(path) and all(map(_segment_matches, template, path)):
+            return _tesscpp.format_path(list(map(_concrete, template, path))), template
+    return None
+
+
+# Parsed templates per OpenAPI document. Clients hand out the same dict for as
+# long as a connection lasts, so its identity is the key; the entry holds the
+# dict, which keeps the identity from being reused. A re-served Tesseract gets
+# a new dict and so a new entry.
+_TEMPLATE_CACHE: dict[int, tuple[dict, Templates]] = {}
+_TEMPLATE_CACHE_SIZE = 64
+
+
+def templates_of(schema: dict) -> Templates:
+    cached = _TEMPLATE_CACHE.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    parsed = Templates(schema)
+    if len(_TEMPLATE_CACHE) >= _TEMPLATE_CACHE_SIZE:
+        _TEMPLATE_CACHE.pop(next(iter(_TEMPLATE_CACHE)))
+    _TEMPLATE_CACHE[id(schema)] = (schema, parsed)
+    return parsed
+
+
+def dotted(path: LeafPath) -> str:
+    """A path for messages."""
+    return ".".join(str(part) for part in path)

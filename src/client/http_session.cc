@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <random>
 #include <utility>
 
 #include "client/binref_pool.h"
@@ -14,13 +13,9 @@
 #include "client/response_errors.h"
 #include "client/served_server.h"
 #include "client/session.h"
-#include "codec/base64.h"
 #include "gpu_transport/client_transport.h"
-#include "gpu_transport/ipc_arrays.h"
-#include "gpu_transport/transport_check.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
-#include "tesscpp/cuda.h"
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/internal/json.h"
 #include "tesscpp/internal/validation_issue.h"
@@ -40,7 +35,6 @@ namespace {
 
 using client::HttpConnection;
 using client::HttpResponse;
-using gpu_transport::IpcArrays;
 
 // How a request body is written, parsed once from the encoding fitted to
 // the server; a name this client does not implement is refused here.
@@ -316,76 +310,21 @@ Result<GpuTransportCheck> HttpSession::CheckGpuTransport(const std::string& tran
 }
 
 Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& transport) {
-  constexpr int64_t kBytes = 256;
-  if (transport != "cuda_ipc") {
+  Result<GpuTransport> kind = GpuTransportFromName(transport);
+  if (!kind.ok()) {
     return GpuTransportCheck{false, "this client does not implement gpu_transport '" + transport + "'"};
   }
-  // Random bytes on this thread's current device, exported as any input is.
-  IpcArrays exports = IpcArrays::Exporting();
-  TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make({kBytes}));
-  TESS_ASSIGN_OR_RETURN(const Tensor sent, Tensor::Allocate(Dtype::kUInt8, shape));
-  std::random_device random;
-  for (uint8_t& byte : sent.bytes()) byte = static_cast<uint8_t>(random());
-  auto exported = [&]() -> Result<Buffer> {
-    TESS_ASSIGN_OR_RETURN(int ordinal, cuda::CurrentDevice());
-    TESS_ASSIGN_OR_RETURN(Tensor device, cuda::CopyToDevice(sent, ordinal));
-    JsonWriteOptions write;
-    write.arrays.device_arrays = &exports;
-    return WriteJson(Value::Dict{{"gpu_transport", transport},
-                                 {"array", Value(device)},
-                                 {"expected", Value(codec::Base64String(sent.bytes()))}},
-                     write);
-  }();
-  if (!exported.ok()) {
-    return GpuTransportCheck{
-        false, "this process could not export GPU memory (" +
-                   std::string(gpu_transport::TransportCheckExceptionName(exported.status())) + ": " +
-                   exported.status().message() + ")"};
-  }
-  TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
-  TESS_ASSIGN_OR_RETURN(
-      HttpResponse response,
-      connection->Send("POST", "/check_gpu_transport", {"Content-Type: application/json"}, &*exported));
-  transport_->ExportsReceived([&](std::string_view name) { return response.Header(name); });
-  exports.pins().clear();  // the server has read our bytes (or failed to)
-  if (response.status < 200 || response.status >= 300) {
-    return Status::Unavailable("The Tesseract at ", url_, " answered the check of gpu_transport='", transport,
-                               "' with error ", response.status, ": ", response.body.string_view());
-  }
-  JsonReadOptions read;
-  read.arrays = ArrayDetection::kTagged;
-  IpcArrays imports = IpcArrays::Copying();
-  read.array_options.device_arrays = &imports;
-  auto reply = ReadJson(response.body, read);
-  const Value* ok = reply.ok() && reply->is_dict() ? reply->as_dict().find("ok") : nullptr;
-  if (ok == nullptr || !ok->is_bool()) {
-    return Status::DecodeError("the Tesseract at ", url_, " answered the check of gpu_transport='", transport,
-                               "' with something else than a check reply: ",
-                               reply.ok() ? response.body.string_view() : reply.status().message());
-  }
-  if (!ok->as_bool()) {
-    const Value* reason = reply->as_dict().find("reason");
-    return GpuTransportCheck{false, reason != nullptr && reason->is_string() && !reason->as_string().empty()
-                                        ? reason->as_string()
-                                        : "no reason given"};
-  }
-  const Value* array = reply->as_dict().find("array");
-  auto host = array != nullptr && array->is_tensor()
-                  ? array->as_tensor().ViewOrCopyToHost()
-                  : Result<Tensor>(Status::InvalidArgument("expected a uint8 array"));
-  if (host.ok() && (host->dtype() != Dtype::kUInt8 || host->nbytes() != kBytes)) {
-    host = Status::InvalidArgument("expected an array of ", kBytes, " bytes");
-  }
-  if (host.ok() && !std::equal(host->bytes().begin(), host->bytes().end(), sent.bytes().rbegin())) {
-    host = Status::InvalidArgument("the bytes read from the Tesseract's array differ from the ones it wrote");
-  }
-  if (!host.ok()) {
-    return GpuTransportCheck{
-        false, "this process could not read GPU memory exported by the Tesseract (" +
-                   std::string(gpu_transport::TransportCheckExceptionName(host.status())) + ": " +
-                   host.status().message() + ")"};
-  }
-  return GpuTransportCheck{true, ""};
+  auto post = [&](const Buffer& body) -> Result<gpu_transport::CheckAnswer> {
+    TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
+    TESS_ASSIGN_OR_RETURN(HttpResponse response, connection->Send("POST", "/check_gpu_transport",
+                                                                  {"Content-Type: application/json"}, &body));
+    auto answered = std::make_shared<HttpResponse>(std::move(response));
+    return gpu_transport::CheckAnswer{answered->status, answered->body,
+                                      [answered](std::string_view name) { return answered->Header(name); }};
+  };
+  TESS_ASSIGN_OR_RETURN(gpu_transport::CheckOutcome outcome,
+                        transport_->Check(*kind, "The Tesseract at " + url_, post));
+  return GpuTransportCheck{outcome.works, std::move(outcome.reason)};
 }
 
 Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view endpoint,

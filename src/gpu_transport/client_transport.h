@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tesscpp/buffer.h"
 #include "tesscpp/internal/encoding.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
@@ -24,6 +25,21 @@ namespace tesscpp::gpu_transport {
 
 /// \brief An answer's header by name (case-insensitive); nullopt when absent.
 using HeaderLookup = std::function<std::optional<std::string>(std::string_view name)>;
+
+/// \brief An answer to a request the transport sends itself (the check).
+struct CheckAnswer {
+  int status = 0;
+  Buffer body;
+  HeaderLookup header;
+};
+/// \brief POSTs a JSON body to the server's /check_gpu_transport.
+using CheckPost = std::function<Result<CheckAnswer>(const Buffer& body)>;
+
+/// \brief Whether memory went both ways in a transport check, and why not.
+struct CheckOutcome {
+  bool works = false;
+  std::string reason;  ///< empty when it works
+};
 
 /// \brief One request, from encoding its body to decoding the answer.
 class ClientCall {
@@ -51,9 +67,13 @@ class ClientTransport {
   /// \brief A request that asks for `transport` (kNone for the others, which
   /// may still carry what the transport has to tell the server).
   virtual std::unique_ptr<ClientCall> Begin(GpuTransport transport) = 0;
-  /// \brief An answer that came outside a call (the transport check) whose
-  /// exports are to be acknowledged.
-  virtual void ExportsReceived(const HeaderLookup& header) = 0;
+  /// \brief The client's half of POST /check_gpu_transport for `transport`,
+  /// sent through `post`: memory exported to the server and read back from it.
+  /// A transport this client does not implement, or memory that does not go
+  /// through, is an outcome that says why; an error is an answer that is no
+  /// check reply (`peer` names the server in its message).
+  virtual Result<CheckOutcome> Check(GpuTransport transport, std::string_view peer,
+                                     const CheckPost& post) = 0;
   /// \brief The headers of one last request as the session closes (what is
   /// left to acknowledge, after waiting for the device work that reads it),
   /// or nullopt when nothing is left.

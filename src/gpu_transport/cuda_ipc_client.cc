@@ -14,6 +14,7 @@
 #include "gpu_transport/headers.h"
 #include "gpu_transport/ipc_arrays.h"
 #include "gpu_transport/ipc_events.h"
+#include "gpu_transport/transport_check.h"
 #include "platform/phase_trace.h"
 #include "platform/process_identity.h"
 #include "tesscpp/cuda.h"
@@ -145,7 +146,13 @@ class CudaIpcClient final : public ClientTransport {
   std::unique_ptr<ClientCall> Begin(GpuTransport transport) override {
     return std::make_unique<CudaIpcCall>(state_, transport == GpuTransport::kCudaIpc);
   }
-  void ExportsReceived(const HeaderLookup& header) override { state_->Acknowledge(header); }
+  Result<CheckOutcome> Check(GpuTransport transport, std::string_view peer, const CheckPost& post) override {
+    if (transport != GpuTransport::kCudaIpc) {
+      return CheckOutcome{false, "this client does not implement gpu_transport '" +
+                                     std::string(GpuTransportName(transport)) + "'"};
+    }
+    return CheckFromClient(peer, post, [&](const HeaderLookup& header) { state_->Acknowledge(header); });
+  }
   std::optional<std::vector<std::string>> Closing() override {
     const std::optional<std::vector<std::string>> ids = state_->acks->Take(false, /*wait=*/true);
     if (!ids) return std::nullopt;

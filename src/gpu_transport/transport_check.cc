@@ -1,11 +1,13 @@
-// transport_check.cc: the server's side of POST /check_gpu_transport.
+// transport_check.cc: POST /check_gpu_transport for cuda_ipc, both sides.
 #include "gpu_transport/transport_check.h"
 
 #include <algorithm>
+#include <random>
 #include <vector>
 
 #include "codec/array_cuda_ipc.h"
 #include "codec/base64.h"
+#include "gpu_transport/ipc_arrays.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/internal/cuda_ipc.h"
 #include "tesscpp/internal/json.h"
@@ -83,6 +85,80 @@ Value AnswerTransportCheck(const Value& request, const std::string& enabled_tran
                        TransportCheckExceptionName(reversed.status()) + ": " + reversed.status().message()}};
   }
   return Value::Dict{{"ok", true}, {"array", Value(*std::move(reversed))}};
+}
+
+namespace {
+
+CheckOutcome Failed(std::string_view what, const Status& status) {
+  return {false,
+          std::string(what) + " (" + TransportCheckExceptionName(status) + ": " + status.message() + ")"};
+}
+
+// The check request: `sent` on the current device, exported into `exports`.
+Result<Buffer> ExportedRequest(const Tensor& sent, IpcArrays& exports) {
+  TESS_ASSIGN_OR_RETURN(int ordinal, cuda::CurrentDevice());
+  TESS_ASSIGN_OR_RETURN(Tensor device, cuda::CopyToDevice(sent, ordinal));
+  JsonWriteOptions write;
+  write.arrays.device_arrays = &exports;
+  return WriteJson(Value::Dict{{"gpu_transport", "cuda_ipc"},
+                               {"array", Value(device)},
+                               {"expected", Value(codec::Base64String(sent.bytes()))}},
+                   write);
+}
+
+// The reply's verdict; an error for a body that is no check reply.
+Result<CheckOutcome> ReadReply(std::string_view peer, const CheckAnswer& answer, const Tensor& sent) {
+  JsonReadOptions read;
+  read.arrays = ArrayDetection::kTagged;
+  IpcArrays imports = IpcArrays::Copying();
+  read.array_options.device_arrays = &imports;
+  auto reply = ReadJson(answer.body, read);
+  const Value* ok = reply.ok() && reply->is_dict() ? reply->as_dict().find("ok") : nullptr;
+  if (ok == nullptr || !ok->is_bool()) {
+    return Status::DecodeError(
+        peer, " answered the check of gpu_transport='cuda_ipc' with something else than a ",
+        "check reply: ", reply.ok() ? answer.body.string_view() : reply.status().message());
+  }
+  if (!ok->as_bool()) {
+    const Value* reason = reply->as_dict().find("reason");
+    return CheckOutcome{false, reason != nullptr && reason->is_string() && !reason->as_string().empty()
+                                   ? reason->as_string()
+                                   : "no reason given"};
+  }
+  const Value* array = reply->as_dict().find("array");
+  auto host = array != nullptr && array->is_tensor()
+                  ? array->as_tensor().ViewOrCopyToHost()
+                  : Result<Tensor>(Status::InvalidArgument("expected a uint8 array"));
+  if (host.ok() && (host->dtype() != Dtype::kUInt8 || host->nbytes() != kCheckBytes)) {
+    host = Status::InvalidArgument("expected an array of ", kCheckBytes, " bytes");
+  }
+  if (host.ok() && !std::equal(host->bytes().begin(), host->bytes().end(), sent.bytes().rbegin())) {
+    host = Status::InvalidArgument("the bytes read from the Tesseract's array differ from the ones it wrote");
+  }
+  if (!host.ok())
+    return Failed("this process could not read GPU memory exported by the Tesseract", host.status());
+  return CheckOutcome{true, ""};
+}
+
+}  // namespace
+
+Result<CheckOutcome> CheckFromClient(std::string_view peer, const CheckPost& post,
+                                     const std::function<void(const HeaderLookup&)>& acknowledge) {
+  TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make({kCheckBytes}));
+  TESS_ASSIGN_OR_RETURN(const Tensor sent, Tensor::Allocate(Dtype::kUInt8, shape));
+  std::random_device random;
+  for (uint8_t& byte : sent.bytes()) byte = static_cast<uint8_t>(random());
+  IpcArrays exports = IpcArrays::Exporting();
+  Result<Buffer> request = ExportedRequest(sent, exports);
+  if (!request.ok()) return Failed("this process could not export GPU memory", request.status());
+  TESS_ASSIGN_OR_RETURN(CheckAnswer answer, post(*request));
+  acknowledge(answer.header);
+  exports.pins().clear();  // the server has read our bytes (or failed to)
+  if (answer.status < 200 || answer.status >= 300) {
+    return Status::Unavailable(peer, " answered the check of gpu_transport='cuda_ipc' with error ",
+                               answer.status, ": ", answer.body.string_view());
+  }
+  return ReadReply(peer, answer, sent);
 }
 
 const char* TransportCheckExceptionName(const Status& status) {

@@ -7,25 +7,12 @@
 # them and after the tests. Logs and results go to $OUT when it is set.
 set -euo pipefail
 root=$PWD
-deps="$root/.devdeps/root/usr"
 out=${OUT:-/tmp}
 build=/tmp/tesscpp-build
 bench=0
 [[ "${1:-}" == "--bench" ]] && { bench=1; shift; }
-export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# pytest (if missing) and tesseract-core 1.15 with what it needs beyond the image.
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-  "$root"/.devdeps/whl-tc/*.whl $(python3 -c 'import pytest' 2>/dev/null || echo "$root"/.devdeps/whl/*.whl)
-export PYTHONPATH=/tmp/site
-cmake -S "$root" -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++-12 \
-  -DCMAKE_PREFIX_PATH="$deps" -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" \
-  -DPython_EXECUTABLE="$(command -v python3)" -DTESS_BUILD_BENCH=OFF -DTESSCPP_CUDA=ON >"$out/configure.log" 2>&1 \
-  || { tail -30 "$out/configure.log"; exit 1; }
-make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_cuda_internal_tests tesscpp_runtime_tests tesscpp_gpu_transport_tests noop bench_devhold \
-  bridge_vec bridge_nl bridge_devid bridge_vmmout >"$out/build.log" 2>&1 \
-  || { grep -E "error" -A3 "$out/build.log" | head -40; exit 1; }
-# What ran, for the record (run.log): the commit (from .git, or where the copy
-# has none from .devdeps/commit, which prepare.sh writes), and the versions used.
+source "$root/scripts/gpu/build.sh"
+tess_gpu_build "$root" "$build" "$out" || exit 1
 {
   # The device tool's copy of the tree may carry a .git that is not the
   # tree's own (it read an older commit "+uncommitted changes"): what

@@ -5,9 +5,17 @@
 # its Python 3.12, and in whl-tc/ tesseract-core 1.15.0 with the runtime
 # dependencies its image lacks (versions as pinned in this repo's venv). Everything else tesscpp needs is installed there (Ubuntu
 # 24.04: g++-12, Boost 1.83, libcurl, lz4, CLI11, GoogleTest; nanobind, torch).
+#
+# --baseline REV also puts REV's tree into .devdeps/baseline.tar.gz, for
+# scripts/gpu/ab_bench.sh (a change timed against its baseline).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 deps="$root/.devdeps"
+if [[ "${1:-}" == "--baseline" ]]; then
+  mkdir -p "$deps"
+  git -C "$root" archive --format=tar.gz -o "$deps/baseline.tar.gz" "$2"
+  git -C "$root" rev-parse "$2" >"$deps/baseline"
+fi
 mkdir -p "$deps/root" "$deps/whl"
 grep -qx '/.devdeps/' "$root/.git/info/exclude" 2>/dev/null || echo '/.devdeps/' >>"$root/.git/info/exclude"
 work=$(mktemp -d)

@@ -5,8 +5,7 @@
 // type). Buffers from a BufferPool are 64-byte aligned and may be read up to 64
 // bytes past their end, which SIMD codecs and simdjson rely on; every slice of
 // such a buffer keeps that guarantee, because the bytes after a slice belong to
-// its parent. A buffer over device memory also names the MemoryManager that
-// can copy it to the host (memory_manager.h); host buffers name none.
+// its parent.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +14,9 @@
 #include <string>
 #include <string_view>
 
-#include "tesscpp/result.h"
-
 namespace tesscpp {
 
 class BufferPool;
-class MemoryManager;
 
 class Buffer {
  public:
@@ -40,14 +36,6 @@ class Buffer {
     b.size_ = size;
     b.readable_tail_ = readable_tail;
     b.owner_ = std::move(owner);
-    return b;
-  }
-
-  /// \brief Wraps device memory owned by `owner` that `memory` can copy to the host.
-  static Buffer WrapDevice(void* data, int64_t size, std::shared_ptr<void> owner,
-                           const MemoryManager& memory) {
-    Buffer b = Wrap(data, size, std::move(owner));
-    b.memory_ = &memory;
     return b;
   }
 
@@ -77,18 +65,11 @@ class Buffer {
   /// \brief Whatever keeps the memory alive (shared by copies and slices).
   const std::shared_ptr<void>& owner() const { return owner_; }
 
-  /// \brief The manager of the device memory holding the bytes; null for host memory.
-  const MemoryManager* memory_manager() const { return memory_; }
-
-  /// \brief This buffer when the host can read it, else a host copy made by its memory.
-  Result<Buffer> ViewOrCopyToHost() const;
-
  private:
   uint8_t* data_ = nullptr;
   int64_t size_ = 0;
   int64_t readable_tail_ = 0;
   std::shared_ptr<void> owner_;
-  const MemoryManager* memory_ = nullptr;
 };
 
 }  // namespace tesscpp

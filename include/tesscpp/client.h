@@ -23,6 +23,7 @@
 
 #include "tesscpp/result.h"
 #include "tesscpp/status.h"
+#include "tesscpp/validation_issue.h"  // a 422 carries a ValidationDetail
 #include "tesscpp/value.h"
 
 namespace tesscpp {

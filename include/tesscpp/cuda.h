@@ -12,7 +12,6 @@
 #include <string_view>
 #include <utility>
 
-#include "tesscpp/memory_manager.h"
 #include "tesscpp/result.h"
 #include "tesscpp/tensor.h"
 
@@ -82,12 +81,6 @@ class StreamMark {
 /// from the process's device pool (reused buffers are safe: the pool waits for
 /// the device before handing one out again).
 Result<Tensor> AllocateDevice(Dtype dtype, Shape shape, int ordinal);
-
-/// \brief What a Buffer over memory of device `ordinal` names so that it can
-/// copy itself to the host (Buffer::WrapDevice, Tensor::ViewOrCopyToHost): a
-/// copy after the whole device is done, since the writers' streams are unknown.
-/// Device tensors made here (AllocateDevice, IPC imports) carry it already.
-const MemoryManager& DeviceMemory(int ordinal);
 
 /// \brief A copy of a host tensor on device `ordinal` (finished when this returns).
 Result<Tensor> CopyToDevice(const Tensor& tensor, int ordinal);

@@ -67,8 +67,9 @@ class Tensor {
   TensorView view() const;
 
   /// \brief This tensor when the host can read its bytes, else a CPU copy made
-  /// by the memory holding them (Buffer::ViewOrCopyToHost). kInvalidArgument
-  /// for device bytes that name no MemoryManager.
+  /// by the manager of its device's memory (for CUDA, after the whole device
+  /// is done, since the writers' streams are unknown). kInvalidArgument when
+  /// nothing in the process manages that memory (a build without CUDA).
   Result<Tensor> ViewOrCopyToHost() const;
 
   /// \brief Same dtype, shape, device and bytes (bitwise: NaN payloads count).

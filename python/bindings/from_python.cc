@@ -74,10 +74,7 @@ Tensor BorrowArray(BorrowedArray array, Device device, const std::vector<std::st
   if (!shape.ok()) RaiseType(path, shape.status().message());
   const auto nbytes = static_cast<int64_t>(array.nbytes());
   std::shared_ptr<BorrowedArray> owner = GilShared(std::move(array));
-  void* data = const_cast<void*>(owner->data());
-  Buffer buffer = device.type == DeviceType::kCUDA
-                      ? Buffer::WrapDevice(data, nbytes, owner, cuda::DeviceMemory(device.id))
-                      : Buffer::Wrap(data, nbytes, owner);
+  Buffer buffer = Buffer::Wrap(const_cast<void*>(owner->data()), nbytes, owner);
   return Unwrap(Tensor::Make(*dtype, *std::move(shape), std::move(buffer), device));
 }
 
@@ -149,9 +146,8 @@ Tensor ImportCai(const nb::object& object, const std::vector<std::string>& path)
   }
   if (!ready.ok()) RaiseType(path, ready.message());
   std::shared_ptr<nb::object> owner = GilShared(object);
-  return Unwrap(Tensor::Make(dtype, *std::move(shape),
-                             Buffer::WrapDevice(pointer, nbytes, owner, cuda::DeviceMemory(ordinal)),
-                             Device::CUDA(ordinal)));
+  return Unwrap(
+      Tensor::Make(dtype, *std::move(shape), Buffer::Wrap(pointer, nbytes, owner), Device::CUDA(ordinal)));
 }
 
 bool OnCudaDevice(const nb::object& object) {

@@ -4,7 +4,7 @@
 
 #include "tesscpp/client.h"
 #include "tesscpp/internal/python_exception.h"
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 #include "to_python.h"
 
 namespace tesscpp::bindings {

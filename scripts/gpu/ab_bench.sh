@@ -12,18 +12,25 @@ rounds=${1:-3}
 source "$root/scripts/gpu/build.sh"
 base=/tmp/ab-base
 rm -rf "$base" && mkdir -p "$base" "$out/base" "$out/head"
+[[ -f "$root/.devdeps/baseline.tar.gz" ]] || { echo "no baseline: run scripts/gpu/prepare.sh --baseline REV first" >&2; exit 2; }
 tar -xzf "$root/.devdeps/baseline.tar.gz" -C "$base"
 tess_gpu_build "$base" /tmp/ab-base-build "$out/base" &
 base_build=$!
+trap 'kill "$base_build" 2>/dev/null || true' EXIT  # a failed head build stops the other
 tess_gpu_build "$root" /tmp/ab-head-build "$out/head"
 wait "$base_build"
+trap - EXIT
 echo "baseline: $(cat "$root/.devdeps/baseline" 2>/dev/null || echo unknown); head: $(cat "$root/.devdeps/commit")"
 for round in $(seq "$rounds"); do
-  for side in base head; do
+  # Who goes first alternates, so that neither build always meets a warmer machine.
+  order=(base head)
+  ((round % 2 == 0)) && order=(head base)
+  for side in "${order[@]}"; do
     src=$([[ $side == base ]] && echo "$base" || echo "$root")
     build=/tmp/ab-$side-build
     PYTHONPATH="$build/python:$PYTHONPATH" python3 "$src/bench/gpu_transport_bench.py" --only tesscpp \
       --examples "$build/examples" --bench-components "$build/bench" >"$out/ab-$side-$round.log" 2>&1
-    echo "== $side, round $round" && grep -E "tesscpp .*: median" "$out/ab-$side-$round.log"
+    echo "== $side, round $round"
+    grep -E "tesscpp .*: median" "$out/ab-$side-$round.log" || { echo "no timings:"; tail -20 "$out/ab-$side-$round.log"; }
   done
 done

@@ -11,7 +11,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 deps="$root/.devdeps"
+rm -f "$deps/baseline.tar.gz" "$deps/baseline"  # a baseline is only what this run asked for
 if [[ "${1:-}" == "--baseline" ]]; then
+  [[ -n "${2:-}" ]] || { echo "usage: prepare.sh [--baseline REV]" >&2; exit 2; }
   mkdir -p "$deps"
   git -C "$root" archive --format=tar.gz -o "$deps/baseline.tar.gz" "$2"
   git -C "$root" rev-parse "$2" >"$deps/baseline"

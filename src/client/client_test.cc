@@ -23,7 +23,7 @@
 #include "support/test_tensors.h"
 #include "tesscpp/client.h"
 #include "tesscpp/internal/json.h"
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp {
 namespace {

@@ -18,7 +18,7 @@
 #include "platform/uuid.h"
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/internal/json.h"
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp::client {
 

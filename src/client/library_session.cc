@@ -7,7 +7,6 @@
 #include "client/log_streamer.h"
 #include "client/session.h"
 #include "platform/uuid.h"
-#include "tesscpp/cuda.h"
 #include "tesscpp/internal/device_values.h"
 #include "tesscpp/internal/file.h"
 #include "tesscpp/internal/json.h"

@@ -7,7 +7,7 @@
 
 #include "core/http_status.h"
 #include "tesscpp/internal/json.h"
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp::client {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "codec/json_writer.h"
 #include "tesscpp/internal/encoding.h"
-#include "tesscpp/internal/validation_issue.h"
 #include "tesscpp/tensor.h"
+#include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp::codec {

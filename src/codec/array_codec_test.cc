@@ -14,7 +14,7 @@
 #include "core/status_matchers.h"
 #include "tesscpp/internal/encoding.h"
 #include "tesscpp/internal/json.h"
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp {
 namespace {

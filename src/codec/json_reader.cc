@@ -20,7 +20,7 @@
 #include "tesscpp/internal/buffer_pool.h"
 #include "tesscpp/internal/json.h"
 #include "tesscpp/internal/path.h"
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp {
 namespace {

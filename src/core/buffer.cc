@@ -1,10 +1,8 @@
-// buffer.cc: Buffer slicing and host copies.
+// buffer.cc: Buffer slicing.
 #include "tesscpp/buffer.h"
 
 #include <cstdio>
 #include <cstdlib>
-
-#include "tesscpp/memory_manager.h"
 
 namespace tesscpp {
 
@@ -26,11 +24,6 @@ Buffer Buffer::Slice(int64_t offset, int64_t length) const {
   // Everything between the slice's end and the parent's readable end stays readable.
   slice.readable_tail_ = readable_tail_ + (size_ - offset - length);
   return slice;
-}
-
-Result<Buffer> Buffer::ViewOrCopyToHost() const {
-  if (memory_ == nullptr) return *this;
-  return memory_->CopyToHost(*this);
 }
 
 }  // namespace tesscpp

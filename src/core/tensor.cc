@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "core/memory_manager.h"
 #include "tesscpp/internal/buffer_pool.h"
 
 namespace tesscpp {
@@ -49,12 +50,13 @@ TensorView Tensor::view() const {
 Result<Tensor> Tensor::ViewOrCopyToHost() const {
   if (device_.host_accessible()) return *this;
   if (nbytes() == 0) return Allocate(dtype_, shape_);
-  if (buffer_.memory_manager() == nullptr) {
-    return Status::InvalidArgument("a ", device_.ToString(),
-                                   " tensor whose memory names no MemoryManager cannot be copied to the host "
-                                   "(wrap device memory with Buffer::WrapDevice and cuda::DeviceMemory)");
+  const core::MemoryManager* memory = core::MemoryManagerOf(device_.type);
+  if (memory == nullptr) {
+    return Status::InvalidArgument(
+        "a ", device_.ToString(),
+        " tensor cannot be copied to the host: nothing in this process manages that memory");
   }
-  TESS_ASSIGN_OR_RETURN(Buffer host, buffer_.Slice(0, nbytes()).ViewOrCopyToHost());
+  TESS_ASSIGN_OR_RETURN(Buffer host, memory->CopyToHost(buffer_.Slice(0, nbytes()), device_));
   return Make(dtype_, shape_, std::move(host));
 }
 

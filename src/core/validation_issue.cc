@@ -1,5 +1,5 @@
 // validation_issue.cc: ValidationDetail and the helpers that build, prefix and print it.
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 #include <sstream>
 

@@ -1,4 +1,4 @@
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 #include <gtest/gtest.h>
 

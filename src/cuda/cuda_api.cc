@@ -155,16 +155,18 @@ DeviceGuard::~DeviceGuard() {
   if (previous_ >= 0) (void)CudaStatus(cudaSetDevice(previous_), "cudaSetDevice");
 }
 
-Result<int> TensorOrdinal(const Tensor& tensor) {
-  if (tensor.device().type != DeviceType::kCUDA) {
-    return Status::InvalidArgument("expected a CUDA tensor, got one on ", tensor.device().ToString());
+Result<int> TensorOrdinal(const Tensor& tensor) { return DeviceOrdinal(tensor.device()); }
+
+Result<int> DeviceOrdinal(Device device) {
+  if (device.type != DeviceType::kCUDA) {
+    return Status::InvalidArgument("expected a CUDA tensor, got one on ", device.ToString());
   }
   TESS_ASSIGN_OR_RETURN(int count, DeviceCount());
-  if (tensor.device().id < 0 || tensor.device().id >= count) {
-    return Status::InvalidArgument("the tensor is on ", tensor.device().ToString(),
-                                   ", but this process sees ", count, " CUDA device(s)");
+  if (device.id < 0 || device.id >= count) {
+    return Status::InvalidArgument("the tensor is on ", device.ToString(), ", but this process sees ", count,
+                                   " CUDA device(s)");
   }
-  return tensor.device().id;
+  return device.id;
 }
 
 }  // namespace internal

@@ -141,5 +141,7 @@ Result<int> FindOrdinal(const std::vector<std::string>& uuids, std::string_view 
 
 /// \brief The ordinal of a CUDA tensor's device, checked against the visible ones.
 Result<int> TensorOrdinal(const Tensor& tensor);
+/// \brief TensorOrdinal for memory of `device` (the same checks and messages).
+Result<int> DeviceOrdinal(Device device);
 
 }  // namespace tesscpp::cuda::internal

@@ -1,6 +1,8 @@
 // cuda_disabled.cc: the cuda module's API in a build without CUDA. Every entry
 // point says so; nothing pretends to work.
 #include "tesscpp/cuda.h"
+
+#include "core/memory_manager.h"
 #include "tesscpp/internal/cuda_ipc.h"
 #include "tesscpp/internal/cuda_transfer.h"
 
@@ -11,6 +13,17 @@ Status NotBuilt() {
   return Status::Unimplemented(
       "tesscpp was built without CUDA (configure with a CUDA toolkit and TESSCPP_CUDA=ON)");
 }
+
+// Device memory can still arrive here (a CUDA array from Python): copying it
+// says why not.
+class NoCudaMemory final : public core::MemoryManager {
+ public:
+  NoCudaMemory() { core::SetMemoryManager(DeviceType::kCUDA, this); }
+  ~NoCudaMemory() override { core::SetMemoryManager(DeviceType::kCUDA, nullptr); }
+  Result<Buffer> CopyToHost(const Buffer& /*bytes*/, Device /*device*/) const override { return NotBuilt(); }
+};
+
+const NoCudaMemory kNoCudaMemory;
 
 }  // namespace
 
@@ -27,14 +40,6 @@ Result<StreamMark> StreamMark::OnLegacyStream(int /*ordinal*/) { return NotBuilt
 Result<bool> StreamMark::Reached() const { return NotBuilt(); }
 Status StreamMark::Wait() const { return NotBuilt(); }
 Result<Tensor> AllocateDevice(Dtype /*dtype*/, Shape /*shape*/, int /*ordinal*/) { return NotBuilt(); }
-const MemoryManager& DeviceMemory(int /*ordinal*/) {
-  // Device memory can still arrive here (a CUDA array from Python): copying it says why not.
-  class NoDeviceMemory final : public MemoryManager {
-    Result<Buffer> CopyToHost(const Buffer& /*bytes*/) const override { return NotBuilt(); }
-  };
-  static const NoDeviceMemory none;
-  return none;
-}
 Result<Tensor> CopyToDevice(const Tensor& /*tensor*/, int /*ordinal*/) { return NotBuilt(); }
 void SetPoolFraction(double /*fraction*/) {}
 Result<IpcDescriptor> ExportIpc(const Tensor& /*tensor*/, std::vector<std::shared_ptr<void>>& /*pins*/,

@@ -1,10 +1,8 @@
 // device_memory.cc: device tensors from the pool, the memory manager that copies
-// device buffers to the host, and copies from host to device.
+// CUDA memory to the host, and copies from host to device.
 #include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
 
+#include "core/memory_manager.h"
 #include "cuda/cuda_api.h"
 #include "cuda/device_pool.h"
 #include "tesscpp/cuda.h"
@@ -17,36 +15,29 @@ using internal::DevicePool;
 
 namespace {
 
-// One per device, so a copy needs no driver call to find its device.
-class DeviceMemoryManager final : public MemoryManager {
+// The host copies of CUDA memory, whichever way a tensor over it was made
+// (core/memory_manager.h): registered as libtesscpp loads.
+class CudaMemory final : public core::MemoryManager {
  public:
-  explicit DeviceMemoryManager(int ordinal) : ordinal_(ordinal) {}
+  CudaMemory() { core::SetMemoryManager(DeviceType::kCUDA, this); }
+  ~CudaMemory() override { core::SetMemoryManager(DeviceType::kCUDA, nullptr); }
 
-  Result<Buffer> CopyToHost(const Buffer& bytes) const override {
+  Result<Buffer> CopyToHost(const Buffer& bytes, Device device) const override {
+    TESS_ASSIGN_OR_RETURN(int ordinal, internal::DeviceOrdinal(device));
     TESS_ASSIGN_OR_RETURN(Buffer host, BufferPool::Default()->Allocate(bytes.size()));
     if (bytes.empty()) return host;
-    TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(ordinal_));
+    TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(ordinal));
     // The writers' streams are unknown: wait for the whole device first.
     TESS_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
     TESS_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(host.data(), bytes.data(), static_cast<size_t>(bytes.size()), cudaMemcpyDeviceToHost));
     return host;
   }
-
- private:
-  int ordinal_;
 };
 
-}  // namespace
+const CudaMemory kCudaMemory;
 
-const MemoryManager& DeviceMemory(int ordinal) {
-  static std::mutex mutex;
-  static std::map<int, std::unique_ptr<DeviceMemoryManager>> managers;  // never freed: Buffers point here
-  std::lock_guard lock(mutex);
-  auto& manager = managers[ordinal];
-  if (!manager) manager = std::make_unique<DeviceMemoryManager>(ordinal);
-  return *manager;
-}
+}  // namespace
 
 namespace internal {
 
@@ -55,8 +46,7 @@ Result<Tensor> TensorInPool(DevicePool& pool, Dtype dtype, Shape shape, int ordi
   if (nbytes == 0) return Tensor::Make(dtype, std::move(shape), Buffer(), Device::CUDA(ordinal));
   TESS_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> allocation, pool.Acquire(ordinal, nbytes));
   void* data = allocation->data();
-  return Tensor::Make(dtype, std::move(shape),
-                      Buffer::WrapDevice(data, nbytes, std::move(allocation), DeviceMemory(ordinal)),
+  return Tensor::Make(dtype, std::move(shape), Buffer::Wrap(data, nbytes, std::move(allocation)),
                       Device::CUDA(ordinal));
 }
 

@@ -381,9 +381,7 @@ Result<Tensor> BorrowIpc(const IpcDescriptor& descriptor, Dtype dtype, const Sha
     std::shared_ptr<void> lease;
   };
   auto owner = std::make_shared<Borrowed>(Borrowed{std::move(mapped.mapping), std::move(lease)});
-  Buffer buffer =
-      nbytes == 0 ? Buffer()
-                  : Buffer::WrapDevice(mapped.data, nbytes, std::move(owner), DeviceMemory(mapped.ordinal));
+  Buffer buffer = nbytes == 0 ? Buffer() : Buffer::Wrap(mapped.data, nbytes, std::move(owner));
   return Tensor::Make(dtype, shape, std::move(buffer), Device::CUDA(mapped.ordinal));
 }
 

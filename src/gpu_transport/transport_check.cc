@@ -19,6 +19,13 @@ namespace {
 
 constexpr int64_t kCheckBytes = 256;
 
+// The Python exception tesseract-core names in a check's reason for a failure
+// like `status` ("ValueError" for bad input, else "RuntimeError"), so reasons
+// read the same from either implementation.
+const char* TransportCheckExceptionName(const Status& status) {
+  return core::PythonExceptionName(status.code(), core::PythonContext::kTransportCheck);
+}
+
 // Python's repr of the requested transport, for the refusal text.
 std::string Repr(const Value* value) {
   if (value == nullptr || value->is_null()) return "None";
@@ -159,10 +166,6 @@ Result<CheckOutcome> CheckFromClient(std::string_view peer, const CheckPost& pos
                                answer.status, ": ", answer.body.string_view());
   }
   return ReadReply(peer, answer, sent);
-}
-
-const char* TransportCheckExceptionName(const Status& status) {
-  return core::PythonExceptionName(status.code(), core::PythonContext::kTransportCheck);
 }
 
 }  // namespace tesscpp::gpu_transport

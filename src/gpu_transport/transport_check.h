@@ -27,9 +27,4 @@ Value AnswerTransportCheck(const Value& request, const std::string& enabled_tran
 Result<CheckOutcome> CheckFromClient(std::string_view peer, const CheckPost& post,
                                      const std::function<void(const HeaderLookup&)>& acknowledge);
 
-/// \brief The Python exception tesseract-core names in a transport check's
-/// reason for a failure like `status` ("ValueError" for bad input, else
-/// "RuntimeError"), so reasons read the same from either implementation.
-const char* TransportCheckExceptionName(const Status& status);
-
 }  // namespace tesscpp::gpu_transport

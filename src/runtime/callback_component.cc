@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp::runtime {
 namespace {

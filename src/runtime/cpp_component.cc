@@ -8,7 +8,6 @@
 #include "runtime/gradient_request.h"
 #include "runtime/openapi.h"
 #include "schema/validate.h"
-#include "tesscpp/cuda.h"
 #include "tesscpp/internal/device_values.h"
 
 namespace tesscpp::runtime {

@@ -4,7 +4,7 @@
 
 #include "runtime/py_text.h"
 #include "schema/validate.h"
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp::runtime {
 namespace {

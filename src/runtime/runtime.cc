@@ -32,10 +32,9 @@
 #include "runtime/served_component.h"
 #include "runtime/test_endpoint.h"
 #include "schema/validate.h"
-#include "tesscpp/cuda.h"
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/internal/json.h"
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp {
 

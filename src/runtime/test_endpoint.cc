@@ -9,7 +9,7 @@
 #include "schema/array_coercion.h"
 #include "schema/validate.h"
 #include "tesscpp/internal/python_exception.h"
-#include "tesscpp/internal/validation_issue.h"
+#include "tesscpp/validation_issue.h"
 
 namespace tesscpp::runtime {
 namespace {

@@ -11,9 +11,9 @@
 
 #include <vector>
 
-#include "tesscpp/internal/validation_issue.h"
 #include "tesscpp/result.h"
 #include "tesscpp/schema.h"
+#include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp {

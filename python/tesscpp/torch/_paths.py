@@ -68,13 +68,13 @@ class Templates:
         def declared(component: str) -> dict[str, dict]:
             return schemas.get(component, {}).get("differentiable_arrays", {})
 
-        inputs = declared("ApplyInputSchema")
-        self.inputs = [_parse(t) for t in sorted(inputs)]
+        inputs = {_parse(t): spec for t, spec in sorted(declared("ApplyInputSchema").items())}
+        self.inputs = list(inputs)
         self.outputs = [_parse(t) for t in sorted(declared("ApplyOutputSchema"))]
         self._both = self.inputs + self.outputs
         # The dtype each input template declares: a device transport sends the
         # bytes as they are, so tensors are cast to it first.
-        self.input_dtypes = {_parse(t): _torch_dtype(spec.get("dtype")) for t, spec in inputs.items()}
+        self.input_dtypes = {t: _torch_dtype(spec.get("dtype")) for t, spec in inputs.items()}
         # Answers per concrete path: a training loop asks the same questions
         # about the same paths on every call.
         self._memo: dict[tuple[str, LeafPath], Any] = {}

@@ -177,9 +177,14 @@ struct ServeOptions {
 
 /// \brief How Tesseract::FromSource serves a component.
 struct SourceOptions : ServeOptions {
-  /// For a tesseract_api.py: the Python with tesseract-core[runtime] that runs
-  /// tesseract-runtime (default: python3 on PATH).
+  /// For a tesseract_api.py: the Python with tesseract-core[runtime] (and,
+  /// for the tesscpp runtime, the tesscpp package) that hosts the module
+  /// (default: python3 on PATH).
   std::string python_executable;
+  /// For a tesseract_api.py: "tesscpp" serves it on tesscpp's runtime
+  /// (`tesscpp serve tesseract_api.py`, docs/python-host.md), "tesseract-runtime"
+  /// on tesseract-core's own.
+  std::string python_runtime = "tesscpp";
   /// For a component library: the tesscpp CLI (default: $TESSCPP_CLI, then
   /// ../bin/tesscpp beside libtesscpp.so, then tesscpp on PATH).
   std::string tesscpp_executable;

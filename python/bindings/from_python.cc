@@ -217,7 +217,7 @@ bool IsArrayLike(nb::handle handle) {
          nb::hasattr(handle, "__cuda_array_interface__");
 }
 
-Value ToValue(nb::handle handle, std::vector<std::string>& path) {
+Value ToValue(nb::handle handle, std::vector<std::string>& path, nb::handle fallback) {
   if (handle.is_none()) return Value();
   if (PyBool_Check(handle.ptr())) return Value(handle.ptr() == Py_True);
   if (PyDict_Check(handle.ptr())) {
@@ -226,7 +226,7 @@ Value ToValue(nb::handle handle, std::vector<std::string>& path) {
       if (!PyUnicode_Check(key.ptr())) RaiseType(path, "dict keys must be strings");
       std::string name = nb::cast<std::string>(key);
       path.push_back(name);
-      Value converted = ToValue(item, path);
+      Value converted = ToValue(item, path, fallback);
       path.pop_back();
       dict.set(std::move(name), std::move(converted));
     }
@@ -237,7 +237,7 @@ Value ToValue(nb::handle handle, std::vector<std::string>& path) {
     size_t index = 0;
     for (nb::handle item : handle) {
       path.push_back("[" + std::to_string(index++) + "]");
-      list.push_back(ToValue(item, path));
+      list.push_back(ToValue(item, path, fallback));
       path.pop_back();
     }
     return Value(std::move(list));
@@ -261,6 +261,7 @@ Value ToValue(nb::handle handle, std::vector<std::string>& path) {
   }
   if (IsArrayLike(handle)) return Value(ImportArray(handle, path));
   if (PyFloat_Check(handle.ptr())) return Value(PyFloat_AsDouble(handle.ptr()));
+  if (fallback.is_valid()) return ToValue(fallback(handle), path, nb::handle());
   RaiseType(path, std::string("cannot send a value of type ") + nb::type_name(handle.type()).c_str());
 }
 
@@ -268,7 +269,12 @@ Value ToValue(nb::handle handle, std::vector<std::string>& path) {
 
 Value ToValue(nb::handle handle) {
   std::vector<std::string> path;
-  return ToValue(handle, path);
+  return ToValue(handle, path, nb::handle());
+}
+
+Value ToValue(nb::handle handle, nb::handle fallback) {
+  std::vector<std::string> path;
+  return ToValue(handle, path, fallback);
 }
 
 }  // namespace tesscpp::bindings

@@ -15,4 +15,9 @@ namespace tesscpp::bindings {
 /// that cannot be sent.
 Value ToValue(nanobind::handle handle);
 
+/// \brief The same, passing a value of any other type to `fallback` (a
+/// callable returning something convertible: pydantic's
+/// to_jsonable_python for a dumped model's dates, paths, enums).
+Value ToValue(nanobind::handle handle, nanobind::handle fallback);
+
 }  // namespace tesscpp::bindings

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "commands.h"
 #include "device_array.h"
 #include "from_python.h"
 #include "gil_calls.h"
@@ -164,21 +165,23 @@ void BindFromUrlAndSource(nb::class_<Tesseract>& cls) {
           "from_source",
           [](const std::string& path, const std::string& input_path, const std::string& output_path,
              const std::string& output_format, Name gpu_transport, const nb::dict& runtime_config,
-             const std::string& python_executable, const std::string& tesscpp_executable,
-             double startup_timeout, double connect_timeout, double read_timeout, bool binref_pool,
-             const nb::object& stream_logs, const std::string& token) {
+             const std::string& python_executable, const std::string& python_runtime,
+             const std::string& tesscpp_executable, double startup_timeout, double connect_timeout,
+             double read_timeout, bool binref_pool, const nb::object& stream_logs, const std::string& token) {
             SourceOptions options;
             SetServeOptions(options, input_path, output_path, output_format, std::move(gpu_transport),
                             runtime_config, startup_timeout, connect_timeout, read_timeout, binref_pool,
                             stream_logs, token);
             options.python_executable = python_executable;
+            options.python_runtime = python_runtime;
             options.tesscpp_executable = tesscpp_executable;
             return Released([&] { return Tesseract::FromSource(path, options); });
           },
           nb::arg("path"), nb::arg("input_path"), nb::arg("output_path"), nb::arg("output_format"),
           nb::arg("gpu_transport").none(), nb::arg("runtime_config"), nb::arg("python_executable"),
-          nb::arg("tesscpp_executable"), nb::arg("startup_timeout"), nb::arg("connect_timeout"),
-          nb::arg("read_timeout"), nb::arg("binref_pool"), nb::arg("stream_logs").none(), nb::arg("token"));
+          nb::arg("python_runtime"), nb::arg("tesscpp_executable"), nb::arg("startup_timeout"),
+          nb::arg("connect_timeout"), nb::arg("read_timeout"), nb::arg("binref_pool"),
+          nb::arg("stream_logs").none(), nb::arg("token"));
 }
 
 // Tesseracts in containers or in-process (tesscpp.Tesseract.from_image, from_library).
@@ -360,6 +363,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
 
   BindCuda(m);
   BindPaths(m);
+  BindCommands(m);
   nb::class_<Tesseract> tesseract(m, "_Tesseract");
   BindFromUrlAndSource(tesseract);
   BindFromImageAndLibrary(tesseract);

@@ -21,6 +21,8 @@ def main() -> None:
         print(_PATHS[args[0]]())
         return
     cli = _sdk.executable()
+    # A tesseract_api.py is hosted by this interpreter (docs/python-host.md §1).
+    os.environ.setdefault("TESSCPP_PYTHON", sys.executable)
     # exec, not a child: signals, the exit status and stdio are the CLI's own.
     os.execv(cli, [cli, *args])
 

@@ -251,13 +251,16 @@ class Tesseract:
         *,
         timeout: float | tuple[float, float] | None = None,
         token: str | None = None,
+        python_runtime: str = "tesscpp",
     ) -> Tesseract:
         """A Tesseract served by its own process, started by :meth:`serve` or ``with``.
 
         ``tesseract_api`` is a C++ component library (``lib<name>.so``, served by
-        ``tesscpp serve``) or a ``tesseract_api.py`` (served by
-        ``tesseract-runtime serve`` run by ``python_executable``, default: this
-        interpreter, which then needs ``tesseract-core[runtime]``). The server
+        ``tesscpp serve``) or a ``tesseract_api.py``, hosted by
+        ``python_executable`` (default: this interpreter, which then needs
+        ``tesseract-core[runtime]``) and served by tesscpp's runtime
+        (``tesscpp serve tesseract_api.py``), or by tesseract-core's with
+        ``python_runtime="tesseract-runtime"``. The server
         runs in debug mode, as the SDK's does; its temporary directories go when
         it stops. With ``token``, a tesscpp server requires it
         (``Authorization: Bearer``) and every call sends it.
@@ -270,6 +273,7 @@ class Tesseract:
         obj._spawn = {
             "path": str(path),
             "python_executable": str(python_executable or sys.executable),
+            "python_runtime": python_runtime,
             "tesscpp_executable": os.path.abspath(os.environ["TESSCPP_CLI"]) if os.environ.get("TESSCPP_CLI") else "",
             **_serve_config(input_path, output_path, output_format, gpu_transport, runtime_config, startup_timeout,
                             timeout, experimental_binref_pool, stream_logs, token),

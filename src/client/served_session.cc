@@ -60,10 +60,10 @@ std::vector<std::string> ServerEnvironment(const std::vector<std::pair<std::stri
 // once it is bound, so no other process can take a port between our choosing
 // it and the server binding it: `tesscpp serve` prints "tesscpp: serving
 // <name> on <url>", uvicorn (tesseract-runtime) logs "Uvicorn running on <url>".
-const std::regex& ListeningLine(bool is_library) {
+const std::regex& ListeningLine(bool tesscpp) {
   static const std::regex kTesscpp(R"(tesscpp: serving \S+ on (http://\S+))");
   static const std::regex kUvicorn(R"(Uvicorn running on (http://[^\s:]+:[0-9]+))");
-  return is_library ? kTesscpp : kUvicorn;
+  return tesscpp ? kTesscpp : kUvicorn;
 }
 
 // Waits for the server's listening line; the URL it names.
@@ -89,6 +89,12 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
     return Status::InvalidArgument("from_source: '", path,
                                    "' is neither a component library (.so) nor a tesseract_api.py (.py)");
   }
+  if (options.python_runtime != "tesscpp" && options.python_runtime != "tesseract-runtime") {
+    return Status::InvalidArgument(
+        "from_source: python_runtime must be 'tesscpp' or 'tesseract-runtime', not '", options.python_runtime,
+        "'");
+  }
+  const bool on_tesscpp = is_library || options.python_runtime == "tesscpp";
   std::error_code ec;
   const fs::path absolute = fs::canonical(path, ec);
   if (ec || !fs::is_regular_file(absolute)) return Status::NotFound("from_source: no such file '", path, "'");
@@ -104,7 +110,14 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
   if (!input_path.empty()) settings.emplace_back("TESSERACT_INPUT_PATH", input_path);
 
   std::vector<std::string> argv;
-  if (is_library) {
+  if (is_python) {
+    settings.emplace_back("TESSERACT_DEBUGPY_PORT", "0");  // debug mode listens for a debugger: any port
+    settings.emplace_back("PYTHONUNBUFFERED", "1");
+  }
+  const std::string python = options.python_executable.empty() ? "python3" : options.python_executable;
+  if (on_tesscpp) {
+    // The Python that hosts a module (python_module.h in tools/).
+    if (is_python) settings.emplace_back("TESSCPP_PYTHON", python);
     argv = {TesscppExecutable(options.tesscpp_executable),
             "serve",
             absolute.string(),
@@ -114,9 +127,6 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
             "0"};
   } else {
     settings.emplace_back("TESSERACT_API_PATH", absolute.string());
-    settings.emplace_back("TESSERACT_DEBUGPY_PORT", "0");  // debug mode listens for a debugger: any port
-    settings.emplace_back("PYTHONUNBUFFERED", "1");
-    const std::string python = options.python_executable.empty() ? "python3" : options.python_executable;
     argv = {python, "-c", kRunTesseractRuntime, "serve", "--host", "127.0.0.1", "--port", "0"};
   }
   const std::string log_path = (fs::path(log_dir) / "server.log").string();
@@ -135,7 +145,7 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
     return client::StartupFailure("from_source: the server for '" + path + "' (" + argv[0] + ")", exited,
                                   state, options.startup_timeout_s, why, logs);
   };
-  auto url = WaitForListeningLine(running, ListeningLine(is_library), deadline);
+  auto url = WaitForListeningLine(running, ListeningLine(on_tesscpp), deadline);
   if (!url.ok()) return failed(url.status());
   if (Status healthy = client::WaitForHealth(
           *url, options.client.token, [&] { return running.Alive(); }, deadline);

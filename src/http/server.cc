@@ -562,11 +562,14 @@ struct HttpServer::Impl {
 
 // Starts a worker process: it serves until drained, then exits.
 pid_t HttpServer::Impl::StartWorker(int slot, const sigset_t& worker_mask) {
+  const HttpServerOptions::ForkHooks& hooks = options.fork_hooks;
+  if (hooks.before) hooks.before();
   io.notify_fork(asio::execution_context::fork_prepare);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
     io.notify_fork(asio::execution_context::fork_child);
+    if (hooks.child) hooks.child();
     // A worker does not outlive its supervisor.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) std::_Exit(0);
@@ -577,6 +580,7 @@ pid_t HttpServer::Impl::StartWorker(int slot, const sigset_t& worker_mask) {
     std::_Exit(0);
   }
   io.notify_fork(asio::execution_context::fork_parent);
+  if (hooks.parent) hooks.parent();
   return pid;
 }
 

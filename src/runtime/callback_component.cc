@@ -131,12 +131,12 @@ std::shared_ptr<const CallbackComponent> CallbackVectoradd(Value document) {
     TESS_ASSIGN_OR_RETURN(VectoraddInputs in, ReadInputs(body));
     if (in.a.num_elements() == 0) {
       // A failure the kind names itself, as a Python module's raised class.
-      return PreparedCall([] {
+      return PreparedCall([](const CallContext&) {
         return Result<Value>(Status::InvalidArgument("nothing to add")
                                  .WithDetail(std::make_shared<ExceptionDetail>("ValueError", "ValueError")));
       });
     }
-    return PreparedCall([in] {
+    return PreparedCall([in](const CallContext&) {
       std::printf("callback apply on %lld elements\n", static_cast<long long>(in.a.num_elements()));
       if (in.s < 0) throw std::invalid_argument("s must not be negative");
       return Apply(in);
@@ -146,7 +146,7 @@ std::shared_ptr<const CallbackComponent> CallbackVectoradd(Value document) {
     TESS_ASSIGN_OR_RETURN(VectoraddInputs in, ReadInputs(body));
     TESS_ASSIGN_OR_RETURN(std::vector<std::string> wrt, ReadPathSet(body, "jac_inputs", {"a", "b", "s"}));
     TESS_RETURN_IF_ERROR(ReadPathSet(body, "jac_outputs", {"result"}).status());
-    return PreparedCall([in, wrt] { return Jacobian(in, wrt); });
+    return PreparedCall([in, wrt](const CallContext&) { return Jacobian(in, wrt); });
   };
   return std::make_shared<const CallbackComponent>("vectoradd-callbacks", std::move(document),
                                                    std::move(endpoints));

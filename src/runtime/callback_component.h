@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "runtime/served_component.h"
+#include "tesscpp/internal/served_component.h"
 
 namespace tesscpp::runtime {
 
@@ -25,8 +25,11 @@ class CallbackComponent final : public ServedComponent {
   std::string name() const override { return name_; }
   bool Implements(core::EndpointId endpoint) const override { return endpoints_.contains(endpoint); }
   // The document is the kind's own, whatever the runtime offers.
-  Result<Value> OpenApiDocument(const DocumentSettings& /*settings*/) const override { return document_; }
-  Result<PreparedCall> Prepare(core::EndpointId endpoint, const Value& body) const override {
+  Result<ServedDocuments> Documents(const DocumentSettings& /*settings*/) const override {
+    return ServedDocuments{document_, std::nullopt, std::nullopt};
+  }
+  Result<PreparedCall> Prepare(core::EndpointId endpoint, const Value& body,
+                               std::string_view /*text*/) const override {
     return endpoints_.at(endpoint)(body);
   }
 

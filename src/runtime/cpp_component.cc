@@ -155,7 +155,7 @@ Result<std::shared_ptr<const CppComponent>> CppComponent::Make(std::shared_ptr<c
 
 bool CppComponent::Implements(EndpointId endpoint) const { return DocOf(*component_, endpoint).has_value(); }
 
-Result<Value> CppComponent::OpenApiDocument(const DocumentSettings& settings) const {
+Result<ServedDocuments> CppComponent::Documents(const DocumentSettings& settings) const {
   OpenApiInput doc;
   doc.title = settings.title.value_or(component_->name());
   doc.version = settings.version.value_or(component_->version());
@@ -167,17 +167,18 @@ Result<Value> CppComponent::OpenApiDocument(const DocumentSettings& settings) co
   doc.output_formats = settings.output_formats;
   doc.gpu_transports = settings.gpu_transports;
   doc.compressions = settings.compressions;
-  return BuildOpenApiDocument(doc);
+  // The runtime writes the document and renders /docs from it.
+  return ServedDocuments{BuildOpenApiDocument(doc), std::nullopt, std::nullopt};
 }
 
-Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& body) const {
+Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& body,
+                                           std::string_view /*text*/) const {
   // Each call shares the component and the models (`gradient` points into
   // them), so it stays valid whatever becomes of this object.
   if (const GradientModels* gradient = models_->Gradient(endpoint)) {
     TESS_ASSIGN_OR_RETURN(GradientRequest validated, ValidateGradientRequest(*gradient, body));
-    return PreparedCall([c = component_, m = models_, gradient, validated = std::move(validated)] {
-      return CallGradient(*c, *gradient, validated);
-    });
+    return PreparedCall([c = component_, m = models_, gradient, validated = std::move(validated)](
+                            const CallContext&) { return CallGradient(*c, *gradient, validated); });
   }
   const bool apply = endpoint == EndpointId::kApply;
   if (!apply && (endpoint != EndpointId::kAbstractEval || models_->abstract_request == nullptr)) {
@@ -188,10 +189,11 @@ Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& bod
   TESS_ASSIGN_OR_RETURN(
       Value validated,
       schema::ValidateModel(apply ? *models_->apply_request : *models_->abstract_request, body));
-  return PreparedCall([c = component_, m = models_, apply, validated = std::move(validated)] {
-    const Value& inputs = validated.as_dict().at("inputs");
-    return apply ? CallApply(*c, *m, inputs) : CallAbstractEval(*c, *m, inputs);
-  });
+  return PreparedCall(
+      [c = component_, m = models_, apply, validated = std::move(validated)](const CallContext&) {
+        const Value& inputs = validated.as_dict().at("inputs");
+        return apply ? CallApply(*c, *m, inputs) : CallAbstractEval(*c, *m, inputs);
+      });
 }
 
 }  // namespace tesscpp::runtime

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "runtime/served_component.h"
 #include "tesscpp/component.h"
+#include "tesscpp/internal/served_component.h"
 
 namespace tesscpp::runtime {
 
@@ -24,10 +24,11 @@ class CppComponent final : public ServedComponent {
 
   std::string name() const override { return component_->name(); }
   bool Implements(core::EndpointId endpoint) const override;
-  Result<Value> OpenApiDocument(const DocumentSettings& settings) const override;
+  Result<ServedDocuments> Documents(const DocumentSettings& settings) const override;
   /// A component that does not accept device arrays gets host copies of any
   /// CUDA tensors in the request when the call runs.
-  Result<PreparedCall> Prepare(core::EndpointId endpoint, const Value& body) const override;
+  Result<PreparedCall> Prepare(core::EndpointId endpoint, const Value& body,
+                               std::string_view text) const override;
 
   struct Models;  // the derived models, per endpoint
   CppComponent(std::shared_ptr<const Component> component, std::shared_ptr<const Models> models);

@@ -29,11 +29,11 @@
 #include "runtime/json_error.h"
 #include "runtime/negotiate.h"
 #include "runtime/run_dir.h"
-#include "runtime/served_component.h"
 #include "runtime/test_endpoint.h"
 #include "schema/validate.h"
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/internal/json.h"
+#include "tesscpp/internal/served_component.h"
 #include "tesscpp/validation_issue.h"
 
 namespace tesscpp {
@@ -63,7 +63,16 @@ RuntimeResponse Unprocessable(const std::vector<ValidationIssue>& issues) {
 // A request-level problem that has no issues of its own (e.g. an unreadable
 // body): one value_error at the body.
 RuntimeResponse Unprocessable(const Status& status) {
-  if (const ValidationDetail* detail = GetValidationDetail(status)) return Unprocessable(detail->issues());
+  if (const ValidationDetail* detail = GetValidationDetail(status)) {
+    // A kind whose framework renders its own 422s (FastAPI's bytes) is answered with them.
+    if (const auto* rendered = dynamic_cast<const runtime::RenderedValidationDetail*>(detail)) {
+      RuntimeResponse r;
+      r.status = 422;
+      r.body = Buffer::FromString(rendered->body());
+      return r;
+    }
+    return Unprocessable(detail->issues());
+  }
   return Unprocessable(std::vector<ValidationIssue>{{"value_error",
                                                      {},
                                                      "Value error, " + status.message(),
@@ -125,11 +134,13 @@ std::string CurrentExceptionType() {
 struct EndpointFailure {
   std::string type;
   std::string message;
+  std::string traceback;  // the kind's own report, when it has one
 };
 
 EndpointFailure FailureOf(const Status& status) {
   const runtime::ExceptionDetail* exception = runtime::GetExceptionDetail(status);
-  return {exception != nullptr ? exception->type() : "Error", status.message()};
+  if (exception == nullptr) return {"Error", status.message(), {}};
+  return {exception->type(), status.message(), exception->traceback()};
 }
 
 // A failure of the runtime's own around a call (the run directory, the
@@ -140,7 +151,7 @@ Status OsError(const Status& status) {
 
 // Runs `call`, turning a C++ exception out of it into a Status that names
 // the exception's type. Any component kind's calls may throw.
-Result<Value> Guarded(const runtime::PreparedCall& call) {
+Result<Value> Guarded(const runtime::PreparedCall& call, const runtime::CallContext& context = {}) {
   auto thrown = [](std::string message) {
     const std::string type = CurrentExceptionType();
     return Status::Internal(std::move(message))
@@ -148,7 +159,7 @@ Result<Value> Guarded(const runtime::PreparedCall& call) {
             type, runtime::PythonExceptionFor(type, StatusCode::kInternal)));
   };
   try {
-    return call();
+    return call(context);
   } catch (const std::exception& e) {
     return thrown(e.what());
   } catch (...) {
@@ -231,7 +242,7 @@ struct Runtime::Impl {
 runtime::EndpointOutcome Runtime::Impl::RunForTest(const std::string& endpoint, const Value& payload) const {
   runtime::EndpointOutcome outcome;
   // RunTestSpec names served component endpoints only.
-  auto call = component->Prepare(*core::FindEndpoint(endpoint), payload);
+  auto call = component->Prepare(*core::FindEndpoint(endpoint), payload, {});
   if (!call.ok()) {
     const ValidationDetail* detail = GetValidationDetail(call.status());
     outcome.invalid_payload = true;
@@ -258,6 +269,10 @@ RuntimeResponse Runtime::Impl::Failure(const std::string& endpoint, const Endpoi
   r.content_type = "text/plain; charset=utf-8";
   if (!config.debug) {
     r.body = Buffer::FromString("Internal Server Error");
+    return r;
+  }
+  if (!failure.traceback.empty()) {
+    r.body = Buffer::FromString(failure.traceback);
     return r;
   }
   // Shaped like the Python traceback the reference shows in debug mode, so
@@ -289,7 +304,7 @@ Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, cons
     if (!capture.ok()) return OsError(capture.status());
     platform::PhaseTrace::Mark("capture");
     const auto start = std::chrono::steady_clock::now();
-    outputs = Guarded(call);
+    outputs = Guarded(call, runtime::CallContext{run_dir});
     platform::PhaseTrace::Mark("apply");
     if (config.profiling) {
       std::printf("\n--- Profiling Statistics ---\n%s: %.6f s (validation of outputs included)\n",
@@ -390,7 +405,7 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
                                 [this](const std::string& e, const Value& p) { return RunForTest(e, p); });
   }
   const std::string name(endpoint);
-  TESS_ASSIGN_OR_RETURN(runtime::PreparedCall call, component->Prepare(*id, payload));
+  TESS_ASSIGN_OR_RETURN(runtime::PreparedCall call, component->Prepare(*id, payload, {}));
   // Runs as the served endpoint runs, failures shaped like the SDK's
   // in-process client reports them.
   Result<Value> outputs = Status::Internal("not run");
@@ -432,6 +447,10 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
       gpu_transport_enabled() ? transport->RequestArrays() : nullptr;
   read.array_options.device_arrays = device_arrays.get();
   auto body = ReadJson(request.body, read);
+  if (!body.ok() && GetValidationDetail(body.status()) != nullptr && component->ValidatesUndecodedArrays()) {
+    read.arrays = ArrayDetection::kNone;
+    body = ReadJson(request.body, read);
+  }
   platform::PhaseTrace::Mark("read");
   if (!body.ok()) {
     if (GetValidationDetail(body.status()) != nullptr) return Unprocessable(body.status());
@@ -460,7 +479,7 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
     if (!result.ok()) return Unprocessable(result.status());
     return JsonResponse(200, *result);
   }
-  auto call = component->Prepare(served.id, *body);
+  auto call = component->Prepare(served.id, *body, text);
   platform::PhaseTrace::Mark("validate");
   if (!call.ok()) return Unprocessable(call.status());
   if (served.kind == core::EndpointKind::kWrapped) return RunWrapped(endpoint, request, query, *body, *call);
@@ -560,9 +579,14 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedCompo
   settings.output_formats = impl->offer.FormatNames();
   settings.gpu_transports = impl->offer.GpuTransportNames();
   settings.compressions = impl->offer.CompressionNames();
-  TESS_ASSIGN_OR_RETURN(const Value openapi, component->OpenApiDocument(settings));
-  TESS_ASSIGN_OR_RETURN(impl->openapi_body, WriteJson(openapi));
-  impl->docs_body = Buffer::FromString(runtime::RenderDocsPage(openapi));
+  TESS_ASSIGN_OR_RETURN(runtime::ServedDocuments documents, component->Documents(settings));
+  if (documents.openapi_json) {
+    impl->openapi_body = Buffer::FromString(*std::move(documents.openapi_json));
+  } else {
+    TESS_ASSIGN_OR_RETURN(impl->openapi_body, WriteJson(documents.openapi));
+  }
+  impl->docs_body = Buffer::FromString(documents.docs_html ? *std::move(documents.docs_html)
+                                                           : runtime::RenderDocsPage(documents.openapi));
   impl->component = std::move(component);
   impl->config = std::move(config);
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));

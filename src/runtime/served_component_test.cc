@@ -4,7 +4,7 @@
 // failures and /test behave as for C++ components. (The same kind served over
 // HTTP and called by tesseract-core's SDK: tests/conformance/
 // test_second_component_kind.py.)
-#include "runtime/served_component.h"
+#include "tesscpp/internal/served_component.h"
 
 #include <gtest/gtest.h>
 

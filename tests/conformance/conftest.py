@@ -8,6 +8,8 @@ stops them at the end of the session. Two backends serve the same examples:
   tesscpp  $TESSCPP_CLI serve $TESSCPP_EXAMPLES_DIR/lib<example>.so --port 0
   python   tesseract-runtime (tesseract-core 1.15.0, from this Python's venv)
            serving tests/fixtures/python/<example>/tesseract_api.py
+  tesscpp-py  $TESSCPP_CLI serve tests/fixtures/python/<example>/tesseract_api.py --port 0:
+           the same Python module on tesscpp's runtime (docs/python-host.md)
 
 The backend under test is named on the command line for every run of a
 runtime suite, `--server-backend=tesscpp` or `--server-backend=python` (CTest
@@ -41,7 +43,7 @@ PY_FIXTURES = ROOT / "tests" / "fixtures" / "python"
 TEST_CASES = ROOT / "tests" / "fixtures" / "test_cases"
 GOLDEN_RUNTIME = ROOT / "tests" / "data" / "golden" / "runtime"
 
-BACKENDS = ("tesscpp", "python")
+BACKENDS = ("tesscpp", "python", "tesscpp-py")
 EXAMPLES = ("vectoradd", "univariate", "meshstats", "noop", "collections")
 
 # name -> (version, description) as the C++ examples declare them (examples/*/*.cc).
@@ -53,6 +55,7 @@ EXAMPLE_INFO = {
     "meshstats": ("0.1.0", "Summary statistics of a volumetric mesh.\\n"),
     "noop": ("0.1.0", "Returns its input array unchanged.\\n"),
     "collections": ("0.1.0", "Sums a list of vectors and scales it by named weights.\\n"),
+    "pyfeatures": ("0.1.0", "Python-only fixture: validators, constraints, logging.\\n"),
     # No Python twin: for tesscpp servers only.
     "burgers_ad": ("0.1.0", "Explicit steps of the 1-D viscous Burgers equation.\\n"),
 }
@@ -157,8 +160,16 @@ class Server:
         return self.process.returncode
 
 
+def python_module(example: str) -> Path:
+    """The tesseract_api.py of a Python fixture (tests/fixtures/python/<example>, else python/tests/fixtures/)."""
+    for folder in (PY_FIXTURES, ROOT / "python" / "tests" / "fixtures"):
+        if (folder / example / "tesseract_api.py").exists():
+            return folder / example / "tesseract_api.py"
+    pytest.fail(f"no Python fixture named {example!r}")
+
+
 def _settings_env(example: str, settings: dict[str, str]) -> dict[str, str]:
-    version, description = EXAMPLE_INFO[example]
+    version, description = EXAMPLE_INFO.get(example, ("0.1.0", ""))
     env = {"TESSERACT_NAME": example, "TESSERACT_VERSION": version, "TESSERACT_DESCRIPTION": description}
     for key, value in settings.items():
         env[f"TESSERACT_{key.upper()}"] = value
@@ -170,6 +181,7 @@ def _settings_env(example: str, settings: dict[str, str]) -> dict[str, str]:
 # the port between choosing it and binding it.
 LISTENING_LINE = {
     "tesscpp": ("stdout", SERVING_LINE),
+    "tesscpp-py": ("stdout", SERVING_LINE),
     "python": ("stderr", re.compile(r"Uvicorn running on (?P<url>http://(?P<host>[^\s:]+):(?P<port>\d+))")),
 }
 
@@ -253,11 +265,18 @@ def start_server(
         if not library.exists():
             pytest.fail(f"{library} does not exist: TESSCPP_EXAMPLES_DIR must hold the built examples", pytrace=False)
         command = [str(cli), "serve", str(library), "--host", "127.0.0.1", "--port", str(port or 0), *(cli_args or [])]
+    elif backend == "tesscpp-py":
+        cli = _tool("TESSCPP_CLI", "the tesscpp-py backend needs TESSCPP_CLI (the tesscpp binary)")
+        module = python_module(example)
+        env["TESSCPP_PYTHON"] = sys.executable
+        env["TESSERACT_DEBUGPY_PORT"] = "0"
+        env["PYTHONUNBUFFERED"] = "1"
+        command = [str(cli), "serve", str(module), "--host", "127.0.0.1", "--port", str(port or 0), *(cli_args or [])]
     elif backend == "python":
         runtime = Path(sys.executable).parent / "tesseract-runtime"
         if not runtime.exists():
             pytest.fail(f"{runtime} does not exist: the venv needs tesseract-core[runtime]==1.15.0")
-        env["TESSERACT_API_PATH"] = str(PY_FIXTURES / example / "tesseract_api.py")
+        env["TESSERACT_API_PATH"] = str(python_module(example))
         env["TESSERACT_DEBUGPY_PORT"] = "0"  # debug mode listens for a debugger: on a port the kernel picks
         env["PYTHONUNBUFFERED"] = "1"
         command = [str(runtime), "serve", "--host", "127.0.0.1", "--port", str(port or 0), *(cli_args or [])]
@@ -393,8 +412,8 @@ def servers(server_pool: ServerPool, backend: str, request: pytest.FixtureReques
 
 @pytest.fixture(autouse=True)
 def _tesscpp_only(request: pytest.FixtureRequest) -> None:
-    if request.node.get_closest_marker("tesscpp_only") and selected_backend(request.config) != "tesscpp":
-        pytest.skip("checks the tesscpp CLI itself (--server-backend is not tesscpp)")
+    if request.node.get_closest_marker("tesscpp_only") and selected_backend(request.config) == "python":
+        pytest.skip("checks the tesscpp CLI itself (--server-backend is python)")
 
 
 @pytest.hookimpl(wrapper=True)

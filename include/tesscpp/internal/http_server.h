@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -55,6 +56,15 @@ struct HttpServerOptions {
   std::chrono::seconds keep_alive_timeout{60};
   /// The whole body must arrive within this.
   std::chrono::seconds body_timeout{600};
+  /// Run around each fork of a worker process, by a host whose runtime must
+  /// take part: an embedded CPython needs PyOS_BeforeFork and
+  /// PyOS_AfterFork_Parent/Child (what os.fork does), so that its locks and
+  /// at-fork handlers are right in the worker. Any may be empty.
+  struct ForkHooks {
+    std::function<void()> before;
+    std::function<void()> parent;
+    std::function<void()> child;
+  } fork_hooks;
 };
 
 class HttpServer {

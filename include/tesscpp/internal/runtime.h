@@ -21,7 +21,7 @@
 namespace tesscpp {
 
 class Component;
-class ServedComponent;  // src/runtime/served_component.h: what every kind of component implements
+class ServedComponent;  // served_component.h: what every kind of component implements
 
 /// \brief The runtime settings tesseract-core reads from TESSERACT_* variables.
 struct RuntimeConfig {

@@ -1,8 +1,10 @@
-// tesscpp: serve a component library over HTTP, print its OpenAPI document,
-// run one endpoint once from the shell — what `tesseract-runtime` does for a
-// tesseract_api.py — or call any served Tesseract.
+// The tesscpp commands (cli.h): serve a component library or a
+// tesseract_api.py over HTTP, print its OpenAPI document, run one endpoint
+// once from the shell — what `tesseract-runtime` does for a tesseract_api.py —
+// or call any served Tesseract.
 //
 //   tesscpp serve build/examples/libvectoradd.so --port 8000
+//   tesscpp serve tesseract_api.py --num-workers 4
 //   tesscpp apply build/examples/libvectoradd.so @inputs.json
 //   tesscpp call http://127.0.0.1:8000 apply @payload.json --output-format json+base64
 //   tesscpp check-gradients build/examples/libunivariate.so '{"inputs": {"x": 1.5, "y": 2.0}}'
@@ -30,10 +32,12 @@
 #include <sstream>
 #include <utility>
 
+#include "cli.h"
 #include "gradient_report.h"
 #include "image_build.h"
 #include "image_run.h"
 #include "init_project.h"
+#include "python_module.h"
 #include "tesscpp/client.h"
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
@@ -43,7 +47,9 @@
 #include "tesscpp/internal/http_server.h"
 #include "tesscpp/internal/json.h"
 #include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/served_component.h"
 
+namespace tesscpp::cli {
 namespace {
 
 namespace core = tesscpp::core;
@@ -61,7 +67,9 @@ struct CommonOptions {
 };
 
 void AddCommonOptions(CLI::App* command, CommonOptions& o) {
-  command->add_option("component", o.library, "Component library (lib<name>.so); default $TESSCPP_COMPONENT");
+  command->add_option("component", o.library,
+                      "Component library (lib<name>.so) or tesseract_api.py; default $TESSCPP_COMPONENT, "
+                      "else $TESSERACT_API_PATH");
   command->add_option("--output-format", o.output_format, "json, json+base64 or json+binref");
   command->add_option("--output-path", o.output_path, "Directory for run directories and binref outputs");
   command->add_option("--input-path", o.input_path, "Directory relative binref inputs are read from");
@@ -75,10 +83,29 @@ int Fail(const Status& status) {
   return 1;
 }
 
+// What a command serves: its runtime, the component's name, and whatever
+// keeps the component alive (its library).
+struct Opened {
+  std::string name;
+  std::unique_ptr<tesscpp::Runtime> runtime;
+};
+
+// The process's argv, for handing a Python module's command to Python, and
+// the Python host when this process is one.
+struct Process {
+  int argc = 0;
+  char** argv = nullptr;
+  const PythonHost* host = nullptr;
+};
+Process& ThisProcess() {
+  static Process process;
+  return process;
+}
+
 // The environment's TESSERACT_* settings with the command line on top, and the
-// component they apply to.
-Result<std::unique_ptr<tesscpp::Runtime>> MakeRuntime(
-    const CommonOptions& o, std::shared_ptr<const tesscpp::ComponentLibrary>* library) {
+// component they apply to: a library loaded here, or a tesseract_api.py opened
+// by the Python host (this command is handed to one first when there is none).
+Result<Opened> MakeRuntime(const CommonOptions& o) {
   TESS_ASSIGN_OR_RETURN(tesscpp::RuntimeConfig config, tesscpp::RuntimeConfig::FromEnvironment());
   if (o.output_format) config.output_format = *o.output_format;
   if (o.output_path)
@@ -87,10 +114,25 @@ Result<std::unique_ptr<tesscpp::Runtime>> MakeRuntime(
   if (o.output_file) config.output_file = *o.output_file;
   if (o.debug) config.debug = true;
   if (o.gpu_transport) config.gpu_transport = *o.gpu_transport;
-  TESS_ASSIGN_OR_RETURN(*library, tesscpp::ComponentLibrary::Open(o.library));
+  TESS_RETURN_IF_ERROR(config.Validate());
+  Opened opened;
+  if (IsPythonModule(o.library)) {
+    const Process& process = ThisProcess();
+    if (process.host == nullptr) return ExecPythonHost(process.argc, process.argv);
+    TESS_ASSIGN_OR_RETURN(std::shared_ptr<const tesscpp::ServedComponent> module,
+                          process.host->open_module(o.library, config));
+    opened.name = module->name();
+    TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(module), std::move(config)));
+    return opened;
+  }
+  std::shared_ptr<const tesscpp::ComponentLibrary> library;
+  TESS_ASSIGN_OR_RETURN(library, tesscpp::ComponentLibrary::Open(o.library));
+  opened.name = library->component().name();
   // The component lives as long as its library: share the library's lifetime.
-  std::shared_ptr<const tesscpp::Component> component(*library, &(*library)->component());
-  return tesscpp::Runtime::Make(std::move(component), std::move(config));
+  const tesscpp::Component* held = &library->component();
+  std::shared_ptr<const tesscpp::Component> component(std::move(library), held);
+  TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(component), std::move(config)));
+  return opened;
 }
 
 // An image names its component once, in its environment (TESSCPP_COMPONENT),
@@ -103,7 +145,12 @@ Status ResolveComponent(std::string& component, std::string* payload) {
   const bool have_env = from_env != nullptr && *from_env != '\0';
   if (payload != nullptr && payload->empty() && have_env) *payload = std::exchange(component, "");
   if (component.empty() && have_env) component = from_env;
-  if (component.empty()) return Status::InvalidArgument("no component: name it, or set TESSCPP_COMPONENT");
+  // As tesseract-runtime finds its module.
+  const char* api_path = std::getenv("TESSERACT_API_PATH");
+  if (component.empty() && api_path != nullptr && *api_path != '\0') component = api_path;
+  if (component.empty()) {
+    return Status::InvalidArgument("no component: name it, or set TESSCPP_COMPONENT or TESSERACT_API_PATH");
+  }
   if (payload != nullptr && payload->empty()) {
     return Status::InvalidArgument("no payload: give the request body as JSON text or @file");
   }
@@ -137,9 +184,9 @@ Result<std::string> ReadPayload(const std::string& arg) {
 }
 
 int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::string& payload_arg) {
-  std::shared_ptr<const tesscpp::ComponentLibrary> library;
-  auto runtime = MakeRuntime(o, &library);
-  if (!runtime.ok()) return Fail(runtime.status());
+  auto opened = MakeRuntime(o);
+  if (!opened.ok()) return Fail(opened.status());
+  const auto& runtime = opened->runtime;
   tesscpp::RuntimeRequest request;
   request.target = "/" + endpoint;
   if (endpoint == "health" || endpoint == "openapi.json") {
@@ -149,19 +196,19 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
     auto payload = ReadPayload(payload_arg);
     if (!payload.ok()) return Fail(payload.status());
     request.body = tesscpp::Buffer::FromString(*std::move(payload));
-    request.accept = "application/" + (*runtime)->config().output_format;
+    request.accept = "application/" + runtime->config().output_format;
     request.content_type = "application/json";
   }
-  const tesscpp::RuntimeResponse response = (*runtime)->Handle(request);
+  const tesscpp::RuntimeResponse response = runtime->Handle(request);
   const std::string_view body = response.body.string_view();
   if (response.status != 200) {
     std::cerr << "tesscpp: " << endpoint << " failed with HTTP status " << response.status << ":\n"
               << body << "\n";
     return 2;
   }
-  const std::string& file = (*runtime)->config().output_file;
+  const std::string& file = runtime->config().output_file;
   if (!file.empty()) {
-    const auto path = std::filesystem::path((*runtime)->config().output_path) / file;
+    const auto path = std::filesystem::path(runtime->config().output_path) / file;
     std::ofstream out(path, std::ios::binary);
     out.write(body.data(), static_cast<std::streamsize>(body.size()));
     if (!out) return Fail(Status::IoError("cannot write '", path.string(), "'"));
@@ -172,11 +219,12 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
   return 0;
 }
 
-int Serve(const CommonOptions& o, const tesscpp::http::HttpServerOptions& server_options) {
-  std::shared_ptr<const tesscpp::ComponentLibrary> library;
-  auto runtime = MakeRuntime(o, &library);
-  if (!runtime.ok()) return Fail(runtime.status());
-  const std::string& transport = (*runtime)->config().gpu_transport;
+int Serve(const CommonOptions& o, tesscpp::http::HttpServerOptions server_options) {
+  auto opened = MakeRuntime(o);
+  if (!opened.ok()) return Fail(opened.status());
+  const tesscpp::Runtime& runtime = *opened->runtime;
+  if (const PythonHost* host = ThisProcess().host) server_options.fork_hooks = host->fork_hooks;
+  const std::string& transport = runtime.config().gpu_transport;
   if (transport != "none" && server_options.num_workers > 1) {
     // Exports of clients that never acknowledge are freed at the next call,
     // which is only safe when calls come one at a time.
@@ -190,10 +238,10 @@ int Serve(const CommonOptions& o, const tesscpp::http::HttpServerOptions& server
                 << "' is enabled, but GPU arrays cannot be read here: " << cuda.message() << "\n";
     }
   }
-  auto server = tesscpp::http::HttpServer::Start(**runtime, server_options);
+  auto server = tesscpp::http::HttpServer::Start(runtime, server_options);
   if (!server.ok()) return Fail(server.status());
-  std::cout << "tesscpp: serving " << library->component().name() << " on http://" << server_options.host
-            << ":" << (*server)->port() << std::endl;
+  std::cout << "tesscpp: serving " << opened->name << " on http://" << server_options.host << ":"
+            << (*server)->port() << std::endl;
   (*server)->Run();
   return 0;
 }
@@ -343,7 +391,7 @@ struct CheckGradientsOptions {
 };
 
 // The Tesseract a command names: a URL, a tesseract_api.py (served by
-// tesseract-runtime) or a component library (loaded in-process).
+// `tesscpp serve`) or a component library (loaded in-process).
 Result<tesscpp::Tesseract> Target(const std::string& target) {
   if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0) {
     return tesscpp::Tesseract::FromUrl(target);
@@ -683,7 +731,7 @@ void AddCheckGradientsCommand(CLI::App& app) {
 
 // main's body: the subcommands run from its parse callbacks.
 int Run(int argc, char** argv) {
-  CLI::App app{"tesscpp: serve and run Tesseract components written in C++"};
+  CLI::App app{"tesscpp: serve and run Tesseracts (C++ component libraries and tesseract_api.py modules)"};
   app.require_subcommand(1);
   AddServeCommand(app);
   AddEndpointCommands(app);
@@ -700,7 +748,8 @@ int Run(int argc, char** argv) {
 
 // Errors travel as Status; what can still throw (allocation, the standard
 // library) is reported in one line rather than by std::terminate's abort.
-int main(int argc, char** argv) {
+int Main(int argc, char** argv, const PythonHost* host) {
+  ThisProcess() = Process{argc, argv, host};
   try {
     return Run(argc, argv);
   } catch (const std::exception& e) {
@@ -710,3 +759,5 @@ int main(int argc, char** argv) {
   }
   return 1;
 }
+
+}  // namespace tesscpp::cli

@@ -1,13 +1,14 @@
 // served_component.h: what the runtime needs of a component, whatever it is
-// written in (internal).
+// written in (the tree's own API: the Python bindings implement it for
+// tesseract_api.py modules).
 //
 // The runtime (runtime.cc) owns everything a served Tesseract does around its
 // endpoints: routing, body rules, Accept negotiation, run directories, stdio
 // capture, the GPU transport, /health, /test, errors. A component kind — C++
-// components (cpp_component.h), a Python module, a table of callbacks in a
-// test — implements this interface and nothing else: it says which endpoints
-// it has, brings its OpenAPI document, and turns a request body into a call.
-// The runtime has no branch on the kind (docs/architecture.md).
+// components (src/runtime/cpp_component.h), a Python module
+// (python/bindings/python_component.h), a table of callbacks in a test — implements this interface and
+// nothing else: it says which endpoints it has, brings its OpenAPI document, and turns a request body into a
+// call. The runtime has no branch on the kind (docs/architecture.md).
 #pragma once
 
 #include <functional>
@@ -19,16 +20,48 @@
 
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/result.h"
+#include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp::runtime {
+
+/// \brief Where a prepared call runs.
+struct CallContext {
+  /// The run directory of a wrapped endpoint (`<output_path>/run_<id>`, its
+  /// log capturing stdio); empty for the others.
+  std::string run_dir;
+};
 
 /// \brief A validated request, ready to run: gives the endpoint's outputs,
 /// already validated against its output model (arrays as Tensors, which may
 /// live on a device). Wrapped endpoints run it inside their run directory with
 /// stdio captured. A failure may name its exception (ExceptionDetail); a C++
 /// exception thrown out of it is caught and named by the runtime.
-using PreparedCall = std::function<Result<Value>()>;
+using PreparedCall = std::function<Result<Value>(const CallContext& context)>;
+
+/// \brief The documents a runtime serves, built once when it is made. A kind
+/// that brings the exact bytes of its framework (a Python module: FastAPI's)
+/// sets the texts; otherwise the runtime writes /openapi.json from `openapi`
+/// and renders /docs from it.
+struct ServedDocuments {
+  Value openapi;
+  std::optional<std::string> openapi_json;
+  std::optional<std::string> docs_html;
+};
+
+/// \brief Validation issues whose 422 body the component's own framework
+/// rendered (FastAPI's bytes for a Python module). The runtime answers with
+/// `body()` as it is; everything else reads the issues, as of any
+/// ValidationDetail (GetValidationDetail finds it).
+class RenderedValidationDetail final : public ValidationDetail {
+ public:
+  RenderedValidationDetail(std::vector<ValidationIssue> issues, std::string body)
+      : ValidationDetail(std::move(issues)), body_(std::move(body)) {}
+  const std::string& body() const { return body_; }
+
+ private:
+  std::string body_;
+};
 
 /// \brief What the runtime decides about the served document.
 struct DocumentSettings {
@@ -50,17 +83,21 @@ class ExceptionDetail : public StatusDetail {
  public:
   static constexpr std::string_view kTypeId = "tesscpp::runtime::ExceptionDetail";
 
-  ExceptionDetail(std::string type, std::string python_type)
-      : type_(std::move(type)), python_type_(std::move(python_type)) {}
+  /// `traceback`: the whole report, where the kind has one (a Python
+  /// traceback), which debug-mode 500s show as tesseract-runtime does.
+  ExceptionDetail(std::string type, std::string python_type, std::string traceback = {})
+      : type_(std::move(type)), python_type_(std::move(python_type)), traceback_(std::move(traceback)) {}
   std::string_view type_id() const override { return kTypeId; }
   std::string ToString() const override { return type_; }
 
   const std::string& type() const { return type_; }
   const std::string& python_type() const { return python_type_; }
+  const std::string& traceback() const { return traceback_; }
 
  private:
   std::string type_;
   std::string python_type_;
+  std::string traceback_;
 };
 
 /// \brief The ExceptionDetail `status` carries, or null.
@@ -85,14 +122,20 @@ class ServedComponent {
   /// kind is not kRuntime (health and test are the runtime's); apply is
   /// required of every component.
   virtual bool Implements(core::EndpointId endpoint) const = 0;
-  /// \brief The document served at /openapi.json and rendered at /docs,
-  /// built once when the runtime is made.
-  virtual Result<Value> OpenApiDocument(const runtime::DocumentSettings& settings) const = 0;
+  /// \brief The documents served at /openapi.json and /docs.
+  virtual Result<runtime::ServedDocuments> Documents(const runtime::DocumentSettings& settings) const = 0;
   /// \brief Validates `body` (the request body as read, arrays decoded) for
-  /// `endpoint`, one it implements, into the call that runs it.
+  /// `endpoint`, one it implements, into the call that runs it. `text` is the
+  /// body's JSON as received, for a kind that must re-read it its own way
+  /// (empty for in-process calls).
   /// kValidationError with a ValidationDetail whose locations start at the
   /// body's root otherwise. Called concurrently from the server's threads.
-  virtual Result<runtime::PreparedCall> Prepare(core::EndpointId endpoint, const Value& body) const = 0;
+  virtual Result<runtime::PreparedCall> Prepare(core::EndpointId endpoint, const Value& body,
+                                                std::string_view text) const = 0;
+  /// \brief Whether a body with an array that does not decode still goes to
+  /// Prepare (its arrays left as JSON) rather than getting the runtime's 422:
+  /// for a kind whose own validation must report it.
+  virtual bool ValidatesUndecodedArrays() const { return false; }
 };
 
 }  // namespace tesscpp

@@ -1,0 +1,181 @@
+"""A tesseract_api.py on tesscpp's runtime against the same module on tesseract-runtime, byte for byte.
+
+Run with --server-backend=tesscpp-py (CTest does): the server under test is
+`tesscpp serve <fixture>/tesseract_api.py`, the reference tesseract-runtime
+1.15.0 serving the same file with the same TESSERACT_* settings
+(docs/python-host.md). Where the differential suite compares decoded answers,
+this one compares the bytes: /openapi.json and /docs of every Python fixture,
+answers in json and json+base64 (with and without lz4), 422 and 500 bodies, and
+the run directory an endpoint that prints and logs leaves behind. Then what
+only a module can get wrong: one that does not import, or lacks apply.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import PY_FIXTURES, ROOT
+
+FIXTURES = sorted(
+    {p.parent.name for p in PY_FIXTURES.glob("*/tesseract_api.py")}
+    | {p.parent.name for p in (ROOT / "python" / "tests" / "fixtures").glob("*/tesseract_api.py")}
+)
+X = [1.0, 2.0, 3.0]
+
+
+@pytest.fixture(autouse=True)
+def _python_module_backend(backend: str) -> None:
+    if backend != "tesscpp-py":
+        pytest.skip("compares tesscpp serve tesseract_api.py with tesseract-runtime (--server-backend=tesscpp-py)")
+
+
+def both(servers, example: str, method: str, path: str, **kwargs) -> tuple[requests.Response, requests.Response]:
+    ours, theirs = servers.get(example), servers.reference(example)
+    return (requests.request(method, f"{ours.url}{path}", timeout=60, **kwargs),
+            requests.request(method, f"{theirs.url}{path}", timeout=60, **kwargs))  # fmt: skip
+
+
+def same_bytes(ours: requests.Response, theirs: requests.Response) -> None:
+    assert ours.status_code == theirs.status_code, (ours.text[:2000], theirs.text[:2000])
+    assert ours.headers["content-type"] == theirs.headers["content-type"]
+    assert ours.content == theirs.content, f"\nours:   {ours.text[:3000]}\ntheirs: {theirs.text[:3000]}"
+
+
+@pytest.mark.parametrize("example", FIXTURES)
+def test_documents_are_byte_identical(servers, example):
+    for path in ("/openapi.json", "/docs"):
+        same_bytes(*both(servers, example, "GET", path))
+
+
+def _apply(inputs: dict, accept: str | None = None) -> dict:
+    headers = {"Content-Type": "application/json"}
+    if accept:
+        headers["Accept"] = accept
+    return {"data": json.dumps({"inputs": inputs}), "headers": headers}
+
+
+GOOD = {"x": X, "scale": 2.5, "offset": 1e-05, "tags": ["a", "b"], "reduction": {"mode": "mean", "weights": {"w": 3}}}
+ACCEPTS = [None, "application/json+base64", 'application/json+base64; compression="lz4"']
+
+
+INT_ARRAYDICT = {"shape": [2], "dtype": "int32", "data": {"buffer": [4, 5], "encoding": "json"}}
+
+
+@pytest.mark.parametrize("accept", ACCEPTS, ids=["json", "base64", "base64-lz4"])
+@pytest.mark.parametrize(
+    "inputs", [GOOD, {"x": X}, {"x": []}, {"x": INT_ARRAYDICT}], ids=["all-fields", "defaults", "empty", "arraydict"]
+)
+def test_answers_are_byte_identical(servers, inputs, accept):
+    same_bytes(*both(servers, "pyfeatures", "POST", "/apply", **_apply(inputs, accept)))
+
+
+BAD = {
+    "constraint": {"x": X, "scale": 0},
+    "model-validator": {"x": X, "offset": -1000.5},
+    "max-length": {"x": X, "tags": ["a", "b", "c", "d"]},
+    "literal": {"x": X, "reduction": {"mode": "median"}},
+    "nested-dict": {"x": X, "reduction": {"weights": {"w": "heavy"}}},
+    "missing": {"scale": 1.0},
+    "extra-in-arraydict": {"x": {"shape": [1], "dtype": "float64", "data": {"buffer": [1], "encoding": "json"},
+                                 "stray": 1}},
+    "bad-base64": {"x": {"shape": [1], "dtype": "float64", "data": {"buffer": "!!!", "encoding": "base64"}}},
+    "wrong-shape": {"x": {"shape": [2], "dtype": "float64", "data": {"buffer": [1], "encoding": "json"}}},
+    "wrong-rank": {"x": [[1.0, 2.0]]},
+    "wrong-dtype": {"x": {"shape": [1], "dtype": "complex64", "data": {"buffer": [[1, 0]], "encoding": "json"}}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("inputs", list(BAD.values()), ids=list(BAD))
+def test_422_bodies_are_byte_identical(servers, inputs):
+    same_bytes(*both(servers, "pyfeatures", "POST", "/apply", **_apply(inputs)))
+
+
+def test_a_derivative_that_raises_is_a_500(servers):
+    body = {"data": json.dumps({"inputs": {"x": X}, "jac_inputs": ["x"], "jac_outputs": ["y"]}),
+            "headers": {"Content-Type": "application/json"}}  # fmt: skip
+    ours, theirs = both(servers, "pyfeatures", "POST", "/jacobian", **body)
+    same_bytes(ours, theirs)
+    assert ours.status_code == 500
+    # In debug mode both answer with the Python traceback.
+    ours = requests.post(f"{servers.get('pyfeatures', debug='1').url}/jacobian", timeout=60, **body)
+    assert ours.status_code == 500 and "Traceback" in ours.text
+    assert "RuntimeError: pyfeatures has no jacobian at this point" in ours.text
+
+
+def _run_files(server, run_id: str) -> dict[str, object]:
+    logs = server.output_path / f"run_{run_id}" / "logs"
+    files: dict[str, object] = {}
+    for path in sorted(p for p in logs.rglob("*") if p.is_file()):
+        name = str(path.relative_to(logs))
+        if name == "metrics.csv":
+            rows = list(csv.reader(path.open()))
+            files[name] = [rows[0]] + [row[1:] for row in rows[1:]]  # timestamps differ
+        else:
+            files[name] = path.read_text()
+    return files
+
+
+def test_run_directory_matches(servers):
+    ours, theirs = servers.get("pyfeatures"), servers.reference("pyfeatures")
+    for server in (ours, theirs):
+        r = requests.post(f"{server.url}/apply", params={"run_id": "logged"}, timeout=60, **_apply(GOOD))
+        assert r.status_code == 200, r.text
+    mine, reference = _run_files(ours, "logged"), _run_files(theirs, "logged")
+    assert mine == reference
+    assert "pyfeatures apply on 3 values" in mine["tesseract.log"]
+    assert [(key, step) for key, _, step in mine["metrics.csv"][1:]] == [("total", "0"), ("total", "5")]
+    assert json.loads(mine["parameters.json"]) == {"scale": 2.5, "mode": "mean"}
+    assert mine["artifacts/report.txt"].startswith("3 values, total ")
+
+
+def _serve_broken(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
+    module = tmp_path / "tesseract_api.py"
+    module.write_text(source)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERACT_")}
+    env["TESSCPP_PYTHON"] = sys.executable
+    return subprocess.run([os.environ["TESSCPP_CLI"], "serve", str(module), "--port", "0"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+
+
+def test_a_module_that_does_not_import(tmp_path):
+    done = _serve_broken(tmp_path, "import nonexistent_package_for_tesscpp_tests\n")
+    assert done.returncode == 1
+    assert "ModuleNotFoundError: No module named 'nonexistent_package_for_tesscpp_tests'" in done.stderr
+    assert "ImportError: Could not load module from" in done.stderr  # tesseract-core's own words
+
+
+def test_a_module_without_apply(tmp_path):
+    source = ("from pydantic import BaseModel\n\nclass InputSchema(BaseModel):\n    a: int\n\n\n"
+              "class OutputSchema(BaseModel):\n    b: int\n")  # fmt: skip
+    done = _serve_broken(tmp_path, source)
+    assert done.returncode == 1
+    assert "TypeError: apply is not defined in Tesseract API module tesseract_api" in done.stderr
+
+
+def test_worker_memory_is_flat(servers):
+    """10 000 applies: the worker's resident memory after the first 1 000 does not grow."""
+    server = servers.get("pyfeatures")
+    pid = server.process.pid  # one worker: the process serves (tesscpp execs the Python host in place)
+    session = requests.Session()
+    kwargs = _apply({"x": list(range(1000))}, "application/json+base64")
+
+    def rss_kib() -> int:
+        status = Path(f"/proc/{pid}/status").read_text()
+        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+
+    for _ in range(1000):
+        assert session.post(f"{server.url}/apply", timeout=60, **kwargs).status_code == 200
+    before = rss_kib()
+    for _ in range(9000):
+        session.post(f"{server.url}/apply", timeout=60, **kwargs)
+    growth = rss_kib() - before
+    assert growth < 8 * 1024, f"resident memory grew {growth} KiB over 9 000 calls"
+

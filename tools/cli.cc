@@ -114,11 +114,12 @@ Result<Opened> MakeRuntime(const CommonOptions& o) {
   if (o.output_file) config.output_file = *o.output_file;
   if (o.debug) config.debug = true;
   if (o.gpu_transport) config.gpu_transport = *o.gpu_transport;
-  TESS_RETURN_IF_ERROR(config.Validate());
   Opened opened;
   if (IsPythonModule(o.library)) {
     const Process& process = ThisProcess();
     if (process.host == nullptr) return ExecPythonHost(process.argc, process.argv);
+    // Before the module is imported under them (Runtime::Make checks again).
+    TESS_RETURN_IF_ERROR(config.Validate());
     TESS_ASSIGN_OR_RETURN(std::shared_ptr<const tesscpp::ServedComponent> module,
                           process.host->open_module(o.library, config));
     opened.name = module->name();

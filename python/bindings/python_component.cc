@@ -63,8 +63,13 @@ Status Unprocessable(const nb::handle& failure) {
 
 class PythonComponent final : public ServedComponent {
  public:
-  PythonComponent(std::shared_ptr<nb::object> host, std::string name, std::vector<EndpointId> endpoints)
-      : host_(std::move(host)), name_(std::move(name)), endpoints_(std::move(endpoints)) {}
+  PythonComponent(const nb::object& host, std::string name, std::vector<EndpointId> endpoints)
+      : host_(GilShared(host)),
+        validate_(GilShared(nb::object(host.attr("validate")))),
+        run_(GilShared(nb::object(host.attr("run")))),
+        jsonable_(GilShared(nb::object(host.attr("jsonable")))),
+        name_(std::move(name)),
+        endpoints_(std::move(endpoints)) {}
 
   std::string name() const override { return name_; }
   // tesseract-core reports a body's undecodable arrays itself (validate()).
@@ -93,9 +98,13 @@ class PythonComponent final : public ServedComponent {
     nb::gil_scoped_acquire gil;
     nb::tuple outcome;
     try {
+      // A view of the request's bytes, read only when the fast validation fails;
+      // validate() keeps nothing of it.
       const nb::object raw =
-          text.empty() ? nb::object(nb::none()) : nb::object(nb::bytes(text.data(), text.size()));
-      outcome = nb::cast<nb::tuple>(host_->attr("validate")(name, ToPython(body), raw));
+          text.empty() ? nb::object(nb::none())
+                       : nb::steal(PyMemoryView_FromMemory(const_cast<char*>(text.data()),
+                                                           static_cast<Py_ssize_t>(text.size()), PyBUF_READ));
+      outcome = nb::cast<nb::tuple>((*validate_)(name, ToPython(body), raw));
     } catch (const nb::python_error& e) {
       // Not a validation error (a validator raised something pydantic does
       // not catch): a failure of the call, a 500, as FastAPI has it.
@@ -103,12 +112,13 @@ class PythonComponent final : public ServedComponent {
                                        const runtime::CallContext&) -> Result<Value> { return failed; });
     }
     if (!outcome[1].is_none()) return Unprocessable(outcome[1]);
-    return runtime::PreparedCall([host = host_, payload = GilShared(nb::object(outcome[0])),
+    return runtime::PreparedCall([run = run_, jsonable = jsonable_,
+                                  payload = GilShared(nb::object(outcome[0])),
                                   name](const runtime::CallContext& context) -> Result<Value> {
       nb::gil_scoped_acquire held;
       try {
-        const nb::object outputs = host->attr("run")(name, *payload, context.run_dir);
-        return ToValue(outputs, host->attr("jsonable"));
+        const nb::object outputs = (*run)(name, *payload, context.run_dir);
+        return ToValue(outputs, *jsonable);
       } catch (const nb::python_error& e) {
         return FromPythonError(e, StatusCode::kInternal);
       }
@@ -117,6 +127,10 @@ class PythonComponent final : public ServedComponent {
 
  private:
   std::shared_ptr<nb::object> host_;  // a tesscpp._python_host.ModuleHost
+  // Its methods, looked up once: every request calls them.
+  std::shared_ptr<nb::object> validate_;
+  std::shared_ptr<nb::object> run_;
+  std::shared_ptr<nb::object> jsonable_;
   std::string name_;
   std::vector<EndpointId> endpoints_;
 };
@@ -152,7 +166,7 @@ Result<std::shared_ptr<const ServedComponent>> OpenPythonModule(const std::strin
     }
     auto name = nb::cast<std::string>(host.attr("name"));
     return std::shared_ptr<const ServedComponent>(
-        std::make_shared<PythonComponent>(GilShared(host), std::move(name), std::move(endpoints)));
+        std::make_shared<PythonComponent>(host, std::move(name), std::move(endpoints)));
   } catch (const nb::python_error& e) {
     const Status failed = FromPythonError(e, StatusCode::kInvalidArgument);
     // The traceback with its causes (the module's own error under

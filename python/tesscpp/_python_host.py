@@ -71,12 +71,15 @@ class ModuleHost:
 
     def __init__(self, path: str, settings: dict[str, Any]) -> None:
         from tesseract_core.runtime import config as runtime_config
+        from tesseract_core.runtime import mpa
         from tesseract_core.runtime.core import check_tesseract_api, load_module_from_path
         from tesseract_core.runtime.serve import create_rest_api
 
         # tesseract-core's settings are ours, so that what its code builds
         # (titles, the test endpoint, transports) is what we serve.
         runtime_config.update_config(api_path=path, **settings)
+        self._mpa = mpa
+        self._mlflow = bool(runtime_config.get_config().mlflow_tracking_uri)
         module = load_module_from_path(path)
         check_tesseract_api(module)
         self.app = create_rest_api(module)
@@ -99,7 +102,7 @@ class ModuleHost:
         docs = get_redoc_html(openapi_url=self.app.openapi_url, title=f"{self.app.title} - ReDoc")
         return bytes(JSONResponse(schema).body).decode(), bytes(docs.body).decode()
 
-    def validate(self, endpoint: str, value: Any, text: bytes | None) -> tuple[Any, Any]:
+    def validate(self, endpoint: str, value: Any, text: memoryview | None) -> tuple[Any, Any]:
         """The endpoint's payload, or (errors, FastAPI's 422 body) when it does not validate.
 
         ``value`` is the body with its arrays decoded by the C++ codec (NumPy
@@ -115,7 +118,7 @@ class ModuleHost:
             if not errors:
                 return payload, None
         if text is not None:
-            payload, errors = e.validate(json.loads(text))
+            payload, errors = e.validate(json.loads(bytes(text)))
             if not errors:
                 return payload, None
         from fastapi.encoders import jsonable_encoder
@@ -130,7 +133,7 @@ class ModuleHost:
     def run(self, endpoint: str, payload: Any, run_dir: str) -> Any:
         """Runs the endpoint; its outputs dumped as serve.py dumps them, arrays left as arrays."""
         e = self._endpoints[endpoint]
-        with _run_tracking(run_dir):
+        with self._run_tracking(run_dir):
             try:
                 result = e.function(payload)
             finally:
@@ -139,6 +142,24 @@ class ModuleHost:
         if adapter is None:
             adapter = self._adapters.setdefault(type(result), TypeAdapter(type(result)))
         return adapter.dump_python(result, mode="python", context={}, exclude_unset=e.exclude_unset)
+
+    @contextlib.contextmanager
+    def _run_tracking(self, run_dir: str) -> Iterator[None]:
+        """tesseract-core's log_metric/log_parameter/log_artifact write into this run.
+
+        As ``mpa.start_run`` but without its stdio redirection: the runtime already
+        captures fd 1 and 2 into the run's log.
+        """
+        if not run_dir:
+            yield
+            return
+        backend = _RunBackend(self._mpa, run_dir, eager=self._mlflow)
+        token = self._mpa._current_backend.set(backend)
+        try:
+            yield
+        finally:
+            backend.end()
+            self._mpa._current_backend.reset(token)
 
     @staticmethod
     def jsonable(value: Any) -> Any:
@@ -152,16 +173,13 @@ class _RunBackend:
     Its file backend would only redo what the runtime did for the run
     directory (``logs/``, ``logs/artifacts/``, ``metrics.csv`` with its
     header), which costs a third of a millisecond per call; MLflow's is made at
-    once, since tesseract-runtime starts an MLflow run for every call.
+    once (``eager``), since tesseract-runtime starts an MLflow run for every call.
     """
 
-    def __init__(self, run_dir: str) -> None:
-        from tesseract_core.runtime import mpa
-        from tesseract_core.runtime.config import get_config
-
+    def __init__(self, mpa: Any, run_dir: str, eager: bool) -> None:
         self._mpa, self._run_dir = mpa, run_dir
         self._backend: Any = None
-        if get_config().mlflow_tracking_uri:
+        if eager:
             self._made()
 
     def _made(self) -> Any:
@@ -176,27 +194,6 @@ class _RunBackend:
     def end(self) -> None:
         if self._backend is not None:
             self._backend.end_run()
-
-
-@contextlib.contextmanager
-def _run_tracking(run_dir: str) -> Iterator[None]:
-    """tesseract-core's log_metric/log_parameter/log_artifact write into this run.
-
-    As ``mpa.start_run`` but without its stdio redirection: the runtime already
-    captures fd 1 and 2 into the run's log.
-    """
-    if not run_dir:
-        yield
-        return
-    from tesseract_core.runtime import mpa
-
-    backend = _RunBackend(run_dir)
-    token = mpa._current_backend.set(backend)
-    try:
-        yield
-    finally:
-        backend.end()
-        mpa._current_backend.reset(token)
 
 
 def _flush() -> None:

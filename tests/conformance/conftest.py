@@ -254,6 +254,9 @@ def start_server(
     output_path = Path(env["TESSERACT_OUTPUT_PATH"])
     input_path = Path(env["TESSERACT_INPUT_PATH"])
 
+    if backend != "tesscpp":  # a Python process serves
+        env["TESSERACT_DEBUGPY_PORT"] = "0"  # debug mode listens for a debugger: on a port the kernel picks
+        env["PYTHONUNBUFFERED"] = "1"
     if backend == "tesscpp":
         hint = ("the tesscpp backend needs TESSCPP_CLI (the tesscpp binary) and TESSCPP_EXAMPLES_DIR (the directory "
                 "holding lib<example>.so); TESSCPP_SERVER_BACKEND=python runs the suite against tesseract-runtime")
@@ -267,18 +270,14 @@ def start_server(
         command = [str(cli), "serve", str(library), "--host", "127.0.0.1", "--port", str(port or 0), *(cli_args or [])]
     elif backend == "tesscpp-py":
         cli = _tool("TESSCPP_CLI", "the tesscpp-py backend needs TESSCPP_CLI (the tesscpp binary)")
-        module = python_module(example)
         env["TESSCPP_PYTHON"] = sys.executable
-        env["TESSERACT_DEBUGPY_PORT"] = "0"
-        env["PYTHONUNBUFFERED"] = "1"
-        command = [str(cli), "serve", str(module), "--host", "127.0.0.1", "--port", str(port or 0), *(cli_args or [])]
+        command = [str(cli), "serve", str(python_module(example)), "--host", "127.0.0.1", "--port", str(port or 0),
+                   *(cli_args or [])]  # fmt: skip
     elif backend == "python":
         runtime = Path(sys.executable).parent / "tesseract-runtime"
         if not runtime.exists():
             pytest.fail(f"{runtime} does not exist: the venv needs tesseract-core[runtime]==1.15.0")
         env["TESSERACT_API_PATH"] = str(python_module(example))
-        env["TESSERACT_DEBUGPY_PORT"] = "0"  # debug mode listens for a debugger: on a port the kernel picks
-        env["PYTHONUNBUFFERED"] = "1"
         command = [str(runtime), "serve", "--host", "127.0.0.1", "--port", str(port or 0), *(cli_args or [])]
     else:
         pytest.fail(f"unknown backend {backend!r}")

@@ -139,6 +139,7 @@ def main() -> None:
     )
     python_server = tesscpp.Tesseract.from_source(
         component / "tesseract_api.py", output_path=scratch / "python", python_executable=sys.executable,
+        python_runtime="tesseract-runtime",
         startup_timeout=120, output_format=args.server_format,
     )
     rows = []

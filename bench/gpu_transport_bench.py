@@ -8,15 +8,21 @@ run on a GPU machine, for two components:
 - devhold (bench/components/devhold): returns a device array it holds, so the
   time is the transport's alone.
 
-Each is served three ways, one server at a time (another process holding a CUDA
+and a third, Python only:
+- devscale (python/tests/fixtures/devscale): y = 2 x + 1 computed by torch on
+  the device, a Python component doing real work there.
+
+Each is served these ways, one server at a time (another process holding a CUDA
 context on the GPU slows every call):
-- tesscpp:   tesscpp.Tesseract (C++ client) -> `tesscpp serve --gpu-transport
-             cuda_ipc` running the C++ component (inputs and outputs borrowed
-             in place, docs/gpu-transport-extensions.md 1);
-- reference: tesseract-core 1.15's SDK -> `tesseract-runtime serve` with
-             TESSERACT_GPU_TRANSPORT=cuda_ipc running the Python component;
+- tesscpp:    tesscpp.Tesseract (C++ client) -> `tesscpp serve --gpu-transport
+              cuda_ipc` running the C++ component (inputs and outputs borrowed
+              in place, docs/gpu-transport-extensions.md 1);
+- tesscpp-py: the same client and server running the Python component
+              (`tesscpp serve tesseract_api.py`, docs/python-host.md);
+- reference:  tesseract-core 1.15's SDK -> `tesseract-runtime serve` with
+              TESSERACT_GPU_TRANSPORT=cuda_ipc running the Python component;
 - host path (identity only): tesscpp's client and server with
-             gpu_transport=none (json+base64: the tensor goes to the host and back).
+              gpu_transport=none (json+base64: the tensor goes to the host and back).
 
 Each call ends with the answer adopted by torch (torch.from_dlpack) and is
 timed in steady state: after untimed calls for at least 0.5 s and a fifth as
@@ -118,7 +124,7 @@ def main() -> int:
     parser.add_argument("--bench-components", required=True, type=Path, help="directory holding libdevhold.so")
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--only", choices=["tesscpp"], help="time tesscpp's cuda_ipc rows only")
+    parser.add_argument("--only", choices=["tesscpp", "tesscpp-py"], help="time one client's cuda_ipc rows only")
     parser.add_argument("--phases", type=Path, help="write phase traces here and print their medians")
     args = parser.parse_args()
     if args.phases:
@@ -132,32 +138,37 @@ def main() -> int:
     python_components = {
         "identity": ROOT / "tests" / "fixtures" / "python" / "noop" / "tesseract_api.py",
         "devhold": ROOT / "bench" / "components" / "devhold" / "tesseract_api.py",
+        "devscale": ROOT / "python" / "tests" / "fixtures" / "devscale" / "tesseract_api.py",
     }
     libraries = {"identity": args.examples / "libnoop.so", "devhold": args.bench_components / "libdevhold.so"}
 
     def serve(client: str, component: str):
         """The served Tesseract and the call that applies it to x."""
+        output = "y" if component == "devscale" else "x"
         if client == "reference":
             server = tesscpp.Tesseract.from_source(
-                python_components[component], gpu_transport="cuda_ipc", python_executable=sys.executable
+                python_components[component], gpu_transport="cuda_ipc", python_executable=sys.executable,
+                python_runtime="tesseract-runtime",
             )
             server.serve()
             sdk = tesseract_core.Tesseract.from_url(server._url).with_encoding(gpu_transport="cuda_ipc")
             assert sdk.resolve_gpu_transport() == "cuda_ipc"
-            return server, lambda x: sdk.apply({"x": x})["x"]
+            return server, lambda x: sdk.apply({"x": x})[output]
         transport = "none" if client == "host" else "cuda_ipc"
-        server = tesscpp.Tesseract.from_source(libraries[component], gpu_transport=transport)
+        source = python_components[component] if client == "tesscpp-py" else libraries[component]
+        server = tesscpp.Tesseract.from_source(source, gpu_transport=transport)
         server.serve()
         assert server.resolve_gpu_transport() == transport
-        return server, lambda x: server.apply({"x": x})["x"]
+        return server, lambda x: server.apply({"x": x})[output]
 
     inputs = {label: torch.randn(nbytes // 4, device="cuda") for nbytes, label in SIZES}
     times = {label: {"copy": statistics.median(timed_synchronised(x.clone, 50))} for label, x in inputs.items()}
     # One server at a time, as a user runs one: every process that holds a CUDA
     # context on the GPU, idle or not, slows the others' calls (it measured
     # 273 -> 487 us for a 4-byte call with three more servers alive).
-    keys = [("tesscpp", "identity"), ("tesscpp", "devhold"), ("host", "identity"), ("reference", "identity"),
-            ("reference", "devhold")]
+    keys = [("tesscpp", "identity"), ("tesscpp", "devhold"), ("host", "identity"), ("tesscpp-py", "identity"),
+            ("tesscpp-py", "devhold"), ("tesscpp-py", "devscale"), ("reference", "identity"),
+            ("reference", "devhold"), ("reference", "devscale")]
     if args.only:
         keys = [key for key in keys if key[0] == args.only]
     for key in keys:
@@ -175,6 +186,8 @@ def main() -> int:
                 if args.phases:
                     mark_phases(args.phases, f"{key[1]} {label}")
                 samples = timed_call(call, inputs[label], iterations, identity=key[1] == "identity")
+                if key[1] == "devscale":
+                    assert torch.equal(torch.from_dlpack(call(inputs[label])), 2 * inputs[label] + 1)
                 times[label][key] = statistics.median(samples)
                 p90 = samples[int(0.9 * (len(samples) - 1))]
                 print(f"{label} {key[0]} {key[1]}: median {fmt_time(times[label][key])}, p90 {fmt_time(p90)}",
@@ -186,8 +199,8 @@ def main() -> int:
         return 0
     if args.only:
         for label, t in times.items():
-            print(f"| {label} | devhold {fmt_time(t[('tesscpp', 'devhold')])} "
-                  f"| identity {fmt_time(t[('tesscpp', 'identity')])} |")
+            print(f"| {label} | devhold {fmt_time(t[(args.only, 'devhold')])} "
+                  f"| identity {fmt_time(t[(args.only, 'identity')])} |")
         return 0
     gpu = torch.cuda.get_device_name()
     lines = [
@@ -205,6 +218,24 @@ def main() -> int:
             f"| {t[('reference', 'identity')] / t[('tesscpp', 'identity')]:.1f}x "
             f"| {fmt_time(t[('host', 'identity')])} | {fmt_time(t['copy'])} |"
         )
+    lines += [
+        "",
+        f"The same, Python components: tesscpp's client and `tesscpp serve tesseract_api.py` (tesscpp-py) "
+        f"against tesseract-core's SDK and tesseract-runtime, and against the C++ component on tesscpp ({gpu}; medians)",
+        "",
+        "| size | identity: tesscpp-py | tesseract-core | ratio | C++ on tesscpp | py / C++ "
+        "| devhold: tesscpp-py | tesseract-core | ratio | C++ on tesscpp | py / C++ "
+        "| devscale (torch): tesscpp-py | tesseract-core | ratio |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for label, t in times.items():
+        row = [label]
+        for component in ("identity", "devhold", "devscale"):
+            ours, theirs = t[("tesscpp-py", component)], t[("reference", component)]
+            row += [fmt_time(ours), fmt_time(theirs), f"{theirs / ours:.1f}x"]
+            if component != "devscale":
+                row += [fmt_time(t[("tesscpp", component)]), f"{ours / t[('tesscpp', component)]:.2f}x"]
+        lines.append("| " + " | ".join(row) + " |")
     emit_table(lines, args.out)
     return 0
 

@@ -67,7 +67,8 @@ def main() -> int:
     def serve(how: str, component: str):
         if how == "tesseract-core":
             server = tesscpp.Tesseract.from_source(
-                python_components[component], gpu_transport="cuda_ipc", python_executable=sys.executable
+                python_components[component], gpu_transport="cuda_ipc", python_executable=sys.executable,
+                python_runtime="tesseract-runtime",
             )
             server.serve()
             sdk = tesseract_core.Tesseract.from_url(server._url).with_encoding(gpu_transport="cuda_ipc")

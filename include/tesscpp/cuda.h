@@ -53,6 +53,13 @@ Result<int> DeviceOfPointer(const void* data);
 /// any blocking stream.
 Status OrderAfterStream(uintptr_t stream, int ordinal);
 
+/// \brief The converse: orders `stream` after the work queued so far on the
+/// legacy default stream of device `ordinal`, on the GPU. For a consumer on
+/// its own stream (a DLPack consumer naming it, such as JAX's) of bytes that
+/// are ready in the legacy stream's order (inputs a server received with the
+/// client's IPC event, docs/gpu-transport-extensions.md 2).
+Status OrderStreamAfterLegacy(uintptr_t stream, int ordinal);
+
 /// \brief Waits until all work on device `ordinal` is done (for producers
 /// whose stream is unknown).
 Status SynchronizeDevice(int ordinal);

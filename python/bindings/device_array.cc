@@ -57,9 +57,8 @@ void BindDeviceArray(nb::module_& m) {
                           "cupy.asarray and jax.dlpack.from_dlpack adopt it without a copy.")
       .def(
           "__dlpack__",
-          [](const DeviceArray& a, const nb::object& /*stream*/, const nb::object& max_version,
+          [](const DeviceArray& a, const nb::object& stream, const nb::object& max_version,
              const nb::object& dl_device, const nb::object& copy) {
-            // Whatever the consumer's stream, the bytes are already complete.
             if (!copy.is_none() && nb::cast<bool>(copy)) {
               throw nb::buffer_error("tesscpp.DeviceArray.__dlpack__: copy=True is not supported");
             }
@@ -68,6 +67,16 @@ void BindDeviceArray(nb::module_& m) {
               if (wanted.first != static_cast<int>(DeviceType::kCUDA) ||
                   wanted.second != a.tensor.device().id) {
                 throw nb::buffer_error("tesscpp.DeviceArray.__dlpack__: the array cannot move to dl_device");
+              }
+            }
+            // DLPack's stream values: None and 1 name the legacy default
+            // stream, -1 asks for no ordering; others are the consumer's.
+            if (a.pending_on_legacy_stream && !stream.is_none()) {
+              const auto consumer = nb::cast<int64_t>(stream);
+              if (consumer != -1 && consumer != 1) {
+                Released([&] {
+                  return cuda::OrderStreamAfterLegacy(static_cast<uintptr_t>(consumer), a.tensor.device().id);
+                });
               }
             }
             return DlpackCapsule(a.tensor, max_version);
@@ -88,6 +97,9 @@ void BindDeviceArray(nb::module_& m) {
                      cai["data"] = nb::make_tuple(pointer, false);
                      cai["strides"] = nb::none();
                      cai["version"] = 3;
+                     // Version 3's stream: 1, the legacy default stream, which
+                     // a consumer on another stream synchronises with.
+                     if (a.pending_on_legacy_stream) cai["stream"] = 1;
                      return cai;
                    })
       .def_prop_ro("shape", [](const DeviceArray& a) { return ShapeTuple(a.tensor); })

@@ -104,7 +104,7 @@ class PythonComponent final : public ServedComponent {
           text.empty() ? nb::object(nb::none())
                        : nb::steal(PyMemoryView_FromMemory(const_cast<char*>(text.data()),
                                                            static_cast<Py_ssize_t>(text.size()), PyBUF_READ));
-      outcome = nb::cast<nb::tuple>((*validate_)(name, ToPython(body), raw));
+      outcome = nb::cast<nb::tuple>((*validate_)(name, ToPython(body, DeviceBytes::kOnLegacyStream), raw));
     } catch (const nb::python_error& e) {
       // Not a validation error (a validator raised something pydantic does
       // not catch): a failure of the call, a 500, as FastAPI has it.

@@ -14,8 +14,10 @@ namespace tesscpp::bindings {
 
 namespace nb = nanobind;
 
-nb::object ExportArray(const Tensor& tensor) {
-  if (tensor.device().type == DeviceType::kCUDA) return nb::cast(DeviceArray{tensor});
+nb::object ExportArray(const Tensor& tensor, DeviceBytes device_bytes) {
+  if (tensor.device().type == DeviceType::kCUDA) {
+    return nb::cast(DeviceArray{tensor, device_bytes == DeviceBytes::kOnLegacyStream});
+  }
   std::vector<size_t> shape(tensor.shape().dims().begin(), tensor.shape().dims().end());
   const DlpackDtype dl = ToDlpack(tensor.dtype());
   if (tensor.nbytes() == 0) {
@@ -31,7 +33,7 @@ nb::object ExportArray(const Tensor& tensor) {
   return array.cast();
 }
 
-nb::object ToPython(const Value& value) {
+nb::object ToPython(const Value& value, DeviceBytes device_bytes) {
   switch (value.kind()) {
     case Value::Kind::kNull: return nb::none();
     case Value::Kind::kBool: return nb::bool_(value.as_bool());
@@ -42,15 +44,16 @@ nb::object ToPython(const Value& value) {
     case Value::Kind::kString: return nb::str(value.as_string().c_str(), value.as_string().size());
     case Value::Kind::kList: {
       nb::list list;
-      for (const Value& item : value.as_list()) list.append(ToPython(item));
+      for (const Value& item : value.as_list()) list.append(ToPython(item, device_bytes));
       return list;
     }
     case Value::Kind::kDict: {
       nb::dict dict;
-      for (const auto& [key, item] : value.as_dict()) dict[nb::str(key.c_str(), key.size())] = ToPython(item);
+      for (const auto& [key, item] : value.as_dict())
+        dict[nb::str(key.c_str(), key.size())] = ToPython(item, device_bytes);
       return dict;
     }
-    case Value::Kind::kTensor: return ExportArray(value.as_tensor());
+    case Value::Kind::kTensor: return ExportArray(value.as_tensor(), device_bytes);
   }
   return nb::none();
 }

@@ -10,10 +10,16 @@
 
 namespace tesscpp::bindings {
 
+/// \brief How far the bytes of CUDA arrays are along (DeviceArray says why).
+enum class DeviceBytes {
+  kComplete,        // decoded by a client: nothing to wait for
+  kOnLegacyStream,  // received by a server: ready in the legacy stream's order
+};
+
 /// \brief `value` as Python objects (dict, list, int, float, str, None, arrays).
-nanobind::object ToPython(const Value& value);
+nanobind::object ToPython(const Value& value, DeviceBytes device_bytes = DeviceBytes::kComplete);
 
 /// \brief One decoded array as NumPy (host) or DeviceArray (CUDA).
-nanobind::object ExportArray(const Tensor& tensor);
+nanobind::object ExportArray(const Tensor& tensor, DeviceBytes device_bytes = DeviceBytes::kComplete);
 
 }  // namespace tesscpp::bindings

@@ -1,6 +1,6 @@
 """Fixtures for the Python suite.
 
-Every bridge case runs on three backends:
+Every bridge case runs on four backends:
 
   cpp-inprocess  the C++ fixture loaded by tesscpp.Tesseract.from_library;
                  tesseract-torch gets tesseract_core's from_tesseract_api of the
@@ -10,6 +10,8 @@ Every bridge case runs on three backends:
                  server with tesseract_core's Tesseract.from_url
   py-served      the Python twin served by tesseract-runtime (tesseract-core
                  1.15.0), started the same way and reached the same way
+  py-tesscpp     the Python twin served by tesscpp's runtime (`tesscpp serve
+                 tesseract_api.py`, docs/python-host.md), reached the same way
 
 and each case runs three times: through tesscpp.torch.apply_tesseract on a
 tesscpp.Tesseract, through tesseract_torch.apply_tesseract (0.2.0) on a
@@ -37,7 +39,7 @@ import tesscpp
 import tesscpp.torch
 
 FIXTURE_SOURCES = Path(__file__).parent / "fixtures"
-BACKENDS = ("cpp-inprocess", "cpp-served", "py-served")
+BACKENDS = ("cpp-inprocess", "cpp-served", "py-served", "py-tesscpp")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -110,7 +112,8 @@ class Backends:
             theirs = tesseract_core.Tesseract.from_tesseract_api(fixture_api(name))
             return ours, theirs
         source = fixture_library(name) if backend == "cpp-served" else fixture_api(name)
-        server = tesscpp.Tesseract.from_source(source, python_executable=sys.executable)
+        runtime = "tesseract-runtime" if backend == "py-served" else "tesscpp"
+        server = tesscpp.Tesseract.from_source(source, python_executable=sys.executable, python_runtime=runtime)
         server.serve()
         self._servers.append(server)
         return server, tesseract_core.Tesseract.from_url(server.url)

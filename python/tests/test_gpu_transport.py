@@ -22,6 +22,7 @@ import pytest
 import torch
 
 import tesscpp
+import tesscpp.cuda
 from tesscpp.torch import apply_tesseract
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -51,9 +52,21 @@ def served(path: Path, **kwargs) -> tesscpp.Tesseract:
     return t
 
 
-@pytest.fixture(scope="module")
-def noop():
-    t = served(example("noop"))
+def _component(name: str, form: str) -> Path:
+    """The C++ library of a fixture, or its Python twin (on tesscpp's runtime);
+    the latter needs tesseract-core."""
+    if form == "cpp":
+        return example(name) if name == "noop" else fixture(name)
+    if tesseract_core is None:
+        pytest.skip("Python modules on tesscpp's runtime need tesseract-core 1.15")
+    return NOOP_PY if name == "noop" else SOURCE / "python" / "tests" / "fixtures" / name / "tesseract_api.py"
+
+
+# Every case that takes `noop` runs against the C++ component and against the
+# same Python module served by tesscpp's runtime (docs/python-host.md).
+@pytest.fixture(scope="module", params=["cpp", "py"], ids=["noop.so", "noop.py"])
+def noop(request):
+    t = served(_component("noop", request.param))
     yield t
     t.teardown()
 
@@ -396,8 +409,9 @@ def test_served_framework_arrays_round_trip(noop, framework):
     assert torch.equal(torch.from_dlpack(out), torch.arange(10, dtype=torch.float32, device="cuda"))
 
 
-def test_apply_tesseract_forward_and_backward_on_the_device():
-    t = served(fixture("devid"))
+@pytest.mark.parametrize("form", ["cpp", "py"])
+def test_apply_tesseract_forward_and_backward_on_the_device(form):
+    t = served(_component("devid", form))
     try:
         a = torch.randn(1000, device="cuda", requires_grad=True)
         w = torch.randn(1000, device="cuda")
@@ -410,12 +424,13 @@ def test_apply_tesseract_forward_and_backward_on_the_device():
         t.teardown()
 
 
+@pytest.mark.parametrize("form", ["cpp", "py"])
 @pytest.mark.parametrize("method", ["sequential", "parallel"])
-def test_apply_tesseract_under_vmap_on_the_device(method):
+def test_apply_tesseract_under_vmap_on_the_device(method, form):
     """torch.vmap over CUDA tensors: each element's slice crosses by cuda_ipc,
     outputs and gradients come back on the device with exact values; and a
     vectorised jacobian (batched cotangents) on the device."""
-    t = served(fixture("devid"))
+    t = served(_component("devid", form))
     try:
         a = torch.randn(8, 100, device="cuda", requires_grad=True)
         w = torch.randn(8, 100, device="cuda")
@@ -558,7 +573,7 @@ def test_tesseract_core_client_against_tesscpp_server(noop, dtype):
 @needs_tesseract_core
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool], ids=str)
 def test_tesscpp_client_against_tesseract_core_server(dtype):
-    t = served(NOOP_PY, python_executable=sys.executable)
+    t = served(NOOP_PY, python_executable=sys.executable, python_runtime="tesseract-runtime")
     try:
         assert t.resolve_gpu_transport() == "cuda_ipc"
         for shape in [(), (0,), (5,), (300, 7)]:
@@ -571,7 +586,7 @@ def test_tesscpp_client_against_tesseract_core_server(dtype):
 
 @needs_tesseract_core
 def test_apply_tesseract_against_tesseract_core_server():
-    t = served(DEVID_PY, python_executable=sys.executable)
+    t = served(DEVID_PY, python_executable=sys.executable, python_runtime="tesseract-runtime")
     try:
         a = torch.randn(64, device="cuda", requires_grad=True)
         out = apply_tesseract(t, {"a": a})
@@ -624,7 +639,7 @@ def test_wire_bytes_match_tesseract_core(noop):
     handle, offset and allocation size, and the same headers."""
     from tesseract_core.runtime.cuda.check import start_transport_check
 
-    reference = served(NOOP_PY, python_executable=sys.executable)
+    reference = served(NOOP_PY, python_executable=sys.executable, python_runtime="tesseract-runtime")
     try:
         request, _, release = start_transport_check("cuda_ipc")
         try:
@@ -676,3 +691,92 @@ def test_wire_bytes_match_tesseract_core(noop):
         )
     finally:
         reference.teardown()
+
+
+# -- Python modules computing on the device (docs/python-host.md) --------------
+
+
+@pytest.fixture(scope="module")
+def devscale():
+    t = served(_component("devscale", "py"))
+    yield t
+    t.teardown()
+
+
+@pytest.mark.parametrize(
+    "framework, side_stream", [("torch", False), ("torch", True), ("cupy", False), ("cupy", True), ("jax", False)]
+)
+def test_python_endpoints_compute_on_device_inputs(devscale, framework, side_stream):
+    """A Python endpoint adopts its device inputs with torch, CuPy or JAX
+    (JAX, and the side streams, consume on a stream of their own) and returns
+    the framework's CUDA array. The client's producer is still spinning when
+    the call is made: the endpoint's stream must wait for the client's event,
+    which only the legacy default stream does unless DeviceArray orders the
+    consumer's stream after it."""
+    _framework(framework)
+    x, _ = _pending_fill(1 << 18, 3.0, spin_cycles=_LONG_SPIN)
+    y = on_device(devscale.apply({"x": x, "framework": framework, "side_stream": side_stream})["y"])
+    assert torch.equal(y, torch.full_like(x, 7.0))
+    for i in range(20):  # and in steady state, without a pending producer
+        x = torch.full((1000 + i,), float(i), device="cuda")
+        y = on_device(devscale.apply({"x": x, "framework": framework, "side_stream": side_stream})["y"])
+        assert torch.equal(y, 2 * x + 1), i
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_python_endpoint_gradients_on_the_device(devscale, framework):
+    """apply_tesseract through a Python module's VJP and JVP on the device."""
+    _framework(framework)
+    x = torch.randn(4096, device="cuda", requires_grad=True)
+    w = torch.randn(4096, device="cuda")
+    y = apply_tesseract(devscale, {"x": x, "framework": framework})["y"]
+    assert y.device.type == "cuda" and torch.equal(y.detach(), 2 * x.detach() + 1)
+    (y * w).sum().backward()
+    assert x.grad.device.type == "cuda" and torch.equal(x.grad, 2 * w)
+    tangent = torch.randn(4096, device="cuda")
+    jvp = devscale.jacobian_vector_product({"x": x.detach(), "framework": framework}, ["x"], ["y"], {"x": tangent})
+    assert torch.equal(on_device(jvp["y"]), 2 * tangent)
+
+
+def test_python_module_on_device_matches_tesseract_runtime(devscale):
+    """The same module on both runtimes, reached by tesseract-core's SDK with
+    cuda_ipc and by ours: the same device values; no host copy anywhere on our
+    path (the client's implicit-copy guard is on, and its exports go by handle)."""
+    reference = served(_component("devscale", "py"), python_executable=sys.executable, python_runtime="tesseract-runtime")
+    try:
+        x = torch.randn(1 << 16, device="cuda")
+        answers = []
+        for url in (devscale._url, reference._url):
+            sdk = tesseract_core.Tesseract.from_url(url).with_encoding(gpu_transport="cuda_ipc")
+            assert sdk.resolve_gpu_transport() == "cuda_ipc"
+            answers.append(torch.from_dlpack(sdk.apply({"x": x})["y"]))
+        assert all(a.device.type == "cuda" for a in answers) and torch.equal(answers[0], answers[1])
+        before = tesscpp.cuda.transport_counters()
+        with pytest.MonkeyPatch.context() as m:
+            m.setenv("TESSERACT_FORBID_DEVICE_HOST_COPY", "1")
+            y = on_device(devscale.apply({"x": x})["y"])
+        after = tesscpp.cuda.transport_counters()
+        assert torch.equal(y, answers[1])
+        assert after["staged_exports"] == before["staged_exports"]
+        assert after["legacy_exports"] + after["vmm_exports"] > before["legacy_exports"] + before["vmm_exports"]
+    finally:
+        reference.teardown()
+
+
+def test_python_module_churn_on_the_device(devscale):
+    """10 000 calls of a torch-computing Python module: right values, device
+    memory (the server's included: mem_get_info sees the whole GPU) flat."""
+    for i in range(200):
+        devscale.apply({"x": torch.full((1 + i % 4096,), 1.0, device="cuda")})
+    torch.cuda.synchronize()
+    free_before, _ = torch.cuda.mem_get_info()
+    for i in range(10_000):
+        x = torch.full((1 + (i * 37) % 65_536,), float(i % 100), device="cuda")
+        y = on_device(devscale.apply({"x": x})["y"])
+        if i % 101 == 0:
+            assert torch.equal(y, 2 * x + 1), i
+    torch.cuda.synchronize()
+    free_after, _ = torch.cuda.mem_get_info()
+    growth = free_before - free_after
+    print(f"python churn: device memory in use grew by {growth / 2**20:.1f} MiB over 10000 calls")
+    assert growth < 256 * 2**20

@@ -15,7 +15,7 @@ import torch.autograd.forward_ad as fwAD
 
 import tesscpp
 import tesscpp.torch
-from conftest import Recorder, fixture_library
+from conftest import BACKENDS, Recorder, fixture_library
 
 F64 = torch.float64
 METHODS = ("sequential", "expand_dims", "broadcast_all")
@@ -114,7 +114,7 @@ def test_an_unknown_method_is_refused_before_any_call(bridge):
 # -- "parallel": tesseract-torch has no such method; it must equal "sequential"
 
 
-@pytest.fixture(params=["cpp-inprocess", "cpp-served", "py-served"])
+@pytest.fixture(params=BACKENDS)
 def pair(request, backends):
     return backends.pair(request.param, "batch")
 

@@ -197,16 +197,30 @@ Result<int> DeviceOfPointer(const void* data) {
   return ordinal;
 }
 
-Status OrderAfterStream(uintptr_t stream, int ordinal) {
+namespace {
+
+// Makes `waiter` wait on the GPU for the work queued so far on `producer`.
+Status OrderStreams(cudaStream_t producer, cudaStream_t waiter, int ordinal) {
   TESS_RETURN_IF_ERROR(CheckAvailable());
-  // 1 is the CUDA array interface's name of the legacy default stream, which
-  // is ordered after itself.
-  if (stream == 1) return Status::OK();
   TESS_ASSIGN_OR_RETURN(internal::DeviceGuard guard, internal::DeviceGuard::Enter(ordinal));
   TESS_ASSIGN_OR_RETURN(internal::CudaEvent event, internal::CreateEvent());
-  TESS_CUDA_RETURN_IF_ERROR(cudaEventRecord(event.get(), internal::StreamFromInteger(stream)));
+  TESS_CUDA_RETURN_IF_ERROR(cudaEventRecord(event.get(), producer));
   // Destroying the event right after is allowed: the wait keeps what it needs.
-  return internal::CudaStatus(cudaStreamWaitEvent(cudaStreamLegacy, event.get(), 0), "cudaStreamWaitEvent");
+  return internal::CudaStatus(cudaStreamWaitEvent(waiter, event.get(), 0), "cudaStreamWaitEvent");
+}
+
+}  // namespace
+
+Status OrderAfterStream(uintptr_t stream, int ordinal) {
+  // 1 is the CUDA array interface's name of the legacy default stream, which
+  // is ordered after itself.
+  if (stream == 1) return CheckAvailable();
+  return OrderStreams(internal::StreamFromInteger(stream), cudaStreamLegacy, ordinal);
+}
+
+Status OrderStreamAfterLegacy(uintptr_t stream, int ordinal) {
+  if (stream == 1) return CheckAvailable();
+  return OrderStreams(cudaStreamLegacy, internal::StreamFromInteger(stream), ordinal);
 }
 
 Status SynchronizeDevice(int ordinal) {

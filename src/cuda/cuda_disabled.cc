@@ -35,6 +35,7 @@ Result<std::string> DeviceUuid(int /*ordinal*/) { return NotBuilt(); }
 Result<int> OrdinalOfUuid(std::string_view /*uuid*/) { return NotBuilt(); }
 Result<int> DeviceOfPointer(const void* /*data*/) { return NotBuilt(); }
 Status OrderAfterStream(uintptr_t /*stream*/, int /*ordinal*/) { return NotBuilt(); }
+Status OrderStreamAfterLegacy(uintptr_t /*stream*/, int /*ordinal*/) { return NotBuilt(); }
 Status SynchronizeDevice(int /*ordinal*/) { return NotBuilt(); }
 Result<StreamMark> StreamMark::OnLegacyStream(int /*ordinal*/) { return NotBuilt(); }
 Result<bool> StreamMark::Reached() const { return NotBuilt(); }

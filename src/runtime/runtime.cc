@@ -222,10 +222,12 @@ struct Runtime::Impl {
   RuntimeResponse Post(const core::EndpointInfo& endpoint, const RuntimeRequest& request,
                        std::string_view query) const;
   // Runs a wrapped endpoint: negotiation, run directory, stdio capture,
-  // profiling; `call` produces the validated outputs from `request_body`.
+  // profiling; `call` produces the validated outputs from `request_body`, and
+  // `gpu` is the GPU transport's part of the call (null without one).
   RuntimeResponse RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
                              std::string_view query, const Value& request_body,
-                             const runtime::PreparedCall& call) const;
+                             const runtime::PreparedCall& call,
+                             std::unique_ptr<gpu_transport::ServerCall> gpu) const;
   RuntimeResponse Failure(const std::string& endpoint, const EndpointFailure& failure) const;
   // Creates the run directory, captures stdio into its log and runs `call`.
   Result<Value> RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
@@ -317,7 +319,8 @@ Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, cons
 
 RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
                                           std::string_view query, const Value& request_body,
-                                          const runtime::PreparedCall& call) const {
+                                          const runtime::PreparedCall& call,
+                                          std::unique_ptr<gpu_transport::ServerCall> gpu) const {
   const std::optional<Encoding> encoding = runtime::NegotiateEncoding(request.accept, offer);
   if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
 
@@ -325,13 +328,6 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   const std::string run_id = given_run_id ? *std::move(given_run_id) : platform::NewUuid4();
   if (auto refused = InvalidRunId(run_id)) return *std::move(refused);
 
-  std::unique_ptr<gpu_transport::ServerCall> gpu;
-  if (transport != nullptr) {
-    auto begun = transport->Begin(request.headers);
-    if (!begun.ok()) return Detail(core::HttpStatusFor(begun.status().code()), begun.status().message());
-    gpu = *std::move(begun);
-    platform::PhaseTrace::Mark("gpu_begin");
-  }
   auto outputs = RunInRunDirectory(endpoint, run_id, call);
   BinrefWriter binref(config.output_path, "run_" + run_id);
   if (encoding->format == OutputFormat::kJsonBinref) binref.set_file_source(BinrefFiles());
@@ -479,10 +475,22 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
     if (!result.ok()) return Unprocessable(result.status());
     return JsonResponse(200, *result);
   }
+  // The transport's part begins before validation: cuda_ipc inputs are
+  // ready once the client's event is reached, and a Python model validator
+  // may read them.
+  std::unique_ptr<gpu_transport::ServerCall> gpu;
+  if (transport != nullptr && served.kind == core::EndpointKind::kWrapped) {
+    auto begun = transport->Begin(request.headers);
+    if (!begun.ok()) return Detail(core::HttpStatusFor(begun.status().code()), begun.status().message());
+    gpu = *std::move(begun);
+    platform::PhaseTrace::Mark("gpu_begin");
+  }
   auto call = component->Prepare(served.id, *body, text);
   platform::PhaseTrace::Mark("validate");
   if (!call.ok()) return Unprocessable(call.status());
-  if (served.kind == core::EndpointKind::kWrapped) return RunWrapped(endpoint, request, query, *body, *call);
+  if (served.kind == core::EndpointKind::kWrapped) {
+    return RunWrapped(endpoint, request, query, *body, *call, std::move(gpu));
+  }
   auto outputs = Guarded(*call);
   if (!outputs.ok()) return Failure(endpoint, FailureOf(outputs.status()));
   return JsonResponse(200, *outputs);

@@ -221,7 +221,8 @@ def main() -> int:
     lines += [
         "",
         f"The same, Python components: tesscpp's client and `tesscpp serve tesseract_api.py` (tesscpp-py) "
-        f"against tesseract-core's SDK and tesseract-runtime, and against the C++ component on tesscpp ({gpu}; medians)",
+        "against tesseract-core's SDK and tesseract-runtime, and against the C++ component on tesscpp "
+        f"({gpu}; medians)",
         "",
         "| size | identity: tesscpp-py | tesseract-core | ratio | C++ on tesscpp | py / C++ "
         "| devhold: tesscpp-py | tesseract-core | ratio | C++ on tesscpp | py / C++ "

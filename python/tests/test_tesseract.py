@@ -46,7 +46,9 @@ def served_vectoradd():
 @pytest.fixture(scope="module")
 def python_vectoradd():
     with Tesseract.from_source(
-        PY_FIXTURES / "vectoradd" / "tesseract_api.py", python_executable=sys.executable, python_runtime="tesseract-runtime"
+        PY_FIXTURES / "vectoradd" / "tesseract_api.py",
+        python_executable=sys.executable,
+        python_runtime="tesseract-runtime",
     ) as t:
         yield t
 

@@ -3,7 +3,9 @@ body-size limit, chunked bodies, malformed requests, idle timeouts, concurrent
 connections, clean shutdown. Raw sockets, so nothing is smoothed over by a
 client library.
 
-Needs TESSCPP_CLI (the tesscpp binary) and TESSCPP_EXAMPLES_DIR.
+Needs TESSCPP_CLI (the tesscpp binary) and TESSCPP_EXAMPLES_DIR. The server
+under test is --server-backend's: tesscpp serves the C++ components, tesscpp-py
+the same components as Python modules (`tesscpp serve tesseract_api.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import PY_FIXTURES, ROOT, selected_backend
+
 
 def _require(name: str) -> str:
     value = os.environ.get(name)
@@ -30,8 +34,15 @@ def _require(name: str) -> str:
     return value
 
 
-def _library(example: str) -> Path:
-    """An example's component library, or a test fixture's (nap: a call that sleeps)."""
+def _component(example: str, backend: str) -> Path:
+    """What the server serves: an example's component library, or a test
+    fixture's (nap: a call that sleeps); for tesscpp-py their Python twins."""
+    if backend == "tesscpp-py":
+        if example == "nap":
+            return ROOT / "python" / "tests" / "fixtures" / "nap" / "tesseract_api.py"
+        return PY_FIXTURES / example / "tesseract_api.py"
+    if backend != "tesscpp":
+        pytest.fail(f"this suite tests tesscpp's server; --server-backend={backend} is not one", pytrace=False)
     if example == "nap":
         if not os.environ.get("TESSCPP_BRIDGE_FIXTURES"):  # tests/CMakeLists.txt sets it where python/ is built
             pytest.skip("the nap fixture is built with the Python package, which this build lacks")
@@ -40,7 +51,12 @@ def _library(example: str) -> Path:
 
 
 @pytest.fixture
-def server(tmp_path):
+def backend(request) -> str:
+    return selected_backend(request.config)
+
+
+@pytest.fixture
+def server(tmp_path, backend):
     """Starts `tesscpp serve` on a free port with extra flags (and environment
     variables in `env`); yields (port, process). The server's stderr goes to
     `process.log` (a file: a pipe nobody reads would stall a server that logs)."""
@@ -53,7 +69,7 @@ def server(tmp_path):
         output = tmp_path / f"out{n}"
         output.mkdir()
         with log.open("w") as err:
-            proc = subprocess.Popen([cli, "serve", str(_library(example)), "--port", "0", "--output-path",
+            proc = subprocess.Popen([cli, "serve", str(_component(example, backend)), "--port", "0", "--output-path",
                                      str(output), *flags], stdout=subprocess.PIPE, stderr=err, text=True,
                                     env={**os.environ, **(env or {})})  # fmt: skip
         proc.log = log
@@ -483,12 +499,13 @@ def test_workers_do_not_outlive_their_supervisor(server):
 
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
-def test_a_gpu_transport_needs_a_single_worker(how):
+def test_a_gpu_transport_needs_a_single_worker(how, backend):
     cli = _require("TESSCPP_CLI")
     workers = ["--num-workers", "2"] if how == "flag" else []
     env = {**os.environ, "TESSERACT_NUM_WORKERS": "2"} if how == "environment" else None
-    run = subprocess.run([cli, "serve", str(_library("vectoradd")), "--port", "0", "--gpu-transport", "cuda_ipc",
-                          *workers], capture_output=True, text=True, timeout=30, env=env, check=False)  # fmt: skip
+    served = str(_component("vectoradd", backend))
+    run = subprocess.run([cli, "serve", served, "--port", "0", "--gpu-transport", "cuda_ipc", *workers],
+                         capture_output=True, text=True, timeout=30, env=env, check=False)  # fmt: skip
     assert run.returncode != 0 and not run.stdout, (run.returncode, run.stdout)
     assert "gpu_transport='cuda_ipc' cannot be served by more than one worker (got num_workers=2)" in run.stderr
 

@@ -25,6 +25,32 @@ std::shared_ptr<T> GilShared(T object) {
   });
 }
 
+/// \brief Takes the GIL, as nanobind::gil_scoped_acquire, on a thread that may
+/// not be Python's (the server's), keeping the thread's Python state.
+///
+/// On a thread without one, PyGILState_Ensure creates a thread state and the
+/// matching Release destroys it, with the frame stack CPython allocated for
+/// it: twice per request for a Python module (validation, then the call).
+/// The first acquisition on such a thread leaves the state's count at one, so
+/// later releases only drop the GIL. The server's threads live as long as the
+/// process; their states are freed when the interpreter finalizes, and in a
+/// forked worker PyOS_AfterFork_Child drops those of threads left behind.
+class ThreadGil {
+ private:
+  struct KeptState {
+    KeptState() {
+      thread_local bool kept = false;
+      if (kept) return;
+      kept = true;
+      if (PyGILState_GetThisThreadState() != nullptr) return;  // Python's thread
+      (void)PyGILState_Ensure();
+      (void)PyEval_SaveThread();
+    }
+  };
+  KeptState kept_;  // before gil_: members are made in this order
+  nanobind::gil_scoped_acquire gil_;
+};
+
 /// \brief The numpy module, imported once.
 inline nanobind::object& NumpyModule() {
   static auto* numpy = new nanobind::object(nanobind::module_::import_("numpy"));

@@ -95,7 +95,7 @@ class PythonComponent final : public ServedComponent {
   Result<runtime::PreparedCall> Prepare(EndpointId endpoint, const Value& body,
                                         std::string_view text) const override {
     const char* name = core::Endpoint(endpoint).name.data();  // the table's literals end in NUL
-    nb::gil_scoped_acquire gil;
+    ThreadGil gil;
     nb::tuple outcome;
     try {
       // A view of the request's bytes, read only when the fast validation fails;
@@ -115,7 +115,7 @@ class PythonComponent final : public ServedComponent {
     return runtime::PreparedCall([run = run_, jsonable = jsonable_,
                                   payload = GilShared(nb::object(outcome[0])),
                                   name](const runtime::CallContext& context) -> Result<Value> {
-      nb::gil_scoped_acquire held;
+      ThreadGil held;
       try {
         const nb::object outputs = (*run)(name, *payload, context.run_dir);
         return ToValue(outputs, *jsonable);

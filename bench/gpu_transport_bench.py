@@ -34,7 +34,8 @@ table to --out when given.
     python3 bench/gpu_transport_bench.py --examples build/examples --bench-components build/bench --out results.md
 
 --only tesscpp times tesscpp's cuda_ipc rows alone (for repeated runs).
---phases FILE instead breaks tesscpp's calls down by phase: the client and the
+--phases FILE instead breaks tesscpp's calls (or, with --only tesscpp-py, the
+Python module's) down by phase: the client and the
 server write each call's phases to FILE (TESSCPP_PHASE_TRACE,
 src/platform/phase_trace.h) and the medians per phase are printed; the
 tracing itself costs about a microsecond per mark.
@@ -131,7 +132,7 @@ def main() -> int:
         # Read once per process, by this client and by the servers it starts.
         os.environ["TESSCPP_PHASE_TRACE"] = str(args.phases)
         args.phases.unlink(missing_ok=True)
-        args.only = "tesscpp"
+        args.only = args.only or "tesscpp"
 
     import tesseract_core
 

@@ -358,6 +358,12 @@ def test_ipc_events_order_pending_producers_between_processes(noop):
     # process); what is tested is the calls' own ordering, in steady state.
     noop.apply({"x": x})
     noop.apply({"x": y})
+    # The kernels this test launches below, once too: CUDA loads a kernel when
+    # it is first launched (lazy loading, the default since CUDA 12.2), and
+    # loading may synchronise the context, which would wait for `unrelated`
+    # before any call is made (seen in a fresh process: the first fill_).
+    x.fill_(9.0)
+    y.fill_(8.0)
     torch.cuda.synchronize()
     with torch.cuda.stream(unrelated):
         torch.cuda._sleep(6 * _LONG_SPIN)

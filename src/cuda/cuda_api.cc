@@ -28,6 +28,18 @@ void LogIfFailed(const Status& status) {
   if (!status.ok()) std::fprintf(stderr, "tesscpp: %s\n", status.message().c_str());
 }
 
+void LogReleaseFailure(CUresult result, std::string_view call) {
+  if (result != CUDA_ERROR_DEINITIALIZED) LogIfFailed(DriverStatus(result, call));
+}
+
+void LogReleaseFailure(cudaError_t error, std::string_view call) {
+  if (error == cudaErrorCudartUnloading) {
+    (void)cudaGetLastError();
+    return;
+  }
+  LogIfFailed(CudaStatus(error, call));
+}
+
 Result<CudaStream> CreateStream() {
   cudaStream_t stream = nullptr;
   TESS_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -34,6 +34,14 @@ Status DriverStatus(CUresult result, std::string_view call);
 /// \brief Reports a failure that cannot be returned (in a destructor) on stderr.
 void LogIfFailed(const Status& status);
 
+/// \brief Reports a failed release in a destructor, as LogIfFailed, except the
+/// code that says CUDA has already shut down (CUDA_ERROR_DEINITIALIZED,
+/// cudaErrorCudartUnloading): owners that outlive main (leaked caches, Python
+/// objects freed as the interpreter exits) may go after CUDA's own exit
+/// handler, which has freed and unmapped their memory with the context.
+void LogReleaseFailure(CUresult result, std::string_view call);
+void LogReleaseFailure(cudaError_t error, std::string_view call);
+
 /// \brief CUDA names streams and memory by integers at the edges (CAI, DLPack,
 /// driver pointers); these turn them back into what the runtime API takes.
 inline cudaStream_t StreamFromInteger(uintptr_t stream) {
@@ -66,8 +74,7 @@ class CudaResource {
 
  private:
   void Reset() {
-    if (handle_ != nullptr)
-      LogIfFailed(CudaStatus(Release(handle_), "releasing a CUDA stream, event or buffer"));
+    if (handle_ != nullptr) LogReleaseFailure(Release(handle_), "releasing a CUDA stream, event or buffer");
     handle_ = nullptr;
   }
   Handle handle_ = nullptr;

@@ -26,7 +26,7 @@ Result<std::unique_ptr<DeviceAllocation>> DeviceAllocation::Make(int ordinal, in
 DeviceAllocation::~DeviceAllocation() {
   // Freeing needs the allocation's device current on this thread.
   auto guard = DeviceGuard::Enter(ordinal_);
-  LogIfFailed(CudaStatus(cudaFree(data_), "cudaFree"));
+  LogReleaseFailure(cudaFree(data_), "cudaFree");
 }
 
 DevicePool& DevicePool::Staging() {

@@ -44,7 +44,7 @@ class IpcMapping {
   ~IpcMapping() {
     internal::PeerRanges::Remove(reinterpret_cast<uintptr_t>(base_));
     auto guard = DeviceGuard::Enter(ordinal_);
-    internal::LogIfFailed(CudaStatus(cudaIpcCloseMemHandle(base_), "cudaIpcCloseMemHandle"));
+    internal::LogReleaseFailure(cudaIpcCloseMemHandle(base_), "cudaIpcCloseMemHandle");
   }
   IpcMapping(const IpcMapping&) = delete;
   IpcMapping& operator=(const IpcMapping&) = delete;

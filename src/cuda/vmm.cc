@@ -134,8 +134,8 @@ class VmmMapping {
     auto driver = Driver();
     auto guard = DeviceGuard::Enter(ordinal_);
     if (!driver.ok()) return;
-    if (mapped_ > 0) LogIfFailed(DriverStatus((*driver)->mem_unmap(base_, mapped_), "cuMemUnmap"));
-    LogIfFailed(DriverStatus((*driver)->mem_address_free(base_, reserved_), "cuMemAddressFree"));
+    if (mapped_ > 0) LogReleaseFailure((*driver)->mem_unmap(base_, mapped_), "cuMemUnmap");
+    LogReleaseFailure((*driver)->mem_address_free(base_, reserved_), "cuMemAddressFree");
   }
   VmmMapping(const VmmMapping&) = delete;
   VmmMapping& operator=(const VmmMapping&) = delete;

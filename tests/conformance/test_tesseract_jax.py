@@ -1,8 +1,9 @@
 """tesseract-jax 0.4.0 (the newest for Python 3.11) with tesscpp components.
 
 tesseract-jax drives a tesseract_core.Tesseract; here that client reaches
-`tesscpp serve` of the univariate example (the Rosenbrock function), and the
-same JAX program runs against tesseract-runtime serving the Python twin
+`tesscpp serve` of the univariate example (the Rosenbrock function) — with
+--server-backend=tesscpp-py, its Python twin served by tesscpp's runtime — and
+the same JAX program runs against tesseract-runtime serving the Python twin
 (tests/fixtures/python/univariate). Every value, gradient and tangent must
 agree between the two servers and with the closed form, and tesscpp's
 /metrics must show that the derivative endpoints were the ones called.

@@ -224,7 +224,12 @@ int Serve(const CommonOptions& o, tesscpp::http::HttpServerOptions server_option
   auto opened = MakeRuntime(o);
   if (!opened.ok()) return Fail(opened.status());
   const tesscpp::Runtime& runtime = *opened->runtime;
-  if (const PythonHost* host = ThisProcess().host) server_options.fork_hooks = host->fork_hooks;
+  if (const PythonHost* host = ThisProcess().host) {
+    server_options.fork_hooks = host->fork_hooks;
+    if (server_options.num_workers > 1 && host->check_fork) {
+      if (Status forkable = host->check_fork(); !forkable.ok()) return Fail(forkable);
+    }
+  }
   const std::string& transport = runtime.config().gpu_transport;
   if (transport != "none" && server_options.num_workers > 1) {
     // Exports of clients that never acknowledge are freed at the next call,

@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <atomic>
 #include <iostream>
 #include <utility>
 #include <vector>
@@ -135,6 +136,10 @@ class PythonComponent final : public ServedComponent {
   std::vector<EndpointId> endpoints_;
 };
 
+// Threads the import of the module opened last left running: a process
+// hosts one module, and the serve command asks before it forks workers.
+std::atomic<int> import_threads{0};
+
 nb::dict SettingsOf(const RuntimeConfig& config) {
   nb::dict settings;
   if (config.name) settings["name"] = *config.name;
@@ -165,6 +170,7 @@ Result<std::shared_ptr<const ServedComponent>> OpenPythonModule(const std::strin
       if (auto id = core::FindEndpoint(nb::cast<std::string>(name))) endpoints.push_back(*id);
     }
     auto name = nb::cast<std::string>(host.attr("name"));
+    import_threads = nb::cast<int>(host.attr("import_threads"));
     return std::shared_ptr<const ServedComponent>(
         std::make_shared<PythonComponent>(host, std::move(name), std::move(endpoints)));
   } catch (const nb::python_error& e) {
@@ -174,6 +180,16 @@ Result<std::shared_ptr<const ServedComponent>> OpenPythonModule(const std::strin
     std::cerr << runtime::GetExceptionDetail(failed)->traceback();
     return failed.WithContext("cannot serve '" + path + "'");
   }
+}
+
+Status CheckModuleForkable() {
+  const int threads = import_threads;
+  if (threads == 0) return Status::OK();
+  return Status::InvalidArgument(
+      "the module's import started ", threads,
+      " thread(s) (a thread pool, e.g. torch's or JAX's after a first computation); forked workers would "
+      "not have them and calls that need them would hang. Serve it with --num-workers 1, or compute "
+      "nothing at import (start such work in the first call).");
 }
 
 }  // namespace tesscpp::bindings

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import typing
 from collections.abc import Iterator
@@ -80,7 +81,11 @@ class ModuleHost:
         runtime_config.update_config(api_path=path, **settings)
         self._mpa = mpa
         self._mlflow = bool(runtime_config.get_config().mlflow_tracking_uri)
+        before = _threads()
         module = load_module_from_path(path)
+        # Threads the import left running, which forked workers would lack
+        # (python_component.cc refuses --num-workers > 1 then).
+        self.import_threads = len(_threads() - before)
         check_tesseract_api(module)
         self.app = create_rest_api(module)
         self.name = Path(path).resolve().parent.name or "tesseract_api"
@@ -194,6 +199,11 @@ class _RunBackend:
     def end(self) -> None:
         if self._backend is not None:
             self._backend.end_run()
+
+
+def _threads() -> set[str]:
+    """This process's threads, by id (Linux)."""
+    return set(os.listdir("/proc/self/task"))
 
 
 def _flush() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -136,12 +137,18 @@ def test_run_directory_matches(servers):
     assert mine["artifacts/report.txt"].startswith("3 values, total ")
 
 
-def _serve_broken(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
+def _module_env(tmp_path: Path, source: str) -> tuple[Path, dict[str, str]]:
     module = tmp_path / "tesseract_api.py"
     module.write_text(source)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERACT_")}
     env["TESSCPP_PYTHON"] = sys.executable
-    return subprocess.run([os.environ["TESSCPP_CLI"], "serve", str(module), "--port", "0"], env=env,
+    env["TESSERACT_OUTPUT_PATH"] = str(tmp_path)
+    return module, env
+
+
+def _serve_broken(tmp_path: Path, source: str, *flags: str) -> subprocess.CompletedProcess:
+    module, env = _module_env(tmp_path, source)
+    return subprocess.run([os.environ["TESSCPP_CLI"], "serve", str(module), "--port", "0", *flags], env=env,
                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
 
 
@@ -158,6 +165,66 @@ def test_a_module_without_apply(tmp_path):
     done = _serve_broken(tmp_path, source)
     assert done.returncode == 1
     assert "TypeError: apply is not defined in Tesseract API module tesseract_api" in done.stderr
+
+
+_TORCH_MODULE = """
+import torch
+from pydantic import BaseModel
+from tesseract_core.runtime import Array, Float64
+{at_import}
+
+class InputSchema(BaseModel):
+    x: Array[(None,), Float64]
+
+
+class OutputSchema(BaseModel):
+    y: Array[(None,), Float64]
+
+
+def apply(inputs: InputSchema) -> OutputSchema:
+    t = torch.from_numpy(inputs.x)
+    return OutputSchema(y=(torch.outer(t, t) @ t).numpy())  # a parallel region in torch
+"""
+
+
+def test_a_module_whose_import_starts_threads_is_not_forked(tmp_path):
+    """Threads do not survive a fork: torch's pool, started by a computation at
+    import, would be missing in forked workers, whose next parallel region then
+    waits forever (seen: every call hung). Such a module is refused workers."""
+    source = _TORCH_MODULE.format(at_import="_WARM = (torch.randn(256, 256) @ torch.randn(256, 256)).sum()")
+    done = _serve_broken(tmp_path, source, "--num-workers", "2")
+    assert done.returncode == 1 and not done.stdout, (done.returncode, done.stdout)
+    assert "the module's import started 1 thread(s)" in done.stderr, done.stderr
+    assert "Serve it with --num-workers 1" in done.stderr
+
+
+def test_torch_computes_in_forked_workers(tmp_path):
+    """A module that imports torch, computing in its calls only, is served by
+    2 forked workers: torch's pool starts in each worker."""
+    module, env = _module_env(tmp_path, _TORCH_MODULE.format(at_import=""))
+    process = subprocess.Popen([os.environ["TESSCPP_CLI"], "serve", str(module), "--port", "0", "--num-workers", "2"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        url = re.search(r"http://\S+", process.stdout.readline()).group(0)
+        x = [0.5, 1.0, 2.0]
+        want = [a * sum(b * b for b in x) for a in x]  # (x x^T) x
+        for _ in range(8):  # separate connections: both workers answer
+            answer = requests.post(f"{url}/apply", timeout=60, **_apply({"x": x}, "application/json")).json()
+            assert answer["y"]["data"]["buffer"] == pytest.approx(want)
+        assert process.poll() is None
+        workers = [stat for stat in Path("/proc").glob("[0-9]*/stat")
+                   if _parent_of(stat) == process.pid]  # fmt: skip
+        assert len(workers) == 2, workers
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _parent_of(stat: Path) -> int:
+    try:
+        return int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
 
 
 def test_worker_memory_is_flat(servers):

@@ -88,6 +88,7 @@ int Fail(const Status& status) {
 struct Opened {
   std::string name;
   std::unique_ptr<tesscpp::Runtime> runtime;
+  Status forkable;  // ServedComponent::Forkable of what is served
 };
 
 // The process's argv, for handing a Python module's command to Python, and
@@ -123,6 +124,7 @@ Result<Opened> MakeRuntime(const CommonOptions& o) {
     TESS_ASSIGN_OR_RETURN(std::shared_ptr<const tesscpp::ServedComponent> module,
                           process.host->open_module(o.library, config));
     opened.name = module->name();
+    opened.forkable = module->Forkable();
     TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(module), std::move(config)));
     return opened;
   }
@@ -224,12 +226,8 @@ int Serve(const CommonOptions& o, tesscpp::http::HttpServerOptions server_option
   auto opened = MakeRuntime(o);
   if (!opened.ok()) return Fail(opened.status());
   const tesscpp::Runtime& runtime = *opened->runtime;
-  if (const PythonHost* host = ThisProcess().host) {
-    server_options.fork_hooks = host->fork_hooks;
-    if (server_options.num_workers > 1 && host->check_fork) {
-      if (Status forkable = host->check_fork(); !forkable.ok()) return Fail(forkable);
-    }
-  }
+  if (const PythonHost* host = ThisProcess().host) server_options.fork_hooks = host->fork_hooks;
+  if (server_options.num_workers > 1 && !opened->forkable.ok()) return Fail(opened->forkable);
   const std::string& transport = runtime.config().gpu_transport;
   if (transport != "none" && server_options.num_workers > 1) {
     // Exports of clients that never acknowledge are freed at the next call,

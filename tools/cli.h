@@ -23,10 +23,6 @@ struct PythonHost {
       open_module;
   /// Run around the fork of each worker process.
   http::HttpServerOptions::ForkHooks fork_hooks;
-  /// Whether the module opened last may be served by forked workers: an error
-  /// when its import started threads (the pool of torch or JAX after a first
-  /// computation), which a forked worker lacks, so that calls needing them hang.
-  std::function<Status()> check_fork;
 };
 
 /// \brief Runs the command in `argv` (argv[0] the program) and returns its

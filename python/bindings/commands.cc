@@ -40,7 +40,7 @@ int RunCommands(std::vector<std::string> args) {
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  cli::PythonHost host{OpenPythonModule, CPythonForkHooks(), CheckModuleForkable};
+  cli::PythonHost host{OpenPythonModule, CPythonForkHooks()};
   // The server's threads take the GIL only to enter Python.
   nb::gil_scoped_release release;
   return cli::Main(static_cast<int>(args.size()), argv.data(), &host);

@@ -5,7 +5,6 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
-#include <atomic>
 #include <iostream>
 #include <utility>
 #include <vector>
@@ -65,7 +64,8 @@ Status Unprocessable(const nb::handle& failure) {
 class PythonComponent final : public ServedComponent {
  public:
   PythonComponent(const nb::object& host, std::string name, std::vector<EndpointId> endpoints)
-      : host_(GilShared(host)),
+      : import_threads_(nb::cast<int>(host.attr("import_threads"))),
+        host_(GilShared(host)),
         validate_(GilShared(nb::object(host.attr("validate")))),
         run_(GilShared(nb::object(host.attr("run")))),
         jsonable_(GilShared(nb::object(host.attr("jsonable")))),
@@ -75,6 +75,16 @@ class PythonComponent final : public ServedComponent {
   std::string name() const override { return name_; }
   // tesseract-core reports a body's undecodable arrays itself (validate()).
   bool ValidatesUndecodedArrays() const override { return true; }
+  // Threads the module's import left running would not exist in a forked
+  // worker, where calls that need them (a torch or JAX pool) hang.
+  Status Forkable() const override {
+    if (import_threads_ == 0) return Status::OK();
+    return Status::InvalidArgument(
+        "the module's import started ", import_threads_,
+        " thread(s) (a thread pool, e.g. torch's or JAX's after a first computation); forked workers would "
+        "not have them and calls that need them would hang. Serve it with --num-workers 1, or compute "
+        "nothing at import (start such work in the first call).");
+  }
   bool Implements(EndpointId endpoint) const override {
     return std::find(endpoints_.begin(), endpoints_.end(), endpoint) != endpoints_.end();
   }
@@ -127,6 +137,7 @@ class PythonComponent final : public ServedComponent {
   }
 
  private:
+  int import_threads_;                // ModuleHost.import_threads
   std::shared_ptr<nb::object> host_;  // a tesscpp._python_host.ModuleHost
   // Its methods, looked up once: every request calls them.
   std::shared_ptr<nb::object> validate_;
@@ -135,10 +146,6 @@ class PythonComponent final : public ServedComponent {
   std::string name_;
   std::vector<EndpointId> endpoints_;
 };
-
-// Threads the import of the module opened last left running: a process
-// hosts one module, and the serve command asks before it forks workers.
-std::atomic<int> import_threads{0};
 
 nb::dict SettingsOf(const RuntimeConfig& config) {
   nb::dict settings;
@@ -170,7 +177,6 @@ Result<std::shared_ptr<const ServedComponent>> OpenPythonModule(const std::strin
       if (auto id = core::FindEndpoint(nb::cast<std::string>(name))) endpoints.push_back(*id);
     }
     auto name = nb::cast<std::string>(host.attr("name"));
-    import_threads = nb::cast<int>(host.attr("import_threads"));
     return std::shared_ptr<const ServedComponent>(
         std::make_shared<PythonComponent>(host, std::move(name), std::move(endpoints)));
   } catch (const nb::python_error& e) {
@@ -180,16 +186,6 @@ Result<std::shared_ptr<const ServedComponent>> OpenPythonModule(const std::strin
     std::cerr << runtime::GetExceptionDetail(failed)->traceback();
     return failed.WithContext("cannot serve '" + path + "'");
   }
-}
-
-Status CheckModuleForkable() {
-  const int threads = import_threads;
-  if (threads == 0) return Status::OK();
-  return Status::InvalidArgument(
-      "the module's import started ", threads,
-      " thread(s) (a thread pool, e.g. torch's or JAX's after a first computation); forked workers would "
-      "not have them and calls that need them would hang. Serve it with --num-workers 1, or compute "
-      "nothing at import (start such work in the first call).");
 }
 
 }  // namespace tesscpp::bindings

@@ -21,8 +21,4 @@ namespace tesscpp::bindings {
 Result<std::shared_ptr<const ServedComponent>> OpenPythonModule(const std::string& path,
                                                                 const RuntimeConfig& config);
 
-/// \brief An error when the import of the module OpenPythonModule opened last
-/// started threads, which forked workers would lack (docs/python-host.md §4).
-Status CheckModuleForkable();
-
 }  // namespace tesscpp::bindings

@@ -97,6 +97,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "large: moves hundreds of MiB; runs by default (CI) and must never be skipped")
 
 
+def live_children(pid: int) -> set[int]:
+    """The live (not zombie) child processes of `pid`."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == pid and fields[0] not in "ZX":
+            found.add(int(stat.parent.name))
+    return found
+
+
 def selected_backend(config: pytest.Config) -> str:
     backend = config.getoption("--server-backend")
     if backend is None:

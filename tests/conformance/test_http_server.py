@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PY_FIXTURES, ROOT, selected_backend
+from conftest import PY_FIXTURES, ROOT, live_children, selected_backend
 
 
 def _require(name: str) -> str:
@@ -428,19 +428,6 @@ def test_the_access_log_has_one_json_line_per_request(server):
     assert all(x["duration_ms"] >= 0 and x["time"] > 1.7e9 for x in lines)
 
 
-def _children(pid: int) -> set[int]:
-    """The live (not zombie) child processes of `pid`."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        if int(fields[1]) == pid and fields[0] not in "ZX":
-            found.add(int(stat.parent.name))
-    return found
-
-
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -473,10 +460,10 @@ def test_metrics_need_the_token_even_where_health_is_public(server):
 
 def test_a_killed_worker_is_replaced(server):
     port, proc = server("vectoradd", "--num-workers", "2")
-    workers = _until(lambda: c if len(c := _children(proc.pid)) == 2 else None, "two workers")
+    workers = _until(lambda: c if len(c := live_children(proc.pid)) == 2 else None, "two workers")
     victim = min(workers)
     os.kill(victim, signal.SIGKILL)
-    now = _until(lambda: c if len(c := _children(proc.pid)) == 2 and victim not in c else None,
+    now = _until(lambda: c if len(c := live_children(proc.pid)) == 2 and victim not in c else None,
                  "worker in the killed one's place")  # fmt: skip
     assert len(now & workers) == 1
     assert f"worker {victim} died (signal 9); starting another" in proc.log.read_text()
@@ -491,7 +478,7 @@ def test_a_worker_killed_mid_call_closes_that_call_only(server, tmp_path):
     call's connection closes without an answer instead of hanging, the
     supervisor starts other workers, and the server answers on."""
     port, proc = server("nap", "--num-workers", "2")
-    workers = _until(lambda: c if len(c := _children(proc.pid)) == 2 else None, "two workers")
+    workers = _until(lambda: c if len(c := live_children(proc.pid)) == 2 else None, "two workers")
     with _connect(port) as s:
         s.sendall(_post("/apply", json.dumps({"inputs": {"x": [1.0], "seconds": 60.0}}).encode()))
         _until(lambda: any((tmp_path / "out0").glob("run_*")), "the call begun (its run directory made)")
@@ -499,7 +486,7 @@ def test_a_worker_killed_mid_call_closes_that_call_only(server, tmp_path):
             os.kill(worker, signal.SIGKILL)
         with pytest.raises(ConnectionError):
             _recv_response(s)
-    _until(lambda: c if len(c := _children(proc.pid)) == 2 and not c & workers else None, "two new workers")
+    _until(lambda: c if len(c := live_children(proc.pid)) == 2 and not c & workers else None, "two new workers")
     for _ in range(4):
         with _connect(port) as s:
             s.sendall(_post("/apply", json.dumps({"inputs": {"x": [2.0]}}).encode(), "Accept: application/json\r\n"))
@@ -511,7 +498,7 @@ def test_workers_do_not_outlive_their_supervisor(server):
     """SIGKILL leaves the supervisor no chance to stop its workers: the kernel
     signals them (PR_SET_PDEATHSIG), so nothing keeps serving the port."""
     port, proc = server("vectoradd", "--num-workers", "2")
-    workers = _until(lambda: c if len(c := _children(proc.pid)) == 2 else None, "two workers")
+    workers = _until(lambda: c if len(c := live_children(proc.pid)) == 2 else None, "two workers")
     proc.kill()
     proc.wait()
     _until(lambda: not any(_alive(w) for w in workers), "exit of the orphaned workers")

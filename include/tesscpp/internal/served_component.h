@@ -136,6 +136,9 @@ class ServedComponent {
   /// Prepare (its arrays left as JSON) rather than getting the runtime's 422:
   /// for a kind whose own validation must report it.
   virtual bool ValidatesUndecodedArrays() const { return false; }
+  /// \brief OK when worker processes forked from this one may serve it; an
+  /// error saying why not (threads it started, which a fork leaves behind).
+  virtual Status Forkable() const { return Status::OK(); }
 };
 
 }  // namespace tesscpp

@@ -222,12 +222,32 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
   return 0;
 }
 
+// Workers for a component that cannot be forked are fresh host processes
+// running this same command (a worker_command), when the host says how to
+// start one; fails with why it cannot be forked otherwise.
+Status ChooseWorkerStart(const Opened& opened, tesscpp::http::HttpServerOptions& server_options) {
+  const Process& process = ThisProcess();
+  if (process.host != nullptr) server_options.fork_hooks = process.host->fork_hooks;
+  if (server_options.num_workers <= 1 || opened.forkable.ok()) return Status::OK();
+  if (process.host == nullptr || process.host->command.empty()) return opened.forkable;
+  server_options.worker_command = process.host->command;
+  server_options.worker_command.insert(server_options.worker_command.end(), process.argv + 1,
+                                       process.argv + process.argc);
+  return Status::OK();
+}
+
 int Serve(const CommonOptions& o, tesscpp::http::HttpServerOptions server_options) {
+  // Before the component is set up: its subprocesses must not see it.
+  auto handoff = tesscpp::http::TakeWorkerHandoff();
+  if (!handoff.ok()) return Fail(handoff.status());
+  if (*handoff) {
+    server_options.handoff = **handoff;
+    server_options.num_workers = 1;
+  }
   auto opened = MakeRuntime(o);
   if (!opened.ok()) return Fail(opened.status());
   const tesscpp::Runtime& runtime = *opened->runtime;
-  if (const PythonHost* host = ThisProcess().host) server_options.fork_hooks = host->fork_hooks;
-  if (server_options.num_workers > 1 && !opened->forkable.ok()) return Fail(opened->forkable);
+  if (Status workers = ChooseWorkerStart(*opened, server_options); !workers.ok()) return Fail(workers);
   const std::string& transport = runtime.config().gpu_transport;
   if (transport != "none" && server_options.num_workers > 1) {
     // Exports of clients that never acknowledge are freed at the next call,
@@ -244,8 +264,10 @@ int Serve(const CommonOptions& o, tesscpp::http::HttpServerOptions server_option
   }
   auto server = tesscpp::http::HttpServer::Start(runtime, server_options);
   if (!server.ok()) return Fail(server.status());
-  std::cout << "tesscpp: serving " << opened->name << " on http://" << server_options.host << ":"
-            << (*server)->port() << std::endl;
+  // One line per server: its supervisor's.
+  if (!server_options.handoff)
+    std::cout << "tesscpp: serving " << opened->name << " on http://" << server_options.host << ":"
+              << (*server)->port() << std::endl;
   (*server)->Run();
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tesscpp/internal/http_server.h"
 #include "tesscpp/internal/runtime.h"
@@ -23,6 +24,11 @@ struct PythonHost {
       open_module;
   /// Run around the fork of each worker process.
   http::HttpServerOptions::ForkHooks fork_hooks;
+  /// The command that runs these commands in a fresh host process, before
+  /// their arguments (the interpreter's absolute path, "-m", the host
+  /// module): how workers are started for a module that cannot be forked.
+  /// Empty: such a module gets no workers.
+  std::vector<std::string> command;
 };
 
 /// \brief Runs the command in `argv` (argv[0] the program) and returns its

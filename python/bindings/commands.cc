@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli.h"
@@ -36,11 +37,11 @@ http::HttpServerOptions::ForkHooks CPythonForkHooks() {
   return hooks;
 }
 
-int RunCommands(std::vector<std::string> args) {
+int RunCommands(std::vector<std::string> args, std::vector<std::string> host_command) {
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  cli::PythonHost host{OpenPythonModule, CPythonForkHooks()};
+  cli::PythonHost host{OpenPythonModule, CPythonForkHooks(), std::move(host_command)};
   // The server's threads take the GIL only to enter Python.
   nb::gil_scoped_release release;
   return cli::Main(static_cast<int>(args.size()), argv.data(), &host);
@@ -49,9 +50,10 @@ int RunCommands(std::vector<std::string> args) {
 }  // namespace
 
 void BindCommands(nb::module_& m) {
-  m.def("_run_commands", &RunCommands, nb::arg("argv"),
+  m.def("_run_commands", &RunCommands, nb::arg("argv"), nb::arg("host_command"),
         "Runs a tesscpp command (argv[0] the program) with this interpreter hosting Python modules; "
-        "returns its exit status (most commands exit the process instead).");
+        "host_command runs the same in a fresh process, before the arguments (empty: unknown). "
+        "Returns the exit status (most commands exit the process instead).");
 }
 
 }  // namespace tesscpp::bindings

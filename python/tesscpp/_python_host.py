@@ -215,7 +215,10 @@ def _flush() -> None:
 def main() -> None:
     from . import _tesscpp
 
-    sys.exit(_tesscpp._run_commands(["tesscpp", *sys.argv[1:]]))
+    # How a worker process for a module that cannot be forked runs the same
+    # command afresh; unknown where the interpreter's path is.
+    host = [sys.executable, "-m", "tesscpp._python_host"] if os.path.isabs(sys.executable or "") else []
+    sys.exit(_tesscpp._run_commands(["tesscpp", *sys.argv[1:]], host))
 
 
 if __name__ == "__main__":

@@ -30,12 +30,17 @@ void AppendNumber(std::string& out, uint64_t value) {
 
 }  // namespace
 
-ServerMetrics* ServerMetrics::Create() {
-  void* memory =
-      ::mmap(nullptr, sizeof(ServerMetrics), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) return nullptr;
+ServerMetrics* ServerMetrics::Create(platform::Fd& fd) {
+  fd = platform::Fd(::memfd_create("tesscpp-metrics", MFD_CLOEXEC));
+  if (!fd.valid() || ::ftruncate(fd.get(), sizeof(ServerMetrics)) != 0) return nullptr;
+  ServerMetrics* metrics = Map(fd.get());
   // Zeroed pages are zero atomics; the placement new makes them objects.
-  return new (memory) ServerMetrics();
+  return metrics == nullptr ? nullptr : new (metrics) ServerMetrics();
+}
+
+ServerMetrics* ServerMetrics::Map(int fd) {
+  void* memory = ::mmap(nullptr, sizeof(ServerMetrics), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return memory == MAP_FAILED ? nullptr : static_cast<ServerMetrics*>(memory);
 }
 
 size_t ServerMetrics::EndpointIndex(std::string_view endpoint) {

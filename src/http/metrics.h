@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/file.h"
 
 namespace tesscpp::http {
 
@@ -17,15 +18,19 @@ enum class Rejection : uint8_t { kInFlight, kBodyBudget, kUnauthorized, kCount }
 
 /// \brief Request counts by endpoint and status, latency histograms by
 /// endpoint, bytes in and out, requests in flight, rejections and each
-/// worker's RSS. Lives in one anonymous shared mapping made before the
-/// workers are forked, so every worker adds to the same lock-free atomics
-/// and any of them can answer /metrics for all.
+/// worker's RSS. Lives in one shared mapping made before the workers start,
+/// so every worker adds to the same lock-free atomics and any of them can
+/// answer /metrics for all.
 class ServerMetrics {
  public:
   static constexpr int kMaxWorkers = 1024;
 
-  /// \brief The mapping; kept for the life of the process (and its forks).
-  static ServerMetrics* Create();
+  /// \brief Memory for the counters, zeroed: a memfd rather than an
+  /// anonymous mapping, so that workers started by exec (handed the fd) map
+  /// the same pages as forked ones. Null when it cannot be made.
+  static ServerMetrics* Create(platform::Fd& fd);
+  /// \brief Maps the counters of `fd` (Create's, in the supervisor).
+  static ServerMetrics* Map(int fd);
 
   /// \brief One answered request. `endpoint` is the path without its query.
   void Record(std::string_view endpoint, int status, double seconds, int64_t bytes_in, int64_t bytes_out);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -21,6 +24,7 @@
 
 #include "http/http_head.h"
 #include "http/metrics.h"
+#include "http/worker_exec.h"
 #include "tesscpp/internal/buffer_pool.h"
 #include "tesscpp/internal/file.h"
 #include "tesscpp/internal/json.h"
@@ -431,7 +435,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
 struct HttpServer::Impl {
   Impl(const Runtime& r, const HttpServerOptions& o) : runtime(r), options(o), io(kThreads) {
-    state.metrics = ServerMetrics::Create();
+    if (options.handoff) {
+      metrics_fd = platform::Fd(options.handoff->metrics_fd);
+      state.metrics = ServerMetrics::Map(metrics_fd.get());
+      worker = options.handoff->slot;
+    } else {
+      state.metrics = ServerMetrics::Create(metrics_fd);
+    }
     if (options.access_log) state.access_log_fd = stderr_copy.get();
     if (options.body_budget_bytes < 0) {
       const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
@@ -447,6 +457,7 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   // stderr as it was before any endpoint captured it into a run's log.
   platform::Fd stderr_copy{::fcntl(2, F_DUPFD_CLOEXEC, 3)};
+  platform::Fd metrics_fd;  // the counters' memory, handed to exec'd workers
   ServerState state;
   asio::io_context io;
   tcp::acceptor acceptor{io};
@@ -562,6 +573,10 @@ struct HttpServer::Impl {
 
 // Starts a worker process: it serves until drained, then exits.
 pid_t HttpServer::Impl::StartWorker(int slot, const sigset_t& worker_mask) {
+  if (!options.worker_command.empty()) {
+    const WorkerExec exec(options.worker_command, acceptor.native_handle(), metrics_fd.get(), slot);
+    return exec.Start(worker_mask);
+  }
   const HttpServerOptions::ForkHooks& hooks = options.fork_hooks;
   if (hooks.before) hooks.before();
   io.notify_fork(asio::execution_context::fork_prepare);
@@ -655,6 +670,10 @@ void HttpServer::Impl::Supervise(int processes) {
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Runtime& runtime,
                                                       const HttpServerOptions& options) {
   auto impl = std::make_unique<Impl>(runtime, options);
+  if (impl->state.metrics == nullptr) {
+    return Status::Unavailable("cannot map the server's metrics: ", std::strerror(errno));
+  }
+  if (options.handoff) return AdoptListener(std::move(impl), options.handoff->listen_fd);
   beast::error_code ec;
   const auto address = asio::ip::make_address(options.host, ec);
   if (ec) return Status::InvalidArgument("'", options.host, "' is not an IP address: ", ec.message());
@@ -666,6 +685,20 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Runtime& runtime,
   if (ec) {
     return Status::Unavailable("cannot listen on ", options.host, ":", options.port, ": ", ec.message());
   }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+// A worker started by exec serves the socket its supervisor listens on.
+Result<std::unique_ptr<HttpServer>> HttpServer::AdoptListener(std::unique_ptr<Impl> impl, int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    return Status::InvalidArgument("the handed listening socket (descriptor ", fd,
+                                   ") is not a socket: ", std::strerror(errno));
+  }
+  beast::error_code ec;
+  impl->acceptor.assign(address.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+  if (ec) return Status::Unavailable("cannot serve the handed listening socket: ", ec.message());
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 

@@ -187,36 +187,64 @@ def apply(inputs: InputSchema) -> OutputSchema:
 """
 
 
-def test_a_module_whose_import_starts_threads_is_not_forked(tmp_path):
+def _serve_workers(tmp_path: Path, source: str) -> tuple[subprocess.Popen, str]:
+    """`serve` with 2 workers; the supervisor and its URL."""
+    module, env = _module_env(tmp_path, source)
+    command = [os.environ["TESSCPP_CLI"], "serve", str(module), "--port", "0", "--num-workers", "2"]
+    with (tmp_path / "server.stderr").open("w") as err:  # a file: a pipe nobody reads could stall the server
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+    return process, re.search(r"http://\S+", process.stdout.readline()).group(0)
+
+
+def _outer_product_calls(url: str, calls: int) -> None:
+    x = [0.5, 1.0, 2.0]
+    want = [a * sum(b * b for b in x) for a in x]  # (x x^T) x
+    for _ in range(calls):  # separate connections: either worker may answer
+        answer = requests.post(f"{url}/apply", timeout=60, **_apply({"x": x}, "application/json")).json()
+        assert answer["y"]["data"]["buffer"] == pytest.approx(want)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    assert process.wait(timeout=30) == 0  # drained
+
+
+def test_a_module_whose_import_starts_threads_gets_fresh_workers(tmp_path):
     """Threads do not survive a fork: torch's pool, started by a computation at
     import, would be missing in forked workers, whose next parallel region then
-    waits forever (seen: every call hung). Such a module is refused workers."""
+    waits forever (seen: every call hung). Such a module's workers are fresh
+    processes that import it themselves (exec'd with the listening socket and
+    the metrics handed over), as tesseract-runtime's uvicorn workers are."""
     source = _TORCH_MODULE.format(at_import="_WARM = (torch.randn(256, 256) @ torch.randn(256, 256)).sum()")
-    done = _serve_broken(tmp_path, source, "--num-workers", "2")
-    assert done.returncode == 1 and not done.stdout, (done.returncode, done.stdout)
-    assert "the module's import started 1 thread(s)" in done.stderr, done.stderr
-    assert "Serve it with --num-workers 1" in done.stderr
+    process, url = _serve_workers(tmp_path, source)
+    try:
+        _outer_product_calls(url, 8)
+        workers = live_children(process.pid)
+        assert len(workers) == 2
+        for pid in workers:  # exec'd, each with its own handoff
+            environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            assert any(v.startswith(b"TESSCPP_WORKER_HANDOFF=") for v in environment), pid
+        # Both workers count into the one set of metrics.
+        metrics = requests.get(f"{url}/metrics", timeout=60).text
+        assert 'tesscpp_requests_total{endpoint="/apply",status="200"} 8' in metrics, metrics
+    finally:
+        _stop(process)
+    assert not live_children(process.pid)
 
 
 def test_torch_computes_in_forked_workers(tmp_path):
     """A module that imports torch, computing in its calls only, is served by
     2 forked workers: torch's pool starts in each worker."""
-    module, env = _module_env(tmp_path, _TORCH_MODULE.format(at_import=""))
-    command = [os.environ["TESSCPP_CLI"], "serve", str(module), "--port", "0", "--num-workers", "2"]
-    with (tmp_path / "server.stderr").open("w") as err:  # a file: a pipe nobody reads could stall the server
-        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+    process, url = _serve_workers(tmp_path, _TORCH_MODULE.format(at_import=""))
     try:
-        url = re.search(r"http://\S+", process.stdout.readline()).group(0)
-        x = [0.5, 1.0, 2.0]
-        want = [a * sum(b * b for b in x) for a in x]  # (x x^T) x
-        for _ in range(8):  # separate connections: both workers answer
-            answer = requests.post(f"{url}/apply", timeout=60, **_apply({"x": x}, "application/json")).json()
-            assert answer["y"]["data"]["buffer"] == pytest.approx(want)
+        _outer_product_calls(url, 8)
         assert process.poll() is None
-        assert len(live_children(process.pid)) == 2
+        workers = live_children(process.pid)
+        assert len(workers) == 2
+        for pid in workers:  # forks: nothing handed over
+            assert b"TESSCPP_WORKER_HANDOFF=" not in Path(f"/proc/{pid}/environ").read_bytes()
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        _stop(process)
 
 
 def test_worker_memory_is_flat(servers):

@@ -5,8 +5,9 @@
 // handled on the thread that read it, so a long endpoint occupies one thread
 // while the other keeps serving /health and other connections. With
 // num_workers > 1 there are that many such processes sharing the listening
-// socket, under a supervisor that restarts one that dies and stops them all
-// on SIGTERM (as tesseract-runtime's uvicorn workers): endpoints capture the
+// socket (forks, or fresh processes given it: worker_command), under a
+// supervisor that restarts one that dies and stops them all on SIGTERM (as
+// tesseract-runtime's uvicorn workers): endpoints capture the
 // process's stdout into their run's log, which only one call per process can
 // do at a time. Bodies are read straight into pooled, padded buffers with
 // large reads (the JSON parser then works in place), memory committed as the
@@ -18,7 +19,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tesscpp/result.h"
 
@@ -65,7 +68,27 @@ struct HttpServerOptions {
     std::function<void()> parent;
     std::function<void()> child;
   } fork_hooks;
+  /// When not empty, workers are not forks of this process but fresh ones
+  /// running this command (argv, an absolute program path first), each handed
+  /// the listening socket, the shared metrics and its slot (WorkerHandoff).
+  /// For a process whose state does not survive a fork: a Python module whose
+  /// import started threads (a torch or JAX pool) gets them afresh in each.
+  std::vector<std::string> worker_command;
+  /// In a worker started by worker_command: what it was handed (from
+  /// TakeWorkerHandoff()). Start() then serves that socket, as one process.
+  struct WorkerHandoff {
+    int listen_fd = -1;
+    int metrics_fd = -1;
+    int slot = 0;
+  };
+  std::optional<WorkerHandoff> handoff;
 };
+
+/// \brief The handoff a supervisor gave this process in its environment
+/// (removed from it, so that the component's own subprocesses do not see it);
+/// nullopt when this process is no such worker, kInvalidArgument when the
+/// variable is malformed.
+Result<std::optional<HttpServerOptions::WorkerHandoff>> TakeWorkerHandoff();
 
 class HttpServer {
  public:
@@ -92,6 +115,7 @@ class HttpServer {
  private:
   struct Impl;
   explicit HttpServer(std::unique_ptr<Impl> impl);
+  static Result<std::unique_ptr<HttpServer>> AdoptListener(std::unique_ptr<Impl> impl, int fd);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -10,6 +10,7 @@ TESSCPP_SOURCE_DIR set, as scripts/gpu/build_and_test.sh does.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -364,20 +365,28 @@ def test_ipc_events_order_pending_producers_between_processes(noop):
     # fill kernel runs once now (the expected answers), and the answers are
     # compared (torch.equal's kernels) only after both checks of `unrelated`.
     want_x, want_y = torch.full_like(x, 9.0), torch.full_like(y, 8.0)
-    torch.cuda.synchronize()
-    with torch.cuda.stream(unrelated):
-        torch.cuda._sleep(6 * _LONG_SPIN)
-    torch.cuda._sleep(_LONG_SPIN)
-    x.fill_(9.0)
-    out_x = noop.apply({"x": x})["x"]
-    assert not unrelated.query(), "the call waited for an unrelated stream: a device synchronisation"
-    with torch.cuda.stream(side):
+    # Releasing an imported output may unmap it, which CUDA may do with a
+    # device synchronisation: so out_x stays alive below, and the cycle
+    # collector, which in the full suite may release earlier tests' outputs at
+    # any allocation (the side-stream call failed there, never alone), runs
+    # now and not during the calls.
+    gc.collect()
+    gc.disable()
+    try:
+        torch.cuda.synchronize()
+        with torch.cuda.stream(unrelated):
+            torch.cuda._sleep(6 * _LONG_SPIN)
         torch.cuda._sleep(_LONG_SPIN)
-        y.fill_(8.0)
-        # out_x stays alive: releasing an imported output may unmap it, which
-        # CUDA may do with a device synchronisation.
-        out_y = noop.apply({"x": y})["x"]
-    assert not unrelated.query(), "the call waited for an unrelated stream: a device synchronisation"
+        x.fill_(9.0)
+        out_x = noop.apply({"x": x})["x"]
+        assert not unrelated.query(), "the call waited for an unrelated stream: a device synchronisation"
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(_LONG_SPIN)
+            y.fill_(8.0)
+            out_y = noop.apply({"x": y})["x"]
+        assert not unrelated.query(), "the call waited for an unrelated stream: a device synchronisation"
+    finally:
+        gc.enable()
     assert torch.equal(torch.from_dlpack(out_x), want_x)
     assert torch.equal(torch.from_dlpack(out_y), want_y)
     unrelated.synchronize()

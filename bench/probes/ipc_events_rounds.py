@@ -5,7 +5,8 @@ Python noop in the full GPU suite on 2026-12-04, at its side-stream call,
 after passing alone in fresh processes).
 
 Per server (the C++ noop, then the Python noop, both on tesscpp's runtime with
-cuda_ipc) and per round: an unrelated stream spins 6 x 200 M cycles; a
+cuda_ipc), in three states of the client's mapping cache (warm; after 80
+distinct new mappings; the same followed by one round untimed), per round: an unrelated stream spins 6 x 200 M cycles; a
 pending fill on the default stream, then the call; a pending fill on a side
 stream, then the call (the first output still alive). Each step prints its
 time and whether the unrelated stream was done after it, and the client's
@@ -59,19 +60,33 @@ def one_round(noop, x, y) -> None:
     print(f"    values right: {ok}")
 
 
+def churn(noop, calls: int) -> None:
+    """Calls with distinct sizes: the server answers each from a new
+    allocation, which this client maps; past the client's mapping cache (64
+    entries) every new mapping evicts, and closes, the oldest."""
+    for n in range(calls):
+        noop.apply({"x": torch.zeros(1024 * (n + 1), device="cuda")})
+    torch.cuda.synchronize()
+
+
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     for name, path in SERVERS.items():
         noop = tesscpp.Tesseract.from_source(path, gpu_transport="cuda_ipc")
         noop.serve()
         try:
             noop.apply({"x": torch.ones(4, device="cuda")})
-            for fresh in (False, True):
-                x, y = torch.zeros(1 << 22, device="cuda"), torch.zeros(1 << 22, device="cuda")
-                noop.apply({"x": x})
-                noop.apply({"x": y})
+            x, y = torch.zeros(1 << 22, device="cuda"), torch.zeros(1 << 22, device="cuda")
+            noop.apply({"x": x})
+            noop.apply({"x": y})
+            for label, churned, warm in (("warmed by one call each", 0, False), ("after 80 new mappings", 80, False),
+                                         ("after 80 new mappings and one untimed round", 80, True)):  # fmt: skip
+                churn(noop, churned)
+                if warm:
+                    print(f"{name}, {label}: the untimed round", flush=True)
+                    one_round(noop, x, y)
                 for r in range(rounds):
-                    print(f"{name}, {'new' if fresh else 'first'} tensors, round {r}", flush=True)
+                    print(f"{name}, {label}, round {r}", flush=True)
                     one_round(noop, x, y)
             print(f"{name} transport counters: {tesscpp.cuda.transport_counters()}", flush=True)
         finally:

@@ -40,10 +40,12 @@ WorkerExec::WorkerExec(const std::vector<std::string>& command, int listen_fd, i
   const size_t environment = strings_.size();
   strings_.insert(strings_.end(), command.begin(), command.end());
   // Pointers only now: the vector no longer moves its strings.
-  for (size_t i = 0; i < strings_.size(); ++i) (i < environment ? envp_ : argv_).push_back(strings_[i].data());
+  for (size_t i = 0; i < strings_.size(); ++i)
+    (i < environment ? envp_ : argv_).push_back(strings_[i].data());
   envp_.push_back(nullptr);
   argv_.push_back(nullptr);
-  exec_failed_ = "tesscpp: cannot start a worker: exec of '" + (command.empty() ? "" : command[0]) + "' failed\n";
+  exec_failed_ =
+      "tesscpp: cannot start a worker: exec of '" + (command.empty() ? "" : command[0]) + "' failed\n";
 }
 
 pid_t WorkerExec::Start(const sigset_t& signal_mask) const {
@@ -72,9 +74,10 @@ Result<std::optional<HttpServerOptions::WorkerHandoff>> TakeWorkerHandoff() {
   if (second == std::string::npos || !ParseInt(view.substr(0, first), handoff.listen_fd) ||
       !ParseInt(view.substr(first + 1, second - first - 1), handoff.metrics_fd) ||
       !ParseInt(view.substr(second + 1), handoff.slot) || handoff.slot < 0) {
-    return Status::InvalidArgument(kWorkerHandoffVariable, "='", text,
-                                   "' is not '<listen fd>,<metrics fd>,<slot>' (it is set by tesscpp's supervisor "
-                                   "for its workers, never by hand)");
+    return Status::InvalidArgument(
+        kWorkerHandoffVariable, "='", text,
+        "' is not '<listen fd>,<metrics fd>,<slot>' (it is set by tesscpp's supervisor "
+        "for its workers, never by hand)");
   }
   // Not passed on again: the component's own subprocesses get neither.
   for (const int fd : {handoff.listen_fd, handoff.metrics_fd}) {

@@ -34,8 +34,8 @@ TEST(WorkerExec, TheChildGetsTheHandoffAndBothDescriptors) {
   // The shell exits 0 only when the variable names both descriptors and
   // slot 3, and both are open in it.
   const std::string check = "test \"$TESSCPP_WORKER_HANDOFF\" = \"" + std::to_string(a.get()) + "," +
-                            std::to_string(b.get()) + ",3\" && test -e /proc/self/fd/" + std::to_string(a.get()) +
-                            " && test -e /proc/self/fd/" + std::to_string(b.get());
+                            std::to_string(b.get()) + ",3\" && test -e /proc/self/fd/" +
+                            std::to_string(a.get()) + " && test -e /proc/self/fd/" + std::to_string(b.get());
   const int status = RunToExit(WorkerExec({"/bin/sh", "-c", check}, a.get(), b.get(), 3));
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_NE(Cloexec(a.get()), 0);  // this process's copies are untouched

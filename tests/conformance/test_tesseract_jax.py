@@ -11,7 +11,6 @@ agree between the two servers and with the closed form, and tesscpp's
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -19,8 +18,7 @@ import tesseract_core
 from tesseract_jax import apply_tesseract
 
 from conftest import answered
-
-X, Y = 1.5, 2.0
+from jax_program import X, Y, program
 
 
 def rosenbrock(x: float, y: float) -> float:
@@ -31,37 +29,11 @@ def gradient(x: float, y: float) -> tuple[float, float]:
     return -2 * (1 - x) - 400 * x * (y - x**2), 200 * (y - x**2)
 
 
-def program(t: tesseract_core.Tesseract) -> dict[str, np.ndarray]:
-    """The JAX transformations a user applies to a Tesseract, by name."""
-
-    def f(x, y):
-        return apply_tesseract(t, {"x": x, "y": y})["result"]
-
-    def f_batched(x, y):
-        return apply_tesseract(t, {"x": x, "y": y}, vmap_method="sequential")["result"]
-
-    x, y = jnp.float32(X), jnp.float32(Y)
-    xs, ys = jnp.array([0.0, 1.0, 1.5, -1.2], jnp.float32), jnp.array([0.0, 1.0, 2.0, 1.0], jnp.float32)
-    primal, tangent = jax.jvp(f, (x, y), (jnp.float32(1.0), jnp.float32(0.5)))
-    return {
-        "apply": f(x, y),
-        "grad": jnp.stack(jax.grad(f, argnums=(0, 1))(x, y)),
-        "jit": jax.jit(f)(x, y),
-        "jit(grad)": jnp.stack(jax.jit(jax.grad(f, argnums=(0, 1)))(x, y)),
-        "jvp primal": primal,
-        "jvp tangent": tangent,
-        "jacfwd": jnp.stack(jax.jacfwd(f, argnums=(0, 1))(x, y)),
-        "jacrev": jnp.stack(jax.jacrev(f, argnums=(0, 1))(x, y)),
-        "vmap": jax.vmap(f_batched)(xs, ys),
-        "jit(vmap(grad))": jnp.stack(jax.jit(jax.vmap(jax.grad(f_batched, argnums=(0, 1))))(xs, ys)),
-    }
-
-
 @pytest.mark.tesscpp_only
 def test_jax_transformations_through_tesscpp_match_tesseract_runtime(servers):
     ours_server = servers.fresh("univariate")  # its own, so its /metrics count this test's calls only
-    ours = program(tesseract_core.Tesseract.from_url(ours_server.url))
-    reference = program(tesseract_core.Tesseract.from_url(servers.reference("univariate").url))
+    ours = program(apply_tesseract, tesseract_core.Tesseract.from_url(ours_server.url))
+    reference = program(apply_tesseract, tesseract_core.Tesseract.from_url(servers.reference("univariate").url))
     assert sorted(ours) == sorted(reference)
     for name in ours:
         assert ours[name].dtype == reference[name].dtype == jnp.float32, name

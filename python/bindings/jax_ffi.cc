@@ -1,0 +1,280 @@
+#include "jax_ffi.h"
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "from_python.h"
+#include "tesscpp/client.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace tesscpp::bindings {
+namespace {
+
+namespace nb = nanobind;
+namespace ffi = xla::ffi;
+
+// A place in a request or an answer: dict keys and list indices from the root.
+using Segment = std::variant<std::string, int64_t>;
+using Path = std::vector<Segment>;
+
+// One call shape, registered by Python at lowering time.
+struct JaxCall {
+  Tesseract tesseract;
+  std::string endpoint;  // apply, jacobian_vector_product, vector_jacobian_product, jacobian
+  Value body;            // the request, with null where the arguments go
+  std::vector<Path> arguments;
+  std::vector<Path> results;
+};
+
+// Calls live as long as the process: a jitted program may run long after the
+// Python objects that lowered it are gone, and a program's calls are few.
+class Registry {
+ public:
+  static Registry& Instance() {
+    static auto* registry = new Registry();  // leaked: programs may run at exit
+    return *registry;
+  }
+  int64_t Add(std::shared_ptr<const JaxCall> call) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    calls_.push_back(std::move(call));
+    return static_cast<int64_t>(calls_.size()) - 1;
+  }
+  std::shared_ptr<const JaxCall> Get(int64_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (id < 0 || id >= static_cast<int64_t>(calls_.size())) return nullptr;
+    return calls_[static_cast<size_t>(id)];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<const JaxCall>> calls_;
+};
+
+std::atomic<uint64_t> handled_calls{0};
+
+std::string Describe(const Path& path) {
+  std::string text;
+  for (const Segment& segment : path) {
+    if (const auto* key = std::get_if<std::string>(&segment)) {
+      text += "['" + *key + "']";
+    } else {
+      text += "[" + std::to_string(std::get<int64_t>(segment)) + "]";
+    }
+  }
+  return text;
+}
+
+Value* Find(Value& root, const Path& path) {
+  Value* node = &root;
+  for (const Segment& segment : path) {
+    if (const auto* key = std::get_if<std::string>(&segment)) {
+      node = node->is_dict() ? node->as_dict().find(*key) : nullptr;
+    } else {
+      const int64_t index = std::get<int64_t>(segment);
+      node = node->is_list() && index >= 0 && index < static_cast<int64_t>(node->as_list().size())
+                 ? &node->as_list()[static_cast<size_t>(index)]
+                 : nullptr;
+    }
+    if (node == nullptr) return nullptr;
+  }
+  return node;
+}
+
+Result<Dtype> FromXla(ffi::DataType type) {
+  switch (type) {
+    case ffi::DataType::PRED: return Dtype::kBool;
+    case ffi::DataType::S8: return Dtype::kInt8;
+    case ffi::DataType::S16: return Dtype::kInt16;
+    case ffi::DataType::S32: return Dtype::kInt32;
+    case ffi::DataType::S64: return Dtype::kInt64;
+    case ffi::DataType::U8: return Dtype::kUInt8;
+    case ffi::DataType::U16: return Dtype::kUInt16;
+    case ffi::DataType::U32: return Dtype::kUInt32;
+    case ffi::DataType::U64: return Dtype::kUInt64;
+    case ffi::DataType::F16: return Dtype::kFloat16;
+    case ffi::DataType::F32: return Dtype::kFloat32;
+    case ffi::DataType::F64: return Dtype::kFloat64;
+    case ffi::DataType::C64: return Dtype::kComplex64;
+    case ffi::DataType::C128: return Dtype::kComplex128;
+    default: return Status::InvalidArgument("XLA element type ", static_cast<int>(type), " has no Tesseract dtype");
+  }
+}
+
+// Calls f with a value of the C++ type of a real, non-half dtype.
+template <typename F>
+bool VisitReal(Dtype dtype, F&& f) {
+  switch (dtype) {
+    case Dtype::kBool: f(bool{}); return true;
+    case Dtype::kInt8: f(int8_t{}); return true;
+    case Dtype::kInt16: f(int16_t{}); return true;
+    case Dtype::kInt32: f(int32_t{}); return true;
+    case Dtype::kInt64: f(int64_t{}); return true;
+    case Dtype::kUInt8: f(uint8_t{}); return true;
+    case Dtype::kUInt16: f(uint16_t{}); return true;
+    case Dtype::kUInt32: f(uint32_t{}); return true;
+    case Dtype::kUInt64: f(uint64_t{}); return true;
+    case Dtype::kFloat32: f(float{}); return true;
+    case Dtype::kFloat64: f(double{}); return true;
+    default: return false;
+  }
+}
+
+// The answer's array into XLA's result buffer: a copy, or a cast where the
+// server answered in another dtype (a gradient in the schema's dtype for an
+// input JAX holds in another, as tesseract-jax's NumPy conversion allows).
+Status WriteResult(const Tensor& answer, const Path& path, ffi::AnyBuffer result) {
+  TESS_ASSIGN_OR_RETURN(const Dtype want, FromXla(result.element_type()));
+  const auto dims = result.dimensions();
+  const std::vector<int64_t> shape(dims.begin(), dims.end());
+  const std::span<const int64_t> got = answer.shape().dims();
+  if (!std::equal(got.begin(), got.end(), shape.begin(), shape.end())) {
+    return Status::InvalidArgument("the answer's array at ", Describe(path), " has shape ",
+                                   answer.shape().ToString(), ", not the ", FormatShape(shape),
+                                   " abstract_eval announced");
+  }
+  TESS_ASSIGN_OR_RETURN(const Tensor host, answer.ViewOrCopyToHost());
+  if (host.dtype() == want) {
+    std::memcpy(result.untyped_data(), host.data(), static_cast<size_t>(host.nbytes()));
+    return Status::OK();
+  }
+  const int64_t n = host.num_elements();
+  bool done = false;
+  VisitReal(host.dtype(), [&](auto from) {
+    using From = decltype(from);
+    const auto* in = host.data_as<From>();
+    done = VisitReal(want, [&](auto to) {
+      using To = decltype(to);
+      auto* out = static_cast<To*>(result.untyped_data());
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<To>(in[i]);
+    });
+  });
+  if (done) return Status::OK();
+  return Status::InvalidArgument("the answer's array at ", Describe(path), " is ", DtypeName(host.dtype()),
+                                 ", which cannot be written as ", DtypeName(want));
+}
+
+Result<Value> Send(const JaxCall& call, const Value& body) {
+  const Value::Dict& fields = body.as_dict();
+  const Value& inputs = fields.at("inputs");
+  const auto names = [&](std::string_view key) {
+    std::vector<std::string> out;
+    for (const Value& name : fields.at(key).as_list()) out.push_back(name.as_string());
+    return out;
+  };
+  if (call.endpoint == "apply") return call.tesseract.Apply(inputs);
+  if (call.endpoint == "jacobian_vector_product") {
+    return call.tesseract.JacobianVectorProduct(inputs, names("jvp_inputs"), names("jvp_outputs"),
+                                                fields.at("tangent_vector"));
+  }
+  if (call.endpoint == "vector_jacobian_product") {
+    return call.tesseract.VectorJacobianProduct(inputs, names("vjp_inputs"), names("vjp_outputs"),
+                                                fields.at("cotangent_vector"));
+  }
+  return call.tesseract.Jacobian(inputs, names("jac_inputs"), names("jac_outputs"));
+}
+
+Status Run(const JaxCall& call, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  if (args.size() != call.arguments.size() || rets.size() != call.results.size()) {
+    return Status::Internal("tesscpp.jax: the custom call has ", args.size(), " arguments and ", rets.size(),
+                            " results where its lowering registered ", call.arguments.size(), " and ",
+                            call.results.size());
+  }
+  Value body = call.body;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto buffer = args.get<ffi::AnyBuffer>(i);
+    if (!buffer.has_value()) return Status::Internal("tesscpp.jax: argument ", i, ": ", buffer.error().message());
+    TESS_ASSIGN_OR_RETURN(const Dtype dtype, FromXla(buffer->element_type()));
+    const auto dims = buffer->dimensions();
+    // A view of XLA's buffer, alive for the whole call: encoded without a copy.
+    TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(std::vector<int64_t>(dims.begin(), dims.end())));
+    TESS_ASSIGN_OR_RETURN(Tensor tensor,
+                          Tensor::Make(dtype, std::move(shape),
+                                       Buffer::Wrap(buffer->untyped_data(),
+                                                    static_cast<int64_t>(buffer->size_bytes()), nullptr)));
+    Value* slot = Find(body, call.arguments[i]);
+    if (slot == nullptr) return Status::Internal("tesscpp.jax: no place ", Describe(call.arguments[i]));
+    *slot = Value(std::move(tensor));
+  }
+  TESS_ASSIGN_OR_RETURN(Value answer, Send(call, body));
+  for (size_t i = 0; i < rets.size(); ++i) {
+    auto result = rets.get<ffi::AnyBuffer>(i);
+    if (!result.has_value()) return Status::Internal("tesscpp.jax: result ", i, ": ", result.error().message());
+    const Value* found = Find(answer, call.results[i]);
+    if (found == nullptr || !found->is_tensor()) {
+      return Status::InvalidArgument("the answer has no array at ", Describe(call.results[i]));
+    }
+    TESS_RETURN_IF_ERROR(WriteResult(found->as_tensor(), call.results[i], **result));
+  }
+  return Status::OK();
+}
+
+ffi::Error Handle(ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t call_id) {
+  handled_calls.fetch_add(1, std::memory_order_relaxed);
+  const std::shared_ptr<const JaxCall> call = Registry::Instance().Get(call_id);
+  if (call == nullptr) return ffi::Error::Internal("tesscpp.jax: no call registered as " + std::to_string(call_id));
+  const Status status = Run(*call, args, rets);
+  if (status.ok()) return ffi::Error::Success();
+  return ffi::Error(status.code() == StatusCode::kInvalidArgument ? ffi::ErrorCode::kInvalidArgument
+                                                                  : ffi::ErrorCode::kUnknown,
+                    status.message());
+}
+
+XLA_FFI_DEFINE_HANDLER(kHandler, Handle,
+                       ffi::Ffi::Bind().RemainingArgs().RemainingRets().Attr<int64_t>("call_id"));
+
+Path ToPath(const nb::handle& segments) {
+  Path path;
+  for (nb::handle segment : segments) {
+    if (nb::isinstance<nb::str>(segment)) {
+      path.emplace_back(nb::cast<std::string>(segment));
+    } else {
+      path.emplace_back(nb::cast<int64_t>(segment));
+    }
+  }
+  return path;
+}
+
+std::vector<Path> ToPaths(const nb::handle& paths) {
+  std::vector<Path> out;
+  for (nb::handle path : paths) out.push_back(ToPath(path));
+  return out;
+}
+
+}  // namespace
+
+void BindJaxFfi(nb::module_& m) {
+  m.def(
+      "_jax_ffi_target", [] { return nb::capsule(reinterpret_cast<void*>(kHandler)); },
+      "The XLA FFI handler of tesscpp.jax's custom call (register it with jax.ffi.register_ffi_target).");
+  m.def(
+      "_jax_register_call",
+      [](const Tesseract& tesseract, std::string endpoint, const nb::handle& body, const nb::handle& arguments,
+         const nb::handle& results) {
+        auto call = std::make_shared<JaxCall>(
+            JaxCall{tesseract, std::move(endpoint), ToValue(body), ToPaths(arguments), ToPaths(results)});
+        for (const Path& path : call->arguments) {
+          if (Find(call->body, path) == nullptr) {
+            throw nb::value_error(("the body has no place " + Describe(path)).c_str());
+          }
+        }
+        return Registry::Instance().Add(std::move(call));
+      },
+      nb::arg("tesseract"), nb::arg("endpoint"), nb::arg("body"), nb::arg("arguments"), nb::arg("results"),
+      "Registers a call shape for the custom call; returns the id its call_id attribute names.");
+  m.def(
+      "_jax_ffi_calls", [] { return handled_calls.load(std::memory_order_relaxed); },
+      "How many times the custom call's handler ran in this process.");
+}
+
+}  // namespace tesscpp::bindings

@@ -1,0 +1,149 @@
+"""What one use of the primitive asks of the Tesseract: the endpoint, the
+request body (static leaves in place, ``None`` where the primitive's arrays
+go), which of the primitive's arguments go where, and where each result is
+in the answer. Built at trace time; sent by the custom call (``_lowering``)
+or from Python (``send``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from ._paths import Segment, leaf_paths, match
+
+
+@dataclass(eq=False)
+class Spec:
+    """A call site: the Tesseract, its schema's differentiable templates and
+    the structure of the inputs and outputs. Compared by identity, so it can
+    be a primitive parameter."""
+
+    tesseract: Any
+    endpoints: tuple[str, ...]
+    in_templates: dict[str, Any]
+    out_templates: dict[str, Any]
+    in_tree: Any
+    static: tuple[Any, ...]  # per flat input leaf: its value, or None for an array argument
+    is_static: tuple[bool, ...]
+    out_tree: Any
+    out_paths: tuple[tuple[Segment, ...], ...]
+    vmap_method: str | None
+    materialize_jacobian: bool | None
+    in_paths: tuple[tuple[Segment, ...], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.in_paths = tuple(leaf_paths(jax.tree.unflatten(self.in_tree, list(range(len(self.is_static))))))
+
+    @property
+    def primal_paths(self) -> list[tuple[Segment, ...]]:
+        """The paths of the array arguments, in argument order."""
+        return [p for p, s in zip(self.in_paths, self.is_static, strict=True) if not s]
+
+    def input_name(self, path: tuple[Segment, ...]) -> tuple[str, bool]:
+        name, template = match(path, self.in_templates)
+        return name, template is not None
+
+    def output_name(self, path: tuple[Segment, ...]) -> tuple[str, bool]:
+        name, template = match(path, self.out_templates)
+        return name, template is not None
+
+
+@dataclass
+class Request:
+    endpoint: str
+    body: dict[str, Any]
+    take: list[int]  # the primitive's arguments that are sent, in order
+    arguments: list[tuple[Segment, ...]]  # where each goes in the body
+    results: list[tuple[Segment, ...] | None]  # where each result is in the answer; None: NaN
+    avals: list[Any]  # each result's shape and dtype
+
+
+def _sendable(value: Any) -> Any:
+    return np.asarray(value) if isinstance(value, jax.Array) else value
+
+
+def _inputs(spec: Spec) -> Any:
+    leaves = [_sendable(v) if s else None for v, s in zip(spec.static, spec.is_static, strict=True)]
+    return jax.tree.unflatten(spec.in_tree, leaves)
+
+
+def build(spec: Spec, kind: str, has_tangent: tuple[bool, ...], avals: tuple[Any, ...], jac: Any) -> Request:
+    """The request of primitive use `kind` (apply, jvp, vjp, jacobian)."""
+    primals = spec.primal_paths
+    n = len(primals)
+    body: dict[str, Any] = {"inputs": _inputs(spec)}
+    take = list(range(n))
+    arguments = [("inputs", *p) for p in primals]
+    if kind == "apply":
+        return Request("apply", body, take, arguments, [tuple(p) for p in spec.out_paths], list(avals))
+    if kind == "jacobian":
+        ins, outs, _ = jac
+        body.update(jac_inputs=list(ins), jac_outputs=list(outs))
+        return Request("jacobian", body, take, arguments, [(o, i) for o in outs for i in ins], list(avals))
+    names = [spec.input_name(p) for p in primals]
+    if kind == "jvp":
+        outs = [spec.output_name(p) for p in spec.out_paths]
+        tangents = [i for i in range(n) if has_tangent[i] and names[i][1]]
+        body.update(
+            jvp_inputs=[names[i][0] for i in tangents],
+            jvp_outputs=[name for name, diff in outs if diff],
+            tangent_vector={names[i][0]: None for i in tangents},
+        )
+        take += [n + i for i in tangents]
+        arguments += [("tangent_vector", names[i][0]) for i in tangents]
+        results: list[tuple[Segment, ...] | None] = [(name,) if diff else None for name, diff in outs]
+        return Request("jacobian_vector_product", body, take, arguments, results, list(avals))
+    # vjp: the arguments after the primals are one cotangent per output, zero
+    # (not sent) where JAX has none.
+    outs = [spec.output_name(p) for p in spec.out_paths]
+    cotangents = [j for j, (_, diff) in enumerate(outs) if diff and has_tangent[n + j]]
+    wanted = [i for i in range(n) if has_tangent[i]]
+    body.update(
+        vjp_inputs=[names[i][0] for i in wanted],
+        vjp_outputs=[outs[j][0] for j in cotangents],
+        cotangent_vector={outs[j][0]: None for j in cotangents},
+    )
+    take += [n + j for j in cotangents]
+    arguments += [("cotangent_vector", outs[j][0]) for j in cotangents]
+    gradients: list[tuple[Segment, ...] | None] = [(names[i][0],) if has_tangent[i] else None for i in range(n)]
+    return Request("vector_jacobian_product", body, take, arguments, gradients, list(avals))
+
+
+def _mutable(tree: Any) -> Any:
+    """A copy whose dicts and lists (tuples too, which JAX flattens alike) can
+    take the arrays; leaves are shared."""
+    if isinstance(tree, dict):
+        return {k: _mutable(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return [_mutable(v) for v in tree]
+    return tree
+
+
+def _place(tree: Any, path: tuple[Segment, ...], value: Any) -> None:
+    for segment in path[:-1]:
+        tree = tree[segment]
+    tree[path[-1]] = value
+
+
+def _find(tree: Any, path: tuple[Segment, ...]) -> Any:
+    for segment in path:
+        tree = tree[segment]
+    return tree
+
+
+def send(tesseract: Any, request: Request, arrays: list[Any]) -> list[np.ndarray]:
+    """The request made with `arrays` (the sent arguments, in order) through
+    the Tesseract object's own methods; the results as NumPy arrays."""
+    body = _mutable(request.body)
+    for path, array in zip(request.arguments, arrays, strict=True):
+        _place(body, path, np.asarray(array))
+    inputs = body.pop("inputs")
+    answer = getattr(tesseract, request.endpoint)(inputs, **body)
+    out = []
+    for place, aval in zip(request.results, request.avals, strict=True):
+        value = np.full(aval.shape, np.nan, dtype=aval.dtype) if place is None else _find(answer, place)
+        out.append(np.asarray(value, dtype=aval.dtype).reshape(aval.shape))
+    return out

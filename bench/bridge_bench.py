@@ -111,9 +111,43 @@ def cpp_client(bench: Path, url: str, n: int, budget: float, spin_us: int = 0) -
     """Median seconds per round of bench/bridge_benchmark."""
     done = subprocess.run(
         [str(bench), "--url", url, "--elements", str(n), "--budget", str(budget), "--spin-us", str(spin_us)],
-        capture_output=True, text=True, check=True, timeout=3600,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3600,
     )
     return json.loads(done.stdout)["p50_s"]
+
+
+def serve_vadd64(tesscpp, build: Path, output_format: str = "json+base64") -> tuple[Path, object, object]:
+    """A scratch directory on /dev/shm, and vadd64 served twice: the C++
+    component by `tesscpp serve`, the Python one by `tesseract-runtime serve`
+    (also for jax_bridge_bench.py)."""
+    shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+    scratch = Path(tempfile.mkdtemp(dir=shm))
+    (scratch / "ours").mkdir()
+    (scratch / "python").mkdir()
+    ours_server = tesscpp.Tesseract.from_source(
+        build / "bench" / "libvadd64.so",
+        output_path=scratch / "ours",
+        startup_timeout=120,
+        output_format=output_format,
+    )
+    python_server = tesscpp.Tesseract.from_source(
+        ROOT / "bench" / "components" / "vadd64" / "tesseract_api.py",
+        output_path=scratch / "python",
+        python_executable=sys.executable,
+        python_runtime="tesseract-runtime",
+        startup_timeout=120,
+        output_format=output_format,
+    )
+    return scratch, ours_server, python_server
+
+
+def vadd64_clients(tesscpp, ours_server, python_server) -> tuple:
+    """tesscpp's client on tesscpp serve, the SDK on tesseract-runtime, the SDK on tesscpp serve."""
+    return (tesscpp.Tesseract.from_url(ours_server.url), tesseract_core.Tesseract.from_url(python_server.url),
+            tesseract_core.Tesseract.from_url(ours_server.url))  # fmt: skip
 
 
 def main() -> None:
@@ -128,25 +162,10 @@ def main() -> None:
     import tesscpp
     import tesscpp.torch
 
-    component = ROOT / "bench" / "components" / "vadd64"
-    shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-    scratch = Path(tempfile.mkdtemp(dir=shm))
-    (scratch / "ours").mkdir()
-    (scratch / "python").mkdir()
-    ours_server = tesscpp.Tesseract.from_source(
-        build / "bench" / "libvadd64.so", output_path=scratch / "ours", startup_timeout=120,
-        output_format=args.server_format,
-    )
-    python_server = tesscpp.Tesseract.from_source(
-        component / "tesseract_api.py", output_path=scratch / "python", python_executable=sys.executable,
-        python_runtime="tesseract-runtime",
-        startup_timeout=120, output_format=args.server_format,
-    )
+    scratch, ours_server, python_server = serve_vadd64(tesscpp, build, args.server_format)
     rows = []
     with ours_server, python_server:
-        ours = tesscpp.Tesseract.from_url(ours_server.url)
-        reference = tesseract_core.Tesseract.from_url(python_server.url)
-        sdk_on_ours = tesseract_core.Tesseract.from_url(ours_server.url)
+        ours, reference, sdk_on_ours = vadd64_clients(tesscpp, ours_server, python_server)
         for n in args.sizes:
             rng = np.random.default_rng(42)
             a0 = torch.from_numpy(rng.standard_normal(n))
@@ -172,23 +191,33 @@ def main() -> None:
     cores = len(os.sched_getaffinity(0))
     print(f"# bridge benchmark, {time.strftime('%Y-%m-%d', time.gmtime())} on {cpu}, {cores} cores")
     print()
-    print(f"Forward + backward of apply_tesseract on vadd64 (float64; servers' default format "
-          f"{args.server_format}, clients name none), median per round.")
+    print(
+        f"Forward + backward of apply_tesseract on vadd64 (float64; servers' default format "
+        f"{args.server_format}, clients name none), median per round."
+    )
     print()
-    print(f"PyTorch alone, a custom autograd.Function doing no work (forward + sum + backward, 1e3): "
-          f"{fmt_time(torch_floor())} per round.")
+    print(
+        f"PyTorch alone, a custom autograd.Function doing no work (forward + sum + backward, 1e3): "
+        f"{fmt_time(torch_floor())} per round."
+    )
     print()
-    print(f"Control: the C++ client busy for {SPIN_US} µs after each of its two requests; its excess over "
-          f"the C++ client alone plus {2 * SPIN_US} µs is what pauses between requests cost on this machine.")
+    print(
+        f"Control: the C++ client busy for {SPIN_US} µs after each of its two requests; its excess over "
+        f"the C++ client alone plus {2 * SPIN_US} µs is what pauses between requests cost on this machine."
+    )
     print()
-    print("| elements | tesscpp bridge → C++ client → tesscpp serve | C++ client alone "
-          f"| control (C++ client + {SPIN_US} µs per request) "
-          "| tesseract-torch → SDK → tesseract-runtime | tesseract-torch → SDK → tesscpp serve "
-          "| bridge / C++ client | bridge / control | tesseract-torch+runtime / tesscpp |")
+    print(
+        "| elements | tesscpp bridge → C++ client → tesscpp serve | C++ client alone "
+        f"| control (C++ client + {SPIN_US} µs per request) "
+        "| tesseract-torch → SDK → tesseract-runtime | tesseract-torch → SDK → tesscpp serve "
+        "| bridge / C++ client | bridge / control | tesseract-torch+runtime / tesscpp |"
+    )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n, t_ours, t_cpp, t_control, t_ref, t_split in rows:
-        print(f"| {n:.0e} | {fmt_time(t_ours)} | {fmt_time(t_cpp)} | {fmt_time(t_control)} | {fmt_time(t_ref)} "
-              f"| {fmt_time(t_split)} | {t_ours / t_cpp:.2f}x | {t_ours / t_control:.2f}x | {t_ref / t_ours:.1f}x |")
+        print(
+            f"| {n:.0e} | {fmt_time(t_ours)} | {fmt_time(t_cpp)} | {fmt_time(t_control)} | {fmt_time(t_ref)} "
+            f"| {fmt_time(t_split)} | {t_ours / t_cpp:.2f}x | {t_ours / t_control:.2f}x | {t_ref / t_ours:.1f}x |"
+        )
 
 
 if __name__ == "__main__":

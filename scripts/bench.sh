@@ -30,6 +30,9 @@ python="$results/codec-$stamp.python.json"
 # and against the C++ client alone.
 "$root/.venv/bin/python" "$root/bench/bridge_bench.py" --build "$build" | tee "$results/bridge-$stamp.md"
 
+# The JAX bridge: a jitted forward + backward through the custom call against tesseract-jax.
+"$root/.venv/bin/python" "$root/bench/jax_bridge_bench.py" --build "$build" | tee "$results/jax-bridge-$stamp.md"
+
 # Containers: from_image cold start and steady-state latency, tesscpp vs tesseract-core, same image.
 "$root/.venv/bin/python" "$root/bench/containers_bench.py" --build "$build" | tee "$results/containers-$stamp.md"
 

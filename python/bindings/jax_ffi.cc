@@ -7,8 +7,8 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
-#include <span>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <variant>
@@ -107,7 +107,8 @@ Result<Dtype> FromXla(ffi::DataType type) {
     case ffi::DataType::F64: return Dtype::kFloat64;
     case ffi::DataType::C64: return Dtype::kComplex64;
     case ffi::DataType::C128: return Dtype::kComplex128;
-    default: return Status::InvalidArgument("XLA element type ", static_cast<int>(type), " has no Tesseract dtype");
+    default:
+      return Status::InvalidArgument("XLA element type ", static_cast<int>(type), " has no Tesseract dtype");
   }
 }
 
@@ -193,7 +194,8 @@ Status Run(const JaxCall& call, ffi::RemainingArgs args, ffi::RemainingRets rets
   Value body = call.body;
   for (size_t i = 0; i < args.size(); ++i) {
     auto buffer = args.get<ffi::AnyBuffer>(i);
-    if (!buffer.has_value()) return Status::Internal("tesscpp.jax: argument ", i, ": ", buffer.error().message());
+    if (!buffer.has_value())
+      return Status::Internal("tesscpp.jax: argument ", i, ": ", buffer.error().message());
     TESS_ASSIGN_OR_RETURN(const Dtype dtype, FromXla(buffer->element_type()));
     const auto dims = buffer->dimensions();
     // A view of XLA's buffer, alive for the whole call: encoded without a copy.
@@ -209,7 +211,8 @@ Status Run(const JaxCall& call, ffi::RemainingArgs args, ffi::RemainingRets rets
   TESS_ASSIGN_OR_RETURN(Value answer, Send(call, body));
   for (size_t i = 0; i < rets.size(); ++i) {
     auto result = rets.get<ffi::AnyBuffer>(i);
-    if (!result.has_value()) return Status::Internal("tesscpp.jax: result ", i, ": ", result.error().message());
+    if (!result.has_value())
+      return Status::Internal("tesscpp.jax: result ", i, ": ", result.error().message());
     const Value* found = Find(answer, call.results[i]);
     if (found == nullptr || !found->is_tensor()) {
       return Status::InvalidArgument("the answer has no array at ", Describe(call.results[i]));
@@ -222,7 +225,8 @@ Status Run(const JaxCall& call, ffi::RemainingArgs args, ffi::RemainingRets rets
 ffi::Error Handle(ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t call_id) {
   handled_calls.fetch_add(1, std::memory_order_relaxed);
   const std::shared_ptr<const JaxCall> call = Registry::Instance().Get(call_id);
-  if (call == nullptr) return ffi::Error::Internal("tesscpp.jax: no call registered as " + std::to_string(call_id));
+  if (call == nullptr)
+    return ffi::Error::Internal("tesscpp.jax: no call registered as " + std::to_string(call_id));
   const Status status = Run(*call, args, rets);
   if (status.ok()) return ffi::Error::Success();
   return ffi::Error(status.code() == StatusCode::kInvalidArgument ? ffi::ErrorCode::kInvalidArgument
@@ -259,8 +263,8 @@ void BindJaxFfi(nb::module_& m) {
       "The XLA FFI handler of tesscpp.jax's custom call (register it with jax.ffi.register_ffi_target).");
   m.def(
       "_jax_register_call",
-      [](const Tesseract& tesseract, std::string endpoint, const nb::handle& body, const nb::handle& arguments,
-         const nb::handle& results) {
+      [](const Tesseract& tesseract, std::string endpoint, const nb::handle& body,
+         const nb::handle& arguments, const nb::handle& results) {
         auto call = std::make_shared<JaxCall>(
             JaxCall{tesseract, std::move(endpoint), ToValue(body), ToPaths(arguments), ToPaths(results)});
         for (const Path& path : call->arguments) {

@@ -1,7 +1,7 @@
 """vadd64: c = a + b in float64 with a VJP and a JVP (the bridge benchmark's component)."""
 
 from pydantic import BaseModel
-from tesseract_core.runtime import Array, Differentiable, Float64
+from tesseract_core.runtime import Array, Differentiable, Float64, ShapeDType
 
 
 class InputSchema(BaseModel):
@@ -15,6 +15,11 @@ class OutputSchema(BaseModel):
 
 def apply(inputs: InputSchema) -> OutputSchema:
     return OutputSchema(c=inputs.a + inputs.b)
+
+
+def abstract_eval(abstract_inputs):
+    """c has a's shape, float64."""
+    return {"c": ShapeDType(shape=abstract_inputs.a.shape, dtype="float64")}
 
 
 def vector_jacobian_product(inputs, vjp_inputs, vjp_outputs, cotangent_vector):

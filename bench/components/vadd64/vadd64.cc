@@ -24,6 +24,11 @@ Component MakeVadd64() {
     std::transform(av.begin(), av.end(), bv.begin(), cv.begin(), [](double x, double y) { return x + y; });
     return Status::OK();
   });
+  // For JAX (tesscpp.jax, tesseract-jax), which traces through it.
+  c.AbstractEval([=](const AbstractModelView& in, Record& out) -> Status {
+    out.SetShapeDType(sum, in[a]);
+    return Status::OK();
+  });
   // dc/da = dc/db = I: every requested gradient is the cotangent itself, and
   // the tangent of c is the sum of the given tangents.
   c.VectorJacobianProduct([=](const ModelView&, const PathSet& vjp_inputs, const PathSet&,

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -35,6 +37,9 @@ struct JaxCall {
   Value body;            // the request, with null where the arguments go
   std::vector<Path> arguments;
   std::vector<Path> results;
+  // Per argument: whether it carries a batch along its leading dimension
+  // (vmap_method="parallel"): then each element is its own call, all at once.
+  std::vector<bool> batched;
 };
 
 // Calls live as long as the process: a jitted program may run long after the
@@ -62,6 +67,32 @@ class Registry {
 };
 
 std::atomic<uint64_t> handled_calls{0};
+// Requests the handlers have under way now, and the most there ever were.
+std::atomic<int64_t> requests_in_flight{0};
+std::atomic<int64_t> requests_peak{0};
+
+// Elements of a batch sent at once, at most (each holds a thread and a
+// connection while its request is under way).
+constexpr int64_t kMaxAtOnce = 32;
+
+// An array of the custom call: its memory, dtype and dimensions; for an
+// element of a batch, a slice along the leading dimension.
+struct Slot {
+  uint8_t* data = nullptr;
+  Dtype dtype = Dtype::kFloat32;
+  std::vector<int64_t> dims;
+
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+  Slot Element(int64_t index) const {
+    Slot element{nullptr, dtype, std::vector<int64_t>(dims.begin() + 1, dims.end())};
+    element.data = data + index * element.elements() * ItemSize(dtype);
+    return element;
+  }
+};
 
 std::string Describe(const Path& path) {
   std::string text;
@@ -134,10 +165,9 @@ bool VisitReal(Dtype dtype, F&& f) {
 // The answer's array into XLA's result buffer: a copy, or a cast where the
 // server answered in another dtype (a gradient in the schema's dtype for an
 // input JAX holds in another, as tesseract-jax's NumPy conversion allows).
-Status WriteResult(const Tensor& answer, const Path& path, ffi::AnyBuffer result) {
-  TESS_ASSIGN_OR_RETURN(const Dtype want, FromXla(result.element_type()));
-  const auto dims = result.dimensions();
-  const std::vector<int64_t> shape(dims.begin(), dims.end());
+Status WriteResult(const Tensor& answer, const Path& path, const Slot& result) {
+  const Dtype want = result.dtype;
+  const std::vector<int64_t>& shape = result.dims;
   const std::span<const int64_t> got = answer.shape().dims();
   if (!std::equal(got.begin(), got.end(), shape.begin(), shape.end())) {
     return Status::InvalidArgument("the answer's array at ", Describe(path), " has shape ",
@@ -146,7 +176,7 @@ Status WriteResult(const Tensor& answer, const Path& path, ffi::AnyBuffer result
   }
   TESS_ASSIGN_OR_RETURN(const Tensor host, answer.ViewOrCopyToHost());
   if (host.dtype() == want) {
-    std::memcpy(result.untyped_data(), host.data(), static_cast<size_t>(host.nbytes()));
+    std::memcpy(result.data, host.data(), static_cast<size_t>(host.nbytes()));
     return Status::OK();
   }
   const int64_t n = host.num_elements();
@@ -156,7 +186,7 @@ Status WriteResult(const Tensor& answer, const Path& path, ffi::AnyBuffer result
     const auto* in = host.data_as<From>();
     done = VisitReal(want, [&](auto to) {
       using To = decltype(to);
-      auto* out = static_cast<To*>(result.untyped_data());
+      auto* out = reinterpret_cast<To*>(result.data);
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<To>(in[i]);
     });
   });
@@ -165,7 +195,7 @@ Status WriteResult(const Tensor& answer, const Path& path, ffi::AnyBuffer result
                                  ", which cannot be written as ", DtypeName(want));
 }
 
-Result<Value> Send(const JaxCall& call, const Value& body) {
+Result<Value> Dispatch(const JaxCall& call, const Value& body) {
   const Value::Dict& fields = body.as_dict();
   const Value& inputs = fields.at("inputs");
   const auto names = [&](std::string_view key) {
@@ -185,41 +215,116 @@ Result<Value> Send(const JaxCall& call, const Value& body) {
   return call.tesseract.Jacobian(inputs, names("jac_inputs"), names("jac_outputs"));
 }
 
+Result<Value> Send(const JaxCall& call, const Value& body) {
+  const int64_t now = requests_in_flight.fetch_add(1) + 1;
+  for (int64_t peak = requests_peak.load(); now > peak && !requests_peak.compare_exchange_weak(peak, now);) {
+  }
+  Result<Value> answer = Dispatch(call, body);
+  requests_in_flight.fetch_sub(1);
+  return answer;
+}
+
+// One request: the arguments' memory viewed as tensors (no copy: the client's
+// codec encodes from XLA's buffers, alive for the whole call), the answer's
+// arrays written into the results.
+Status CallOnce(const JaxCall& call, const std::vector<Slot>& arguments, const std::vector<Slot>& results) {
+  Value body = call.body;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Slot& a = arguments[i];
+    TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(a.dims));
+    const int64_t bytes = a.elements() * ItemSize(a.dtype);
+    TESS_ASSIGN_OR_RETURN(Tensor tensor,
+                          Tensor::Make(a.dtype, std::move(shape), Buffer::Wrap(a.data, bytes, nullptr)));
+    Value* place = Find(body, call.arguments[i]);
+    if (place == nullptr) return Status::Internal("tesscpp.jax: no place ", Describe(call.arguments[i]));
+    *place = Value(std::move(tensor));
+  }
+  TESS_ASSIGN_OR_RETURN(Value answer, Send(call, body));
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Value* found = Find(answer, call.results[i]);
+    if (found == nullptr || !found->is_tensor()) {
+      return Status::InvalidArgument("the answer has no array at ", Describe(call.results[i]));
+    }
+    TESS_RETURN_IF_ERROR(WriteResult(found->as_tensor(), call.results[i], results[i]));
+  }
+  return Status::OK();
+}
+
+// task(0) ... task(count - 1) on up to kMaxAtOnce threads; the first failure.
+Status AtOnce(int64_t count, const std::function<Status(int64_t)>& task) {
+  std::atomic<int64_t> next{0};
+  std::mutex mutex;
+  Status first;
+  std::vector<std::thread> threads;
+  for (int64_t t = 0; t < std::min(count, kMaxAtOnce); ++t) {
+    threads.emplace_back([&] {
+      for (int64_t i; (i = next.fetch_add(1)) < count;) {
+        Status status = task(i);
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!status.ok() && first.ok()) first = std::move(status);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return first;
+}
+
+Result<Slot> SlotOf(const ffi::AnyBuffer& buffer) {
+  TESS_ASSIGN_OR_RETURN(const Dtype dtype, FromXla(buffer.element_type()));
+  const auto dims = buffer.dimensions();
+  return Slot{static_cast<uint8_t*>(buffer.untyped_data()), dtype,
+              std::vector<int64_t>(dims.begin(), dims.end())};
+}
+
+Result<ffi::AnyBuffer> BufferAt(const ffi::RemainingArgs& args, size_t i) {
+  auto buffer = args.get<ffi::AnyBuffer>(i);
+  if (!buffer.has_value())
+    return Status::Internal("tesscpp.jax: argument ", i, ": ", buffer.error().message());
+  return *buffer;
+}
+
+Result<ffi::AnyBuffer> BufferAt(const ffi::RemainingRets& rets, size_t i) {
+  auto buffer = rets.get<ffi::AnyBuffer>(i);
+  if (!buffer.has_value()) return Status::Internal("tesscpp.jax: result ", i, ": ", buffer.error().message());
+  return **buffer;
+}
+
+template <typename Buffers>
+Result<std::vector<Slot>> Slots(const Buffers& buffers) {
+  std::vector<Slot> slots;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    TESS_ASSIGN_OR_RETURN(const ffi::AnyBuffer buffer, BufferAt(buffers, i));
+    TESS_ASSIGN_OR_RETURN(Slot slot, SlotOf(buffer));
+    slots.push_back(std::move(slot));
+  }
+  return slots;
+}
+
 Status Run(const JaxCall& call, ffi::RemainingArgs args, ffi::RemainingRets rets) {
   if (args.size() != call.arguments.size() || rets.size() != call.results.size()) {
     return Status::Internal("tesscpp.jax: the custom call has ", args.size(), " arguments and ", rets.size(),
                             " results where its lowering registered ", call.arguments.size(), " and ",
                             call.results.size());
   }
-  Value body = call.body;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto buffer = args.get<ffi::AnyBuffer>(i);
-    if (!buffer.has_value())
-      return Status::Internal("tesscpp.jax: argument ", i, ": ", buffer.error().message());
-    TESS_ASSIGN_OR_RETURN(const Dtype dtype, FromXla(buffer->element_type()));
-    const auto dims = buffer->dimensions();
-    // A view of XLA's buffer, alive for the whole call: encoded without a copy.
-    TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(std::vector<int64_t>(dims.begin(), dims.end())));
-    TESS_ASSIGN_OR_RETURN(Tensor tensor,
-                          Tensor::Make(dtype, std::move(shape),
-                                       Buffer::Wrap(buffer->untyped_data(),
-                                                    static_cast<int64_t>(buffer->size_bytes()), nullptr)));
-    Value* slot = Find(body, call.arguments[i]);
-    if (slot == nullptr) return Status::Internal("tesscpp.jax: no place ", Describe(call.arguments[i]));
-    *slot = Value(std::move(tensor));
-  }
-  TESS_ASSIGN_OR_RETURN(Value answer, Send(call, body));
-  for (size_t i = 0; i < rets.size(); ++i) {
-    auto result = rets.get<ffi::AnyBuffer>(i);
-    if (!result.has_value())
-      return Status::Internal("tesscpp.jax: result ", i, ": ", result.error().message());
-    const Value* found = Find(answer, call.results[i]);
-    if (found == nullptr || !found->is_tensor()) {
-      return Status::InvalidArgument("the answer has no array at ", Describe(call.results[i]));
+  TESS_ASSIGN_OR_RETURN(const std::vector<Slot> arguments, Slots(args));
+  TESS_ASSIGN_OR_RETURN(const std::vector<Slot> results, Slots(rets));
+  int64_t size = -1;  // the batch's, when an argument carries one
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (!call.batched[i]) continue;
+    if (arguments[i].dims.empty() || (size >= 0 && arguments[i].dims[0] != size)) {
+      return Status::Internal("tesscpp.jax: the batched arguments differ in their leading dimension");
     }
-    TESS_RETURN_IF_ERROR(WriteResult(found->as_tensor(), call.results[i], **result));
+    size = arguments[i].dims[0];
   }
-  return Status::OK();
+  if (size < 0) return CallOnce(call, arguments, results);
+  return AtOnce(size, [&](int64_t element) {
+    std::vector<Slot> element_arguments, element_results;
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      element_arguments.push_back(call.batched[i] ? arguments[i].Element(element) : arguments[i]);
+    }
+    for (const Slot& result : results) element_results.push_back(result.Element(element));
+    return CallOnce(call, element_arguments, element_results);
+  });
 }
 
 ffi::Error Handle(ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t call_id) {
@@ -264,9 +369,13 @@ void BindJaxFfi(nb::module_& m) {
   m.def(
       "_jax_register_call",
       [](const Tesseract& tesseract, std::string endpoint, const nb::handle& body,
-         const nb::handle& arguments, const nb::handle& results) {
-        auto call = std::make_shared<JaxCall>(
-            JaxCall{tesseract, std::move(endpoint), ToValue(body), ToPaths(arguments), ToPaths(results)});
+         const nb::handle& arguments, const nb::handle& results, std::vector<bool> batched) {
+        auto call =
+            std::make_shared<JaxCall>(JaxCall{tesseract, std::move(endpoint), ToValue(body),
+                                              ToPaths(arguments), ToPaths(results), std::move(batched)});
+        if (call->batched.empty()) call->batched.assign(call->arguments.size(), false);
+        if (call->batched.size() != call->arguments.size())
+          throw nb::value_error("one batched flag per argument");
         for (const Path& path : call->arguments) {
           if (Find(call->body, path) == nullptr) {
             throw nb::value_error(("the body has no place " + Describe(path)).c_str());
@@ -275,10 +384,14 @@ void BindJaxFfi(nb::module_& m) {
         return Registry::Instance().Add(std::move(call));
       },
       nb::arg("tesseract"), nb::arg("endpoint"), nb::arg("body"), nb::arg("arguments"), nb::arg("results"),
+      nb::arg("batched") = std::vector<bool>(),
       "Registers a call shape for the custom call; returns the id its call_id attribute names.");
   m.def(
       "_jax_ffi_calls", [] { return handled_calls.load(std::memory_order_relaxed); },
       "How many times the custom call's handler ran in this process.");
+  m.def(
+      "_jax_requests_peak", [] { return requests_peak.load(); },
+      "The most requests the custom call's handlers had under way at once in this process.");
 }
 
 }  // namespace tesscpp::bindings

@@ -31,15 +31,7 @@ def nest_program(apply: Callable, t: Any) -> dict[str, Any]:
     """Nested models; a and v traced, b and w static arrays, other_stuff static."""
 
     def f(a, v):
-        out = apply(
-            t,
-            {
-                "scalars": {"a": a, "b": np.float32(2.0)},
-                "vectors": {"v": v, "w": np.array([0, 1, 2], np.float32)},
-                "other_stuff": {"s": "x", "i": 1, "f": 0.5},
-            },
-            vmap_method="sequential",
-        )
+        out = apply(t, _nest_inputs(a, v), vmap_method="sequential")
         return out["scalars"]["a"] + jnp.sum(out["vectors"]["v"] ** 2)
 
     a, v = jnp.float32(1.5), jnp.array([1.0, 2.0, 3.0], jnp.float32)
@@ -52,6 +44,14 @@ def nest_program(apply: Callable, t: Any) -> dict[str, Any]:
         "jvp": (primal, tangent),
         "jacfwd": jax.jacfwd(f, argnums=1)(a, v),
         "vmap(grad)": jax.vmap(jax.grad(f))(jnp.array([0.5, 1.0], jnp.float32), jnp.ones((2, 3), jnp.float32)),
+    }
+
+
+def _nest_inputs(a: Any, v: Any) -> dict[str, Any]:
+    return {
+        "scalars": {"a": a, "b": np.float32(2.0)},
+        "vectors": {"v": v, "w": np.array([0, 1, 2], np.float32)},
+        "other_stuff": {"s": "x", "i": 1, "f": 0.5},
     }
 
 
@@ -123,3 +123,52 @@ def test_a_tangent_for_a_static_array_is_refused_as_tesseract_jax_refuses_it(bac
     ours = program(tesscpp.jax.apply_tesseract, backends.pair("cpp-served", "nest")[0])
     theirs = program(tesseract_jax.apply_tesseract, backends.pair("py-served", "nest")[1])
     assert ours == theirs
+
+
+def test_tesseract_jaxs_sow_and_save_intermediates_work_on_tesscpp_jax(backends):
+    """sow/save_intermediates act on JAX values, not on the call: tesseract-jax's
+    own capture the primals and cotangents of a pipeline through tesscpp.jax
+    as through tesseract-jax (tesscpp.jax has none of its own yet)."""
+
+    def captured(apply, t):
+        def pipeline(a, v):
+            out = tesseract_jax.sow(apply(t, _nest_inputs(a, v)), "step1")
+            return out["scalars"]["a"] + jnp.sum(out["vectors"]["v"] ** 2)
+
+        a, v = jnp.float32(1.5), jnp.array([1.0, 2.0, 3.0], jnp.float32)
+        forward = tesseract_jax.save_intermediates(pipeline)(a, v)
+        backward = tesseract_jax.save_intermediates(jax.grad(pipeline, argnums=(0, 1)))(a, v)
+        return _leaves({"forward": forward, "backward": backward})
+
+    ours = captured(tesscpp.jax.apply_tesseract, backends.pair("cpp-served", "nest")[0])
+    reference = captured(tesseract_jax.apply_tesseract, backends.pair("py-served", "nest")[1])
+    assert sorted(ours) == sorted(reference) and any("step1" in k for k in ours), sorted(ours)
+    for key, value in ours.items():
+        np.testing.assert_allclose(value, reference[key], rtol=1e-6, err_msg=key)
+
+
+def test_parallel_sends_a_batch_at_once_and_equals_sequential(backends):
+    """vmap_method="parallel" (tesscpp's, as in tesscpp.torch): one request per
+    element, sent at once by the custom call's handler (its peak of requests
+    under way) or by the callback's threads; values and gradients, including
+    the summed gradient of an input the batch shares, equal "sequential"."""
+    ours_t = backends.pair("cpp-served", "nest")[0]
+    core_t = backends.pair("cpp-served", "nest")[1]
+
+    def results(t, method):
+        def one(a, v):
+            out = tesscpp.jax.apply_tesseract(t, _nest_inputs(a, v), vmap_method=method)
+            return out["scalars"]["a"] + jnp.sum(out["vectors"]["v"] ** 2)
+
+        batched = jax.vmap(one, in_axes=(0, None))  # v is shared by the batch
+        a, v = jnp.linspace(0, 1, 16, dtype=jnp.float32), jnp.array([1.0, 2.0, 3.0], jnp.float32)
+        loss = jax.jit(jax.value_and_grad(lambda a, v: jnp.sum(batched(a, v)), argnums=(0, 1)))
+        return _leaves({"values": jax.jit(batched)(a, v), "loss": loss(a, v), "eager": batched(a, v)})
+
+    reference = results(ours_t, "sequential")
+    for t in (ours_t, core_t):
+        parallel = results(t, "parallel")
+        assert sorted(parallel) == sorted(reference)
+        for key, value in parallel.items():
+            np.testing.assert_allclose(value, reference[key], rtol=1e-6, err_msg=key)
+    assert tesscpp.jax.ffi_requests_peak() >= 2

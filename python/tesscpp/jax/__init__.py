@@ -19,6 +19,6 @@ The package, in the order a call meets it:
 
 from ._apply import apply_tesseract
 from ._batching import VMAP_METHODS
-from ._lowering import ffi_available, ffi_calls
+from ._lowering import ffi_available, ffi_calls, ffi_requests_peak
 
-__all__ = ["VMAP_METHODS", "apply_tesseract", "ffi_available", "ffi_calls"]
+__all__ = ["VMAP_METHODS", "apply_tesseract", "ffi_available", "ffi_calls", "ffi_requests_peak"]

@@ -13,7 +13,9 @@ import jax.numpy as jnp
 from ._paths import match
 from ._request import Spec
 
-VMAP_METHODS = (None, "sequential", "auto_experimental", "expand_dims", "broadcast_all")
+# tesseract-jax 0.4.0's, and "parallel" (as tesscpp.torch has it): one call
+# per element, all sent at once, so a server's workers share the batch.
+VMAP_METHODS = (None, "sequential", "auto_experimental", "expand_dims", "broadcast_all", "parallel")
 
 # The primitive's bind (``_primitive.bind``), which ``batch`` is given: this
 # module is imported by ``_primitive``.
@@ -144,9 +146,12 @@ def batch(bind: Bind, args: Any, dims: Any, **params: Any) -> tuple[list, list]:
     batched = [d is not None for d in dims]
     size = next(a.shape[0] for a, b in zip(moved, batched, strict=True) if b)
     n = len(spec.primal_paths)
-    sequential = method == "sequential" or (kind == "vjp" and any(batched[n:]))
+    sequential = method == "sequential" or (method != "parallel" and kind == "vjp" and any(batched[n:]))
     if sequential or (method == "auto_experimental" and not _vectorizable(spec, kind, batched)):
         return _sequential(bind, moved, batched, params)
+    if method == "parallel":
+        outs = bind(args=moved, **{**params, "batch": tuple(batched)})
+        return list(outs), [0] * len(outs)
     if method == "broadcast_all":
         moved = [a if b else jnp.broadcast_to(a, (size, *a.shape)) for a, b in zip(moved, batched, strict=True)]
     else:

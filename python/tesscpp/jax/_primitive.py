@@ -19,7 +19,7 @@ from jax import extend
 from jax.interpreters import ad, batching, mlir
 
 from . import _batching, _lowering
-from ._request import Spec, build, send
+from ._request import Request, Spec, build
 
 tesseract_p = extend.core.Primitive("tesscpp_tesseract")
 tesseract_p.multiple_results = True
@@ -33,9 +33,17 @@ _ENDPOINT = {
 
 
 def bind(
-    spec: Spec, kind: str, args: Any, has_tangent: tuple[bool, ...], avals: tuple[Any, ...], jac: Any = None
+    spec: Spec,
+    kind: str,
+    args: Any,
+    has_tangent: tuple[bool, ...],
+    avals: tuple[Any, ...],
+    jac: Any = None,
+    batch: tuple[bool, ...] | None = None,
 ) -> Any:
-    return tesseract_p.bind(*args, spec=spec, kind=kind, has_tangent=has_tangent, avals=avals, jac=jac)
+    """`avals`: the apply's output avals (of one element when `batch` says
+    which arguments carry a batch that vmap_method="parallel" sends at once)."""
+    return tesseract_p.bind(*args, spec=spec, kind=kind, has_tangent=has_tangent, avals=avals, jac=jac, batch=batch)
 
 
 def _require(spec: Spec, kind: str) -> None:
@@ -61,7 +69,12 @@ def _jacobian_avals(spec: Spec, primals: Any, avals: tuple[Any, ...], jac: Any) 
     )
 
 
-def _abstract_eval(*args: Any, spec: Spec, kind: str, has_tangent: Any, avals: Any, jac: Any) -> tuple[Any, ...]:
+def _abstract_eval(*args: Any, spec: Spec, kind: str, avals: Any, jac: Any, batch: Any, **_: Any) -> tuple[Any, ...]:
+    if batch is not None:  # one element's results, each with the batch in front
+        size = _batch_size(args, batch)
+        element = [jax.core.ShapedArray(a.shape[1:], a.dtype) if b else a for a, b in zip(args, batch, strict=True)]
+        results = _abstract_eval(*element, spec=spec, kind=kind, avals=avals, jac=jac, batch=None)
+        return tuple(jax.core.ShapedArray((size, *r.shape), r.dtype) for r in results)
     n = len(spec.primal_paths)
     if kind == "vjp":
         return tuple(jax.core.ShapedArray(a.shape, a.dtype) for a in args[:n])
@@ -70,22 +83,31 @@ def _abstract_eval(*args: Any, spec: Spec, kind: str, has_tangent: Any, avals: A
     return tuple(jax.core.ShapedArray(a.shape, a.dtype) for a in avals)
 
 
-def _result_avals(args: tuple[Any, ...], **params: Any) -> tuple[Any, ...]:
-    return _abstract_eval(*(jax.typeof(a) for a in args), **params)
+def _batch_size(args: Any, batch: tuple[bool, ...]) -> int:
+    return next(a.shape[0] for a, b in zip(args, batch, strict=True) if b)
 
 
-def _impl(*args: Any, spec: Spec, kind: str, has_tangent: Any, avals: Any, jac: Any) -> list[Any]:
+def _request(args: tuple[Any, ...], params: dict[str, Any]) -> tuple[Request, list[bool] | None]:
+    """The request of one call (of one element of a batch), and which of the
+    arguments it sends carry the batch."""
+    spec, kind, batch = params["spec"], params["kind"], params["batch"]
     _require(spec, kind)
-    params = {"spec": spec, "kind": kind, "has_tangent": has_tangent, "avals": avals, "jac": jac}
-    request = build(spec, kind, has_tangent, _result_avals(args, **params), jac)
-    return [jnp.asarray(r) for r in send(spec.tesseract, request, [args[i] for i in request.take])]
+    one = [jax.core.ShapedArray(a.shape[1:], a.dtype) if batch and batch[i] else jax.typeof(a)
+           for i, a in enumerate(args)]  # fmt: skip
+    results = _abstract_eval(*one, **{**params, "batch": None})
+    request = build(spec, kind, params["has_tangent"], results, params["jac"])
+    return request, None if batch is None else [batch[i] for i in request.take]
 
 
-def _lower(*args: Any, spec: Spec, kind: str, has_tangent: Any, avals: Any, jac: Any) -> list[Any]:
-    _require(spec, kind)
-    params = {"spec": spec, "kind": kind, "has_tangent": has_tangent, "avals": avals, "jac": jac}
-    request = build(spec, kind, has_tangent, _result_avals(args, **params), jac)
-    return _lowering.call(spec.tesseract, request, args)
+def _impl(*args: Any, **params: Any) -> list[Any]:
+    request, batched = _request(args, params)
+    sent = [args[i] for i in request.take]
+    return [jnp.asarray(r) for r in _lowering.send_all(params["spec"].tesseract, request, sent, batched)]
+
+
+def _lower(*args: Any, **params: Any) -> list[Any]:
+    request, batched = _request(args, params)
+    return _lowering.call(params["spec"].tesseract, request, args, batched)
 
 
 def _is_zero(t: Any) -> bool:
@@ -103,9 +125,7 @@ def _nondifferentiable_input(name: str) -> ValueError:
     )
 
 
-def _jvp(
-    primals: Any, tangents: Any, *, spec: Spec, kind: str, has_tangent: Any, avals: Any, jac: Any
-) -> tuple[Any, Any]:
+def _jvp(primals: Any, tangents: Any, *, spec: Spec, kind: str, avals: Any, batch: Any, **_: Any) -> tuple[Any, Any]:
     if kind != "apply":
         raise RuntimeError("Cannot take higher-order derivatives")
     has = tuple(not _is_zero(t) for t in tangents)
@@ -114,15 +134,13 @@ def _jvp(
         if given and not differentiable:
             raise _nondifferentiable_input(name)
     full = [jnp.zeros(p.shape, p.dtype) if _is_zero(t) else t for p, t in zip(primals, tangents, strict=True)]
-    out = bind(spec, "apply", primals, has, avals)
-    out_tangents = bind(spec, "jvp", (*primals, *full), has, avals)
+    out = bind(spec, "apply", primals, has, avals, batch=batch)
+    tangent_batch = None if batch is None else (*batch, *batch)  # a tangent is batched as its primal
+    out_tangents = bind(spec, "jvp", (*primals, *full), has, avals, batch=tangent_batch)
     return out, out_tangents
 
 
-def _transpose(cotangents: Any, *args: Any, spec: Spec, kind: str, has_tangent: Any, avals: Any, jac: Any) -> list[Any]:
-    assert kind == "jvp"
-    n = len(spec.primal_paths)
-    primals = args[:n]
+def _check_cotangents(spec: Spec, cotangents: Any, has_tangent: Any) -> None:
     for path, cotangent in zip(spec.out_paths, cotangents, strict=True):
         name, differentiable = spec.output_name(path)
         if not differentiable and not _is_zero(cotangent):
@@ -137,15 +155,30 @@ def _transpose(cotangents: Any, *args: Any, spec: Spec, kind: str, has_tangent: 
         name, differentiable = spec.input_name(path)
         if wanted and not differentiable:
             raise _nondifferentiable_input(name)
-    has = (*has_tangent, *(not _is_zero(c) for c in cotangents))
-    full = [jnp.zeros(a.shape, a.dtype) if _is_zero(c) else c for a, c in zip(avals, cotangents, strict=True)]
-    grads = bind(spec, "vjp", (*primals, *full), has, avals) if any(has[n:]) else None
+
+
+def _transpose(
+    cotangents: Any, *args: Any, spec: Spec, kind: str, has_tangent: Any, avals: Any, batch: Any, **_: Any
+) -> list[Any]:
+    assert kind == "jvp"
+    n = len(spec.primal_paths)
+    primals = args[:n]
+    _check_cotangents(spec, cotangents, has_tangent)
+    lead = () if batch is None else (_batch_size(primals, batch[:n]),)
+    has = (*has_tangent[:n], *(not _is_zero(c) for c in cotangents))
+    full = [jnp.zeros((*lead, *a.shape), a.dtype) if _is_zero(c) else c for a, c in zip(avals, cotangents, strict=True)]
+    vjp_batch = None if batch is None else (*batch[:n], *(True,) * len(avals))
+    grads = bind(spec, "vjp", (*primals, *full), has, avals, batch=vjp_batch) if any(has[n:]) else None
     out: list[Any] = [None] * n
     for i in range(n):
-        if has_tangent[i] and ad.is_undefined_primal(args[n + i]):
-            out.append(grads[i] if grads is not None else jnp.zeros(primals[i].shape, primals[i].dtype))
-        else:
+        if not (has_tangent[i] and ad.is_undefined_primal(args[n + i])):
             out.append(None)
+        elif grads is None:
+            out.append(jnp.zeros(primals[i].shape, primals[i].dtype))
+        elif batch is not None and not batch[i]:  # a primal shared by the batch: its elements' gradients add up
+            out.append(jnp.sum(grads[i], axis=0))
+        else:
+            out.append(grads[i])
     return out
 
 

@@ -18,6 +18,7 @@
 
 #include "from_python.h"
 #include "tesscpp/client.h"
+#include "tesscpp/internal/array_cast.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace tesscpp::bindings {
@@ -143,56 +144,25 @@ Result<Dtype> FromXla(ffi::DataType type) {
   }
 }
 
-// Calls f with a value of the C++ type of a real, non-half dtype.
-template <typename F>
-bool VisitReal(Dtype dtype, F&& f) {
-  switch (dtype) {
-    case Dtype::kBool: f(bool{}); return true;
-    case Dtype::kInt8: f(int8_t{}); return true;
-    case Dtype::kInt16: f(int16_t{}); return true;
-    case Dtype::kInt32: f(int32_t{}); return true;
-    case Dtype::kInt64: f(int64_t{}); return true;
-    case Dtype::kUInt8: f(uint8_t{}); return true;
-    case Dtype::kUInt16: f(uint16_t{}); return true;
-    case Dtype::kUInt32: f(uint32_t{}); return true;
-    case Dtype::kUInt64: f(uint64_t{}); return true;
-    case Dtype::kFloat32: f(float{}); return true;
-    case Dtype::kFloat64: f(double{}); return true;
-    default: return false;
-  }
-}
-
-// The answer's array into XLA's result buffer: a copy, or a cast where the
-// server answered in another dtype (a gradient in the schema's dtype for an
-// input JAX holds in another, as tesseract-jax's NumPy conversion allows).
+// The answer's array into XLA's result buffer: a copy, cast (refusing to lose
+// values, as the runtime casts inputs) where the server answered in another
+// dtype: a gradient in the schema's dtype for an input JAX holds in another.
 Status WriteResult(const Tensor& answer, const Path& path, const Slot& result) {
-  const Dtype want = result.dtype;
-  const std::vector<int64_t>& shape = result.dims;
   const std::span<const int64_t> got = answer.shape().dims();
-  if (!std::equal(got.begin(), got.end(), shape.begin(), shape.end())) {
+  if (!std::equal(got.begin(), got.end(), result.dims.begin(), result.dims.end())) {
     return Status::InvalidArgument("the answer's array at ", Describe(path), " has shape ",
-                                   answer.shape().ToString(), ", not the ", FormatShape(shape),
+                                   answer.shape().ToString(), ", not the ", FormatShape(result.dims),
                                    " abstract_eval announced");
   }
   TESS_ASSIGN_OR_RETURN(const Tensor host, answer.ViewOrCopyToHost());
-  if (host.dtype() == want) {
-    std::memcpy(result.data, host.data(), static_cast<size_t>(host.nbytes()));
-    return Status::OK();
+  Result<Tensor> cast = schema::CastChecked(host, result.dtype, nullptr);
+  if (!cast.ok()) {
+    return Status::InvalidArgument("the answer's array at ", Describe(path), " is ", DtypeName(host.dtype()),
+                                   ", which cannot be written as ", DtypeName(result.dtype), ": ",
+                                   cast.status().message());
   }
-  const int64_t n = host.num_elements();
-  bool done = false;
-  VisitReal(host.dtype(), [&](auto from) {
-    using From = decltype(from);
-    const auto* in = host.data_as<From>();
-    done = VisitReal(want, [&](auto to) {
-      using To = decltype(to);
-      auto* out = reinterpret_cast<To*>(result.data);
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<To>(in[i]);
-    });
-  });
-  if (done) return Status::OK();
-  return Status::InvalidArgument("the answer's array at ", Describe(path), " is ", DtypeName(host.dtype()),
-                                 ", which cannot be written as ", DtypeName(want));
+  std::memcpy(result.data, cast->data(), static_cast<size_t>(cast->nbytes()));
+  return Status::OK();
 }
 
 Result<Value> Dispatch(const JaxCall& call, const Value& body) {

@@ -84,7 +84,7 @@ class ModuleHost:
         before = _threads()
         module = load_module_from_path(path)
         # Threads the import left running, which forked workers would lack
-        # (PythonComponent::Forkable refuses --num-workers > 1 then).
+        # (PythonComponent::Forkable: workers are exec'd afresh then).
         self.import_threads = len(_threads() - before)
         check_tesseract_api(module)
         self.app = create_rest_api(module)

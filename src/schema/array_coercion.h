@@ -3,6 +3,7 @@
 
 #include <complex>
 
+#include "tesscpp/internal/array_cast.h"
 #include "tesscpp/result.h"
 #include "tesscpp/schema.h"
 #include "tesscpp/tensor.h"
@@ -13,16 +14,6 @@ class BufferPool;
 }
 
 namespace tesscpp::schema {
-
-/// \brief The reference's `_castable`: NumPy's same_kind rule, plus integer to
-/// integer in any direction (values are range-checked when cast).
-bool Castable(Dtype from, Dtype to);
-
-/// \brief Casts refusing to lose values, like the reference's `_astype_checked`:
-/// fractional or non-finite floats into integers (array_expected_integer),
-/// integers beyond the target's range and finite floats that overflow to inf
-/// (array_value_out_of_range). Returns `t` itself when the dtype already matches.
-Result<Tensor> CastChecked(const Tensor& t, Dtype to, BufferPool* pool);
 
 /// \brief np.broadcast_to: size-1 dimensions repeat up to `shape` (a copy).
 /// Precondition: same rank, and every dimension equal or 1.

@@ -10,7 +10,7 @@ import numpy as np
 from jax import dtypes
 
 from ._batching import VMAP_METHODS
-from ._paths import leaf_paths
+from ._paths import leaf_paths, templates
 from ._primitive import bind
 from ._request import Spec
 
@@ -122,13 +122,11 @@ def apply_tesseract(
                 "Try enabling it with `jax.config.update('jax_enable_x64', True)`."
             )
     avals = tuple(jax.core.ShapedArray(tuple(a["shape"]), np.dtype(a["dtype"])) for a in flat_avals)
-    in_templates = schemas["ApplyInputSchema"]["differentiable_arrays"]
-    out_templates = schemas["ApplyOutputSchema"]["differentiable_arrays"]
     spec = Spec(
         tesseract=tesseract_client,
         endpoints=endpoints,
-        in_templates=in_templates,
-        out_templates=out_templates,
+        in_templates=templates(schemas["ApplyInputSchema"]["differentiable_arrays"]),
+        out_templates=templates(schemas["ApplyOutputSchema"]["differentiable_arrays"]),
         in_tree=in_tree,
         static=tuple(leaf if s else None for leaf, s in zip(leaves, is_static, strict=True)),
         is_static=is_static,

@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ._paths import match
+from ._paths import name
 from ._request import Spec
 
 # tesseract-jax 0.4.0's, and "parallel" (as tesscpp.torch has it): one call
@@ -54,7 +54,7 @@ def _vectorizable(spec: Spec, kind: str, batched: list[bool]) -> bool:
     for path, needed in zip(spec.primal_paths, need, strict=True):
         if not needed:
             continue
-        _, template = match(path, spec.in_templates)
+        _, template = name(path, spec.in_templates)
         if template is None or "shape" in spec.in_templates[template]:
             return False
     return True

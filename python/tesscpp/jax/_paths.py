@@ -1,11 +1,11 @@
 """Leaves of JAX pytrees as the Tesseract protocol names them.
 
-A leaf's path joins its dict keys and ``[i]`` list indices with dots
-(``a.b``, ``xs.[2]``); where the schema's ``differentiable_arrays`` template
-has ``{}`` (a dict field of arbitrary keys) the key is written ``{key}``. A
-leaf whose path matches no template is not differentiable. These are the
-names tesseract-jax uses for jvp_inputs, tangent_vector and the answers'
-keys, so both bridges send the same requests.
+A leaf's path is its dict keys and list indices; its wire name and whether it
+is differentiable come from the schema's ``differentiable_arrays`` templates,
+matched and spelled by tesscpp's path grammar (``tesscpp._paths``, shared with
+the torch bridge): ``a.b``, ``xs.[2]``, ``{key}`` where the template has a dict
+of arbitrary keys. tesseract-jax names leaves the same way, so both bridges
+send the same requests.
 """
 
 from __future__ import annotations
@@ -14,7 +14,19 @@ from typing import Any
 
 import jax
 
-Segment = str | int  # a dict key or a list index: where a leaf is in a request or an answer
+from .._paths import Segment, Template, match, parse, plain_name
+
+
+def templates(declared: dict[str, Any]) -> dict[Template, Any]:
+    """The schema's differentiable templates, parsed, with what each declares."""
+    return {parse(text): spec for text, spec in sorted(declared.items())}
+
+
+def name(path: tuple[Segment, ...], parsed: dict[Template, Any]) -> tuple[str, Template | None]:
+    """The wire name of the leaf at `path`, and the template it matches (None:
+    not differentiable)."""
+    found = match(path, list(parsed))
+    return (plain_name(path), None) if found is None else found
 
 
 def segments(keypath: tuple[Any, ...]) -> tuple[Segment, ...]:
@@ -28,31 +40,6 @@ def segments(keypath: tuple[Any, ...]) -> tuple[Segment, ...]:
         else:
             raise TypeError(f"tesscpp.jax: inputs and outputs are dicts and lists, not {type(entry).__name__}")
     return tuple(out)
-
-
-def _plain(path: tuple[Segment, ...]) -> list[str]:
-    return [f"[{s}]" if isinstance(s, int) else str(s) for s in path]
-
-
-def match(path: tuple[Segment, ...], templates: dict[str, Any]) -> tuple[str, str | None]:
-    """The protocol's name of the leaf at `path`, and the differentiable
-    template it matches (None: not differentiable)."""
-    parts = _plain(path)
-    for template in templates:
-        pattern = template.split(".")
-        if len(pattern) != len(parts):
-            continue
-        named = []
-        for want, got in zip(pattern, parts, strict=True):
-            if want == got or (want == "[]" and got.startswith("[")):
-                named.append(got)
-            elif want == "{}":
-                named.append(f"{{{got}}}")
-            else:
-                break
-        else:
-            return ".".join(named), template
-    return ".".join(parts), None
 
 
 def leaf_paths(tree: Any, is_leaf: Any = None) -> list[tuple[Segment, ...]]:

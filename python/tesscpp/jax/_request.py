@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ._paths import Segment, leaf_paths, match
+from ._paths import Segment, Template, leaf_paths, name
 
 
 @dataclass(eq=False)
@@ -23,8 +23,8 @@ class Spec:
 
     tesseract: Any
     endpoints: tuple[str, ...]
-    in_templates: dict[str, Any]
-    out_templates: dict[str, Any]
+    in_templates: dict[Template, Any]  # parsed differentiable templates (_paths.templates)
+    out_templates: dict[Template, Any]
     in_tree: Any
     static: tuple[Any, ...]  # per flat input leaf: its value, or None for an array argument
     is_static: tuple[bool, ...]
@@ -43,12 +43,12 @@ class Spec:
         return [p for p, s in zip(self.in_paths, self.is_static, strict=True) if not s]
 
     def input_name(self, path: tuple[Segment, ...]) -> tuple[str, bool]:
-        name, template = match(path, self.in_templates)
-        return name, template is not None
+        wire, template = name(path, self.in_templates)
+        return wire, template is not None
 
     def output_name(self, path: tuple[Segment, ...]) -> tuple[str, bool]:
-        name, template = match(path, self.out_templates)
-        return name, template is not None
+        wire, template = name(path, self.out_templates)
+        return wire, template is not None
 
 
 @dataclass

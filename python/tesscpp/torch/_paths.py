@@ -1,13 +1,5 @@
-"""Leaf paths and the differentiable templates of one OpenAPI document.
-
-A leaf's place in the inputs or outputs is a tuple of segments, ``str`` for
-dict keys and model fields and ``int`` for list positions, so a key holding a
-dot stays one segment. The schema's templates (``params.{}``, ``xs.[]``) are
-parsed by tesscpp's C++ path grammar (``tesscpp::Path``) and match such tuples
-segment by segment; the name a gradient endpoint expects for a concrete leaf
-(its "wire" name, ``params.{p}``, ``xs.[2]``) is formatted by the same grammar,
-which escapes braces and backslashes inside keys as tesseract-core 1.15 does.
-"""
+"""The differentiable templates of one OpenAPI document, as the torch bridge
+asks about them (paths and their matching: ``tesscpp._paths``)."""
 
 from __future__ import annotations
 
@@ -16,42 +8,12 @@ from typing import Any, TypeVar
 
 import torch
 
-from .. import _tesscpp
+from .._paths import LeafPath, match, parse, segment_matches
 
 T = TypeVar("T")
 
-Segment = str | int
-LeafPath = tuple[Segment, ...]
-# A parsed template: (kind, value) per segment, kind one of "field", "key",
-# "index", "any_key", "any_index" (tesscpp::PathSegment::Kind).
-Template = tuple[tuple[str, Segment], ...]
-
 # Remembered template answers per OpenAPI document at most.
 _MEMO_SIZE = 4096
-
-
-def _segment_matches(template: tuple[str, Segment], segment: Segment) -> bool:
-    kind, value = template
-    if isinstance(segment, int):
-        return kind == "any_index" or (kind == "index" and value == segment)
-    return kind == "any_key" or (kind in ("field", "key") and value == segment)
-
-
-def _concrete(template: tuple[str, Segment], segment: Segment) -> tuple[str, Segment]:
-    """The segment of a concrete path that ``template`` matched."""
-    kind = template[0]
-    if kind in ("any_key", "key"):
-        return ("key", segment)
-    if kind in ("any_index", "index"):
-        return ("index", segment)
-    return ("field", segment)
-
-
-def _parse(text: str) -> Template:
-    try:
-        return tuple(_tesscpp.parse_path(text))
-    except ValueError as e:
-        raise ValueError(f"the Tesseract declares the differentiable path {text!r}, which is not a path: {e}") from None
 
 
 def _torch_dtype(name: Any) -> torch.dtype | None:
@@ -68,9 +30,9 @@ class Templates:
         def declared(component: str) -> dict[str, dict]:
             return schemas.get(component, {}).get("differentiable_arrays", {})
 
-        inputs = {_parse(t): spec for t, spec in sorted(declared("ApplyInputSchema").items())}
+        inputs = {parse(t): spec for t, spec in sorted(declared("ApplyInputSchema").items())}
         self.inputs = list(inputs)
-        self.outputs = [_parse(t) for t in sorted(declared("ApplyOutputSchema"))]
+        self.outputs = [parse(t) for t in sorted(declared("ApplyOutputSchema"))]
         self._both = self.inputs + self.outputs
         # The dtype each input template declares: a device transport sends the
         # bytes as they are, so tensors are cast to it first.
@@ -95,15 +57,15 @@ class Templates:
         """Whether a template is longer than ``path`` and matches it so far."""
         depth = len(path)
         return self._remember(
-            "below", path, lambda: any(len(t) > depth and all(map(_segment_matches, t, path)) for t in self._both)
+            "below", path, lambda: any(len(t) > depth and all(map(segment_matches, t, path)) for t in self._both)
         )
 
     def output_wire(self, path: LeafPath) -> str | None:
         """Wire name of a differentiable output leaf, or None."""
 
         def answer() -> str | None:
-            match = _match(path, self.outputs)
-            return None if match is None else match[0]
+            found = match(path, self.outputs)
+            return None if found is None else found[0]
 
         return self._remember("output", path, answer)
 
@@ -111,18 +73,10 @@ class Templates:
         """Wire name and declared dtype of a differentiable input leaf, or None."""
 
         def answer() -> tuple[str, torch.dtype | None] | None:
-            match = _match(path, self.inputs)
-            return None if match is None else (match[0], self.input_dtypes[match[1]])
+            found = match(path, self.inputs)
+            return None if found is None else (found[0], self.input_dtypes[found[1]])
 
         return self._remember("input", path, answer)
-
-
-def _match(path: LeafPath, templates: list[Template]) -> tuple[str, Template] | None:
-    """The wire name of ``path`` and the template covering it, or None."""
-    for template in templates:
-        if len(template) == len(path) and all(map(_segment_matches, template, path)):
-            return _tesscpp.format_path(list(map(_concrete, template, path))), template
-    return None
 
 
 # Parsed templates per OpenAPI document. Clients hand out the same dict for as

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._paths import Segment
 from ._arrays import adopt_device_arrays
-from ._paths import LeafPath, Segment, Templates
+from ._paths import LeafPath, Templates
 
 
 def _children(value: Any) -> list[tuple[Segment, Any]] | None:

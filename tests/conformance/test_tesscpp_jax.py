@@ -88,3 +88,51 @@ def test_errors_are_tesseract_jaxs(univariate):
             )
         with pytest.raises(TypeError, match="Input 'x' expects an array, but got list"):
             apply(t, {"x": [1.0], "y": 2.0})
+
+
+def _mesh(points):
+    return {
+        "mesh": {
+            "n_points": 4,
+            "n_cells": 1,
+            "points": points,
+            "num_points_per_cell": np.array([4.0], np.float32),
+            "cell_connectivity": np.array([0, 1, 2, 3], np.int32),
+            "cell_data": {},
+            "point_data": {},
+        }
+    }
+
+
+@pytest.mark.tesscpp_only
+def test_a_tesseract_with_only_a_jacobian(servers):
+    """meshstats has a jacobian endpoint and no VJP or JVP. grad is refused in
+    tesseract-jax's words by both bridges. jacrev and jacfwd need only the
+    jacobian in tesscpp.jax (batched cotangents go there first); tesseract-jax
+    checks for the VJP/JVP first and refuses them (docs/compatibility.md).
+    Ours equal the jacobian endpoint's answer on tesseract-runtime."""
+    ours_t = tesscpp.Tesseract.from_url(servers.get("meshstats").url)
+    reference_t = tesseract_core.Tesseract.from_url(servers.reference("meshstats").url)
+    points = jnp.arange(12, dtype=jnp.float32).reshape(4, 3) / 7
+
+    def barycenter(apply, t):
+        return lambda p: apply(t, _mesh(p))["statistics"]["barycenter"]
+
+    refusals = []
+    for apply, t in ((tesscpp.jax.apply_tesseract, ours_t), (tesseract_jax.apply_tesseract, reference_t)):
+        with pytest.raises(NotImplementedError) as refused:
+            jax.grad(lambda p, apply=apply, t=t: jnp.sum(barycenter(apply, t)(p)))(points)
+        refusals.append(str(refused.value))
+    want = "Endpoint 'vector_jacobian_product' not implemented for this Tesseract. Available endpoints: "
+    assert all(r.startswith(want) for r in refusals), refusals
+    for transform in (jax.jacrev, jax.jacfwd):
+        with pytest.raises(NotImplementedError, match="not implemented for this Tesseract"):
+            transform(barycenter(tesseract_jax.apply_tesseract, reference_t))(points)
+
+    expected = reference_t.jacobian(_mesh(np.asarray(points)), ["mesh.points"], ["statistics.barycenter"])
+    expected = np.asarray(expected["statistics.barycenter"]["mesh.points"])
+    assert expected.shape == (3, 4, 3)
+    for transform in (jax.jacrev, jax.jacfwd):
+        ours = transform(barycenter(tesscpp.jax.apply_tesseract, ours_t))(points)
+        assert ours.dtype == jnp.float32 and ours.shape == (3, 4, 3)
+        np.testing.assert_allclose(ours, expected, rtol=1e-6)

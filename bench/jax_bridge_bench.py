@@ -14,6 +14,13 @@ json+base64 throughout (the servers' default), run directories on /dev/shm
 (deleted between samples). Prints a markdown table of medians and ratios.
 
     .venv/bin/python bench/jax_bridge_bench.py --build build/ci
+
+With --gpu (a CUDA JAX and a CUDA build, on the GPU machine), the same step on
+devid (c = a, float32, identity derivatives, never reading the bytes) with
+arrays on the device, 4 B to 1 GiB: tesscpp.jax by IPC handle to `tesscpp
+serve` (cuda_ipc), tesseract-jax (callback, host copies, SDK) to
+tesseract-runtime and to `tesscpp serve`, and tesscpp.torch with CUDA tensors
+to `tesscpp serve` (cuda_ipc).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import argparse
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,18 +46,21 @@ jax.config.update("jax_enable_x64", True)
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (1_000, 1_000_000)
+GPU_SIZES = (1, 1 << 10, 1 << 20, 1 << 28)  # float32: 4 B, 4 KiB, 4 MiB, 1 GiB
 
 
 def fmt_time(s: float) -> str:
     return f"{s * 1e6:.0f} µs" if s < 1e-3 else (f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s")
 
 
-def median_step(step: Callable[[], None], check: Callable[[], None], scratch: Path, budget: float) -> float:
-    """Median seconds of `step` over about `budget` seconds (at least 5)."""
+def median_step(
+    step: Callable[[], None], check: Callable[[], None], scratch: Path, budget: float, rounds: int = 5
+) -> float:
+    """Median seconds of `step` over about `budget` seconds (at least `rounds`)."""
     check()
     samples: list[float] = []
     start = time.perf_counter()
-    while len(samples) < 5 or (time.perf_counter() - start < budget and len(samples) < 2000):
+    while len(samples) < rounds or (time.perf_counter() - start < budget and len(samples) < 2000):
         t0 = time.perf_counter()
         step()
         samples.append(time.perf_counter() - t0)
@@ -92,11 +103,109 @@ def torch_step(apply: Callable, tesseract, a: np.ndarray, b: np.ndarray) -> tupl
     return run, check
 
 
+def gpu_jax_step(apply: Callable, tesseract, a: jax.Array) -> tuple[Callable, Callable]:
+    step = jax.jit(jax.value_and_grad(lambda x: jnp.sum(apply(tesseract, {"a": x})["c"])))
+
+    def run() -> None:
+        jax.block_until_ready(step(a))
+
+    def check() -> None:
+        value, grad = step(a)
+        assert next(iter(grad.devices())).platform == "gpu" and bool(jnp.all(grad == 1))
+        assert np.isclose(float(value), float(jnp.sum(a)), rtol=1e-3, atol=1e-3)
+
+    return run, check
+
+
+def gpu_torch_step(apply: Callable, tesseract, a: torch.Tensor) -> tuple[Callable, Callable]:
+    def gradient() -> torch.Tensor:
+        leaf = a.detach().requires_grad_()
+        apply(tesseract, {"a": leaf})["c"].sum().backward()
+        torch.cuda.synchronize()
+        return leaf.grad
+
+    def run() -> None:
+        gradient()
+
+    def check() -> None:
+        grad = gradient()
+        assert grad.is_cuda and bool((grad == 1).all())
+
+    return run, check
+
+
+def gpu_main(args: argparse.Namespace, tesscpp, build: Path) -> None:
+    """The GPU rows (see the module's docstring)."""
+    import tesseract_core
+
+    import tesscpp.cuda
+
+    shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
+    scratch = Path(tempfile.mkdtemp(dir=shm))
+    for name in ("ours", "python"):
+        (scratch / name).mkdir()
+    devid_py = ROOT / "python" / "tests" / "fixtures" / "devid" / "tesseract_api.py"
+    ours_server = tesscpp.Tesseract.from_source(
+        build / "python" / "fixtures" / "libdevid.so", output_path=scratch / "ours", gpu_transport="cuda_ipc"
+    )
+    python_server = tesscpp.Tesseract.from_source(
+        devid_py,
+        output_path=scratch / "python",
+        python_executable=sys.executable,
+        python_runtime="tesseract-runtime",
+        startup_timeout=120,
+    )
+    gpu = next(d for d in jax.devices() if d.platform == "gpu")
+    rows = []
+    with ours_server, python_server:
+        ours = tesscpp.Tesseract.from_url(ours_server.url)
+        reference = tesseract_core.Tesseract.from_url(python_server.url)
+        sdk_on_ours = tesseract_core.Tesseract.from_url(ours_server.url)
+        for n in args.sizes:
+            a = jax.device_put(jnp.asarray(np.random.default_rng(42).standard_normal(n), jnp.float32), gpu)
+            big = n * 4 > args.reference_max_bytes
+            before = tesscpp.cuda.transport_counters()
+            t_ours = median_step(*gpu_jax_step(tesscpp.jax.apply_tesseract, ours, a), scratch, args.budget)
+            after = tesscpp.cuda.transport_counters()
+            assert after["staged_exports"] == before["staged_exports"], "tesscpp.jax staged device arrays"
+            assert after["legacy_exports"] + after["vmm_exports"] > before["legacy_exports"] + before["vmm_exports"]
+            t_ref = t_split = float("nan")
+            if not big:
+                t_ref = median_step(*gpu_jax_step(tesseract_jax.apply_tesseract, reference, a), scratch, args.budget, 3)
+                t_split = median_step(
+                    *gpu_jax_step(tesseract_jax.apply_tesseract, sdk_on_ours, a), scratch, args.budget, 3
+                )
+            ta = torch.from_dlpack(a)
+            t_torch = median_step(*gpu_torch_step(tesscpp.torch.apply_tesseract, ours, ta), scratch, args.budget)
+            rows.append((n, t_ours, t_ref, t_split, t_torch))
+            del a, ta
+    shutil.rmtree(scratch, ignore_errors=True)
+    name = torch.cuda.get_device_name(0)
+    print(f"# JAX bridge benchmark on the GPU, {time.strftime('%Y-%m-%d', time.gmtime())}: {name}, "
+          f"jax {jax.__version__}, torch {torch.__version__}")  # fmt: skip
+    print()
+    print("jit(value_and_grad) of sum(apply_tesseract(devid, {a})['c']) (one apply and one VJP call), float32 "
+          "arrays on the device, json+base64 for host arrays; median per step. tesseract-jax rows above "
+          f"{args.reference_max_bytes} bytes not run (—).")  # fmt: skip
+    print()
+    print("| bytes | tesscpp.jax → tesscpp serve (cuda_ipc) | tesseract-jax → SDK → tesseract-runtime "
+          "| tesseract-jax → SDK → tesscpp serve | tesscpp.torch → tesscpp serve (cuda_ipc) "
+          "| tesseract-jax+runtime / tesscpp.jax | tesscpp.jax / tesscpp.torch |")  # fmt: skip
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for n, t_ours, t_ref, t_split, t_torch in rows:
+        ref, split = (fmt_time(t) if t == t else "—" for t in (t_ref, t_split))
+        ratio = f"{t_ref / t_ours:.1f}x" if t_ref == t_ref else "—"
+        print(f"| {n * 4} | {fmt_time(t_ours)} | {ref} | {split} | {fmt_time(t_torch)} | {ratio} "
+              f"| {t_ours / t_torch:.2f}x |")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(ROOT / "build/release"))
     ap.add_argument("--budget", type=float, default=2.0, help="seconds per measurement")
-    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    ap.add_argument("--sizes", type=int, nargs="+", help=f"elements (default {SIZES}; --gpu: {GPU_SIZES})")
+    ap.add_argument("--gpu", action="store_true", help="arrays on a CUDA device (devid)")
+    ap.add_argument("--reference-max-bytes", type=int, default=1 << 30, help="--gpu: largest tesseract-jax row")
     args = ap.parse_args()
     build = Path(args.build)
     sys.path.insert(0, str(build / "python"))
@@ -105,6 +214,11 @@ def main() -> None:
     import tesscpp.torch
 
     assert tesscpp.jax.ffi_available(), "this build has no custom call (no JAX when it was configured)"
+    if args.gpu:
+        args.sizes = args.sizes or list(GPU_SIZES)
+        gpu_main(args, tesscpp, build)
+        return
+    args.sizes = args.sizes or list(SIZES)
     scratch, ours_server, python_server = serve_vadd64(tesscpp, build)
     rows = []
     with ours_server, python_server:

@@ -92,6 +92,25 @@ Result<Tensor> AllocateDevice(Dtype dtype, Shape shape, int ordinal);
 /// \brief A copy of a host tensor on device `ordinal` (finished when this returns).
 Result<Tensor> CopyToDevice(const Tensor& tensor, int ordinal);
 
+/// \brief Enqueues a copy of `nbytes` from device memory `source` to device
+/// memory `destination` (device `ordinal`, or a peer of it) on `stream` (a
+/// cudaStream_t as an integer; 1 names the legacy default stream) and returns
+/// at once: both ranges must stay alive until the stream has run the copy.
+Status CopyOnDeviceAsync(void* destination, const void* source, int64_t nbytes, int ordinal,
+                         uintptr_t stream);
+
+/// \brief Copies `nbytes` of device memory `source` into host memory
+/// `destination` after the work queued so far on `stream` (its writers'
+/// stream), and waits for that stream only, never the whole device.
+Status CopyToHostAfterStream(void* destination, const void* source, int64_t nbytes, int ordinal,
+                             uintptr_t stream);
+
+/// \brief Copies `nbytes` of host memory `source` into device memory
+/// `destination` after the work queued so far on `stream`, and waits for that
+/// stream only (the source may be reused when this returns).
+Status CopyToDeviceOnStream(void* destination, const void* source, int64_t nbytes, int ordinal,
+                            uintptr_t stream);
+
 /// \brief Share of each device's memory that each of the two IPC pools (export
 /// staging, import destinations) may keep idle, halved per pool as in
 /// tesseract-core (`cuda_ipc_pool_fraction`, default 0.25; clamped to [0, 1]).

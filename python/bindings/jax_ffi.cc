@@ -1,6 +1,8 @@
 #include "jax_ffi.h"
 
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -18,7 +21,9 @@
 
 #include "from_python.h"
 #include "tesscpp/client.h"
+#include "tesscpp/cuda.h"
 #include "tesscpp/internal/array_cast.h"
+#include "tesscpp/internal/buffer_pool.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace tesscpp::bindings {
@@ -34,6 +39,10 @@ using Path = std::vector<Segment>;
 // One call shape, registered by Python at lowering time.
 struct JaxCall {
   Tesseract tesseract;
+  // For a program on a CUDA device: the view of the Tesseract that passes
+  // CUDA arrays by IPC handle, when its transport check passed at lowering;
+  // without one, device arrays go through the host.
+  std::optional<Tesseract> by_handle;
   std::string endpoint;  // apply, jacobian_vector_product, vector_jacobian_product, jacobian
   Value body;            // the request, with null where the arguments go
   std::vector<Path> arguments;
@@ -76,6 +85,20 @@ std::atomic<int64_t> requests_peak{0};
 // connection while its request is under way).
 constexpr int64_t kMaxAtOnce = 32;
 
+// Where one run of the custom call has its arrays: XLA's host buffers, or
+// memory of a CUDA device that XLA's stream writes and reads.
+struct Placement {
+  bool on_device = false;
+  bool by_handle = false;  // CUDA arrays go to the Tesseract by IPC handle
+  int ordinal = 0;
+  uintptr_t stream = 0;  // XLA's cudaStream_t
+
+  static constexpr uintptr_t kLegacyStream = 1;  // as cuda.h names it
+  // The stream the results are written on: by handle, the legacy default
+  // stream, which the client's answers are ready in the order of.
+  uintptr_t result_stream() const { return by_handle ? kLegacyStream : stream; }
+};
+
 // An array of the custom call: its memory, dtype and dimensions; for an
 // element of a batch, a slice along the leading dimension.
 struct Slot {
@@ -88,6 +111,7 @@ struct Slot {
     for (int64_t d : dims) n *= d;
     return n;
   }
+  int64_t nbytes() const { return elements() * ItemSize(dtype); }
   Slot Element(int64_t index) const {
     Slot element{nullptr, dtype, std::vector<int64_t>(dims.begin() + 1, dims.end())};
     element.data = data + index * element.elements() * ItemSize(dtype);
@@ -147,12 +171,18 @@ Result<Dtype> FromXla(ffi::DataType type) {
 // The answer's array into XLA's result buffer: a copy, cast (refusing to lose
 // values, as the runtime casts inputs) where the server answered in another
 // dtype: a gradient in the schema's dtype for an input JAX holds in another.
-Status WriteResult(const Tensor& answer, const Path& path, const Slot& result) {
+// A CUDA answer of the right dtype is copied on the device; the rest through
+// the host.
+Status WriteResult(const Tensor& answer, const Path& path, const Slot& result, const Placement& at) {
   const std::span<const int64_t> got = answer.shape().dims();
   if (!std::equal(got.begin(), got.end(), result.dims.begin(), result.dims.end())) {
     return Status::InvalidArgument("the answer's array at ", Describe(path), " has shape ",
                                    answer.shape().ToString(), ", not the ", FormatShape(result.dims),
                                    " abstract_eval announced");
+  }
+  if (at.on_device && answer.device().type == DeviceType::kCUDA && answer.dtype() == result.dtype) {
+    return cuda::CopyOnDeviceAsync(result.data, answer.data(), answer.nbytes(), at.ordinal,
+                                   at.result_stream());
   }
   TESS_ASSIGN_OR_RETURN(const Tensor host, answer.ViewOrCopyToHost());
   Result<Tensor> cast = schema::CastChecked(host, result.dtype, nullptr);
@@ -161,11 +191,15 @@ Status WriteResult(const Tensor& answer, const Path& path, const Slot& result) {
                                    ", which cannot be written as ", DtypeName(result.dtype), ": ",
                                    cast.status().message());
   }
+  if (at.on_device) {
+    return cuda::CopyToDeviceOnStream(result.data, cast->data(), cast->nbytes(), at.ordinal,
+                                      at.result_stream());
+  }
   std::memcpy(result.data, cast->data(), static_cast<size_t>(cast->nbytes()));
   return Status::OK();
 }
 
-Result<Value> Dispatch(const JaxCall& call, const Value& body) {
+Result<Value> Dispatch(const JaxCall& call, const Tesseract& tesseract, const Value& body) {
   const Value::Dict& fields = body.as_dict();
   const Value& inputs = fields.at("inputs");
   const auto names = [&](std::string_view key) {
@@ -173,49 +207,62 @@ Result<Value> Dispatch(const JaxCall& call, const Value& body) {
     for (const Value& name : fields.at(key).as_list()) out.push_back(name.as_string());
     return out;
   };
-  if (call.endpoint == "apply") return call.tesseract.Apply(inputs);
+  if (call.endpoint == "apply") return tesseract.Apply(inputs);
   if (call.endpoint == "jacobian_vector_product") {
-    return call.tesseract.JacobianVectorProduct(inputs, names("jvp_inputs"), names("jvp_outputs"),
-                                                fields.at("tangent_vector"));
+    return tesseract.JacobianVectorProduct(inputs, names("jvp_inputs"), names("jvp_outputs"),
+                                           fields.at("tangent_vector"));
   }
   if (call.endpoint == "vector_jacobian_product") {
-    return call.tesseract.VectorJacobianProduct(inputs, names("vjp_inputs"), names("vjp_outputs"),
-                                                fields.at("cotangent_vector"));
+    return tesseract.VectorJacobianProduct(inputs, names("vjp_inputs"), names("vjp_outputs"),
+                                           fields.at("cotangent_vector"));
   }
-  return call.tesseract.Jacobian(inputs, names("jac_inputs"), names("jac_outputs"));
+  return tesseract.Jacobian(inputs, names("jac_inputs"), names("jac_outputs"));
 }
 
-Result<Value> Send(const JaxCall& call, const Value& body) {
+Result<Value> Send(const JaxCall& call, const Tesseract& tesseract, const Value& body) {
   const int64_t now = requests_in_flight.fetch_add(1) + 1;
   for (int64_t peak = requests_peak.load(); now > peak && !requests_peak.compare_exchange_weak(peak, now);) {
   }
-  Result<Value> answer = Dispatch(call, body);
+  Result<Value> answer = Dispatch(call, tesseract, body);
   requests_in_flight.fetch_sub(1);
   return answer;
 }
 
-// One request: the arguments' memory viewed as tensors (no copy: the client's
-// codec encodes from XLA's buffers, alive for the whole call), the answer's
-// arrays written into the results.
-Status CallOnce(const JaxCall& call, const std::vector<Slot>& arguments, const std::vector<Slot>& results) {
+// An argument as the request carries it: XLA's memory viewed as a tensor (no
+// copy: the client's codec encodes from XLA's buffers, or exports them by
+// IPC handle, alive for the whole call), or, for a device array that goes
+// through the host, a host copy made in XLA's stream order.
+Result<Tensor> ArgumentTensor(const Slot& a, const Placement& at) {
+  TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(a.dims));
+  if (!at.on_device)
+    return Tensor::Make(a.dtype, std::move(shape), Buffer::Wrap(a.data, a.nbytes(), nullptr));
+  if (at.by_handle) {
+    return Tensor::Make(a.dtype, std::move(shape), Buffer::Wrap(a.data, a.nbytes(), nullptr),
+                        Device::CUDA(at.ordinal));
+  }
+  TESS_ASSIGN_OR_RETURN(Buffer host, BufferPool::Default()->Allocate(a.nbytes()));
+  TESS_RETURN_IF_ERROR(cuda::CopyToHostAfterStream(host.data(), a.data, a.nbytes(), at.ordinal, at.stream));
+  return Tensor::Make(a.dtype, std::move(shape), std::move(host));
+}
+
+// One request: the arguments in the body, the answer's arrays written into
+// the results.
+Status CallOnce(const JaxCall& call, const Placement& at, const std::vector<Slot>& arguments,
+                const std::vector<Slot>& results) {
   Value body = call.body;
   for (size_t i = 0; i < arguments.size(); ++i) {
-    const Slot& a = arguments[i];
-    TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(a.dims));
-    const int64_t bytes = a.elements() * ItemSize(a.dtype);
-    TESS_ASSIGN_OR_RETURN(Tensor tensor,
-                          Tensor::Make(a.dtype, std::move(shape), Buffer::Wrap(a.data, bytes, nullptr)));
+    TESS_ASSIGN_OR_RETURN(Tensor tensor, ArgumentTensor(arguments[i], at));
     Value* place = Find(body, call.arguments[i]);
     if (place == nullptr) return Status::Internal("tesscpp.jax: no place ", Describe(call.arguments[i]));
     *place = Value(std::move(tensor));
   }
-  TESS_ASSIGN_OR_RETURN(Value answer, Send(call, body));
+  TESS_ASSIGN_OR_RETURN(Value answer, Send(call, at.by_handle ? *call.by_handle : call.tesseract, body));
   for (size_t i = 0; i < results.size(); ++i) {
     const Value* found = Find(answer, call.results[i]);
     if (found == nullptr || !found->is_tensor()) {
       return Status::InvalidArgument("the answer has no array at ", Describe(call.results[i]));
     }
-    TESS_RETURN_IF_ERROR(WriteResult(found->as_tensor(), call.results[i], results[i]));
+    TESS_RETURN_IF_ERROR(WriteResult(found->as_tensor(), call.results[i], results[i], at));
   }
   return Status::OK();
 }
@@ -270,7 +317,7 @@ Result<std::vector<Slot>> Slots(const Buffers& buffers) {
   return slots;
 }
 
-Status Run(const JaxCall& call, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+Status Run(const JaxCall& call, const Placement& at, ffi::RemainingArgs args, ffi::RemainingRets rets) {
   if (args.size() != call.arguments.size() || rets.size() != call.results.size()) {
     return Status::Internal("tesscpp.jax: the custom call has ", args.size(), " arguments and ", rets.size(),
                             " results where its lowering registered ", call.arguments.size(), " and ",
@@ -286,31 +333,65 @@ Status Run(const JaxCall& call, ffi::RemainingArgs args, ffi::RemainingRets rets
     }
     size = arguments[i].dims[0];
   }
-  if (size < 0) return CallOnce(call, arguments, results);
+  if (size < 0) return CallOnce(call, at, arguments, results);
   return AtOnce(size, [&](int64_t element) {
     std::vector<Slot> element_arguments, element_results;
     for (size_t i = 0; i < arguments.size(); ++i) {
       element_arguments.push_back(call.batched[i] ? arguments[i].Element(element) : arguments[i]);
     }
     for (const Slot& result : results) element_results.push_back(result.Element(element));
-    return CallOnce(call, element_arguments, element_results);
+    return CallOnce(call, at, element_arguments, element_results);
   });
 }
 
-ffi::Error Handle(ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t call_id) {
+// On a CUDA device, by handle: the legacy default stream (which the client's
+// exports and imports are ordered on) waits for XLA's stream, on the GPU, so
+// that the arguments are written and XLA's earlier users of the result
+// buffers are done; the results are copied on the legacy stream, and XLA's
+// stream waits for it in turn. Through the host, the copies run on XLA's
+// stream and are waited for. The device is never synchronised.
+Status RunOnDevice(const JaxCall& call, const Placement& at, ffi::RemainingArgs args,
+                   ffi::RemainingRets rets) {
+  if (!at.by_handle) return Run(call, at, args, rets);
+  TESS_RETURN_IF_ERROR(cuda::OrderAfterStream(at.stream, at.ordinal));
+  TESS_RETURN_IF_ERROR(Run(call, at, args, rets));
+  return cuda::OrderStreamAfterLegacy(at.stream, at.ordinal);
+}
+
+ffi::Error Handle(Placement at, ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t call_id) {
   handled_calls.fetch_add(1, std::memory_order_relaxed);
   const std::shared_ptr<const JaxCall> call = Registry::Instance().Get(call_id);
   if (call == nullptr)
     return ffi::Error::Internal("tesscpp.jax: no call registered as " + std::to_string(call_id));
-  const Status status = Run(*call, args, rets);
+  at.by_handle = at.on_device && call->by_handle.has_value();
+  const Status status = at.on_device ? RunOnDevice(*call, at, args, rets) : Run(*call, at, args, rets);
   if (status.ok()) return ffi::Error::Success();
   return ffi::Error(status.code() == StatusCode::kInvalidArgument ? ffi::ErrorCode::kInvalidArgument
                                                                   : ffi::ErrorCode::kUnknown,
                     status.message());
 }
 
-XLA_FFI_DEFINE_HANDLER(kHandler, Handle,
+ffi::Error HandleOnHost(ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t call_id) {
+  return Handle(Placement{}, args, rets, call_id);
+}
+
+ffi::Error HandleOnCuda(void* stream, int32_t ordinal, ffi::RemainingArgs args, ffi::RemainingRets rets,
+                        int64_t call_id) {
+  return Handle(Placement{true, false, ordinal, reinterpret_cast<uintptr_t>(stream)}, args, rets, call_id);
+}
+
+XLA_FFI_DEFINE_HANDLER(kHostHandler, HandleOnHost,
                        ffi::Ffi::Bind().RemainingArgs().RemainingRets().Attr<int64_t>("call_id"));
+
+// The stream as a plain pointer: this file needs no CUDA headers, and builds
+// without CUDA refuse at run time (cuda.h's functions say the build has none).
+XLA_FFI_DEFINE_HANDLER(kCudaHandler, HandleOnCuda,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::PlatformStream<void*>>()
+                           .Ctx<ffi::DeviceOrdinal>()
+                           .RemainingArgs()
+                           .RemainingRets()
+                           .Attr<int64_t>("call_id"));
 
 Path ToPath(const nb::handle& segments) {
   Path path;
@@ -334,15 +415,21 @@ std::vector<Path> ToPaths(const nb::handle& paths) {
 
 void BindJaxFfi(nb::module_& m) {
   m.def(
-      "_jax_ffi_target", [] { return nb::capsule(reinterpret_cast<void*>(kHandler)); },
-      "The XLA FFI handler of tesscpp.jax's custom call (register it with jax.ffi.register_ffi_target).");
+      "_jax_ffi_target",
+      [](std::string_view platform) {
+        return nb::capsule(reinterpret_cast<void*>(platform == "cuda" ? kCudaHandler : kHostHandler));
+      },
+      nb::arg("platform") = "cpu",
+      "The XLA FFI handler of tesscpp.jax's custom call on `platform` (cpu, cuda) (register it with "
+      "jax.ffi.register_ffi_target).");
   m.def(
       "_jax_register_call",
       [](const Tesseract& tesseract, std::string endpoint, const nb::handle& body,
-         const nb::handle& arguments, const nb::handle& results, std::vector<bool> batched) {
-        auto call =
-            std::make_shared<JaxCall>(JaxCall{tesseract, std::move(endpoint), ToValue(body),
-                                              ToPaths(arguments), ToPaths(results), std::move(batched)});
+         const nb::handle& arguments, const nb::handle& results, std::vector<bool> batched,
+         std::optional<Tesseract> by_handle) {
+        auto call = std::make_shared<JaxCall>(JaxCall{tesseract, std::move(by_handle), std::move(endpoint),
+                                                      ToValue(body), ToPaths(arguments), ToPaths(results),
+                                                      std::move(batched)});
         if (call->batched.empty()) call->batched.assign(call->arguments.size(), false);
         if (call->batched.size() != call->arguments.size())
           throw nb::value_error("one batched flag per argument");
@@ -354,8 +441,9 @@ void BindJaxFfi(nb::module_& m) {
         return Registry::Instance().Add(std::move(call));
       },
       nb::arg("tesseract"), nb::arg("endpoint"), nb::arg("body"), nb::arg("arguments"), nb::arg("results"),
-      nb::arg("batched") = std::vector<bool>(),
-      "Registers a call shape for the custom call; returns the id its call_id attribute names.");
+      nb::arg("batched") = std::vector<bool>(), nb::arg("by_handle") = nb::none(),
+      "Registers a call shape for the custom call; returns the id its call_id attribute names. "
+      "`by_handle`: the view of the Tesseract that takes CUDA arrays by IPC handle, if any.");
   m.def(
       "_jax_ffi_calls", [] { return handled_calls.load(std::memory_order_relaxed); },
       "How many times the custom call's handler ran in this process.");

@@ -6,7 +6,9 @@
 // result is in the answer) and passes its id as the custom call's attribute;
 // the handler fills the body with tensors over XLA's argument buffers (no
 // copy), calls the endpoint on tesscpp's C++ client without the GIL, and
-// writes the answer's arrays into XLA's result buffers.
+// writes the answer's arrays into XLA's result buffers. On a CUDA device the
+// arrays go by IPC handle where the Tesseract's GPU transport allows, ordered
+// against XLA's stream on the GPU, and through the host otherwise.
 #pragma once
 
 #include <nanobind/nanobind.h>

@@ -172,3 +172,19 @@ def test_parallel_sends_a_batch_at_once_and_equals_sequential(backends):
         for key, value in parallel.items():
             np.testing.assert_allclose(value, reference[key], rtol=1e-6, err_msg=key)
     assert tesscpp.jax.ffi_requests_peak() >= 2
+
+
+def test_gpu_transport_is_checked_and_ignored_for_host_arrays(backends):
+    """tesscpp's gpu_transport argument: an unknown value is refused naming the
+    choices; on host arrays "cuda_ipc" changes nothing (it applies to arrays
+    on a CUDA device, tests/test_gpu_jax.py)."""
+    t = backends.pair("cpp-served", "nest")[0]
+    inputs = _nest_inputs(jnp.float32(1.5), jnp.array([1.0, 2.0, 3.0], jnp.float32))
+    with pytest.raises(ValueError, match=r"Unknown gpu_transport: 'nvlink'\. Must be None or one of"):
+        tesscpp.jax.apply_tesseract(t, inputs, gpu_transport="nvlink")
+
+    def f(a, transport):
+        return tesscpp.jax.apply_tesseract(t, _nest_inputs(a, inputs["vectors"]["v"]), gpu_transport=transport)
+
+    expected = jax.jit(lambda a: f(a, None)["scalars"]["a"])(jnp.float32(1.5))
+    assert jax.jit(lambda a: f(a, "cuda_ipc")["scalars"]["a"])(jnp.float32(1.5)) == expected

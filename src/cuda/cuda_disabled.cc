@@ -42,6 +42,18 @@ Result<bool> StreamMark::Reached() const { return NotBuilt(); }
 Status StreamMark::Wait() const { return NotBuilt(); }
 Result<Tensor> AllocateDevice(Dtype /*dtype*/, Shape /*shape*/, int /*ordinal*/) { return NotBuilt(); }
 Result<Tensor> CopyToDevice(const Tensor& /*tensor*/, int /*ordinal*/) { return NotBuilt(); }
+Status CopyOnDeviceAsync(void* /*destination*/, const void* /*source*/, int64_t /*nbytes*/, int /*ordinal*/,
+                         uintptr_t /*stream*/) {
+  return NotBuilt();
+}
+Status CopyToHostAfterStream(void* /*destination*/, const void* /*source*/, int64_t /*nbytes*/,
+                             int /*ordinal*/, uintptr_t /*stream*/) {
+  return NotBuilt();
+}
+Status CopyToDeviceOnStream(void* /*destination*/, const void* /*source*/, int64_t /*nbytes*/,
+                            int /*ordinal*/, uintptr_t /*stream*/) {
+  return NotBuilt();
+}
 void SetPoolFraction(double /*fraction*/) {}
 Result<IpcDescriptor> ExportIpc(const Tensor& /*tensor*/, std::vector<std::shared_ptr<void>>& /*pins*/,
                                 ExportOrdering /*ordering*/, VmmPeer /*vmm_peer*/) {

@@ -41,6 +41,10 @@ TEST(CudaWithoutDevice, EveryEntryPointSaysWhy) {
   EXPECT_EQ(BorrowIpc(descriptor, Dtype::kFloat32, *Shape::Make({0})).status().code(), status.code());
   EXPECT_EQ(CopyHostToDevice({}, 0, 0).status().code(), status.code());
   EXPECT_EQ(OrderAfterStream(1, 0), status);
+  int32_t word = 0;
+  EXPECT_EQ(CopyOnDeviceAsync(&word, &word, 4, 0, 1).code(), status.code());
+  EXPECT_EQ(CopyToHostAfterStream(&word, &word, 4, 0, 1).code(), status.code());
+  EXPECT_EQ(CopyToDeviceOnStream(&word, &word, 4, 0, 1).code(), status.code());
 }
 
 TEST(CudaWithoutDevice, HostTensorsAreNotDeviceTensors) {
@@ -85,6 +89,21 @@ TEST_F(CudaDevice, CopiesRoundTrip) {
   auto back = device->ViewOrCopyToHost();
   ASSERT_OK(back);
   EXPECT_TRUE(back->Equals(host));
+}
+
+// The copies of a stream's user (tesscpp.jax's custom call on XLA's stream):
+// host -> device -> device -> host on the legacy default stream.
+TEST_F(CudaDevice, CopiesOnAStream) {
+  constexpr uintptr_t kLegacy = 1;
+  std::vector<int32_t> values(4099), back(4099, 0);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int32_t>(i * 5 + 1);
+  const int64_t nbytes = static_cast<int64_t>(values.size() * sizeof(int32_t));
+  Tensor first = *AllocateDevice(Dtype::kInt32, *Shape::Make({4099}), 0);
+  Tensor second = *AllocateDevice(Dtype::kInt32, *Shape::Make({4099}), 0);
+  ASSERT_OK(CopyToDeviceOnStream(first.data(), values.data(), nbytes, 0, kLegacy));
+  ASSERT_OK(CopyOnDeviceAsync(second.data(), first.data(), nbytes, 0, kLegacy));
+  ASSERT_OK(CopyToHostAfterStream(back.data(), second.data(), nbytes, 0, kLegacy));
+  EXPECT_EQ(back, values);
 }
 
 TEST_F(CudaDevice, ExportNamesTheAllocationBaseAndOffset) {

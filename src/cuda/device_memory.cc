@@ -1,5 +1,5 @@
 // device_memory.cc: device tensors from the pool, the memory manager that copies
-// CUDA memory to the host, and copies from host to device.
+// CUDA memory to the host, and copies between host and device or on a device.
 #include <cstring>
 
 #include "core/memory_manager.h"
@@ -72,6 +72,39 @@ Result<Tensor> CopyToDevice(const Tensor& tensor, int ordinal) {
       cudaMemcpy(device.data(), tensor.data(), static_cast<size_t>(tensor.nbytes()), cudaMemcpyHostToDevice));
   TESS_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return device;
+}
+
+Status CopyOnDeviceAsync(void* destination, const void* source, int64_t nbytes, int ordinal,
+                         uintptr_t stream) {
+  if (nbytes == 0) return CheckAvailable();
+  TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(ordinal));
+  return internal::CudaStatus(cudaMemcpyAsync(destination, source, static_cast<size_t>(nbytes),
+                                              cudaMemcpyDeviceToDevice, internal::StreamFromInteger(stream)),
+                              "cudaMemcpyAsync");
+}
+
+namespace {
+
+// A copy in `stream`'s order that the calling thread waits for.
+Status CopyAndWait(void* destination, const void* source, int64_t nbytes, cudaMemcpyKind kind, int ordinal,
+                   uintptr_t stream) {
+  if (nbytes == 0) return CheckAvailable();
+  TESS_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::Enter(ordinal));
+  const cudaStream_t on = internal::StreamFromInteger(stream);
+  TESS_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(destination, source, static_cast<size_t>(nbytes), kind, on));
+  return internal::CudaStatus(cudaStreamSynchronize(on), "cudaStreamSynchronize");
+}
+
+}  // namespace
+
+Status CopyToHostAfterStream(void* destination, const void* source, int64_t nbytes, int ordinal,
+                             uintptr_t stream) {
+  return CopyAndWait(destination, source, nbytes, cudaMemcpyDeviceToHost, ordinal, stream);
+}
+
+Status CopyToDeviceOnStream(void* destination, const void* source, int64_t nbytes, int ordinal,
+                            uintptr_t stream) {
+  return CopyAndWait(destination, source, nbytes, cudaMemcpyHostToDevice, ordinal, stream);
 }
 
 void SetPoolFraction(double fraction) {

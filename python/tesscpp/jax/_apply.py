@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import dtypes
 
+from .._transport import SUPPORTED_GPU_TRANSPORTS
 from ._batching import VMAP_METHODS
 from ._paths import leaf_paths, templates
 from ._primitive import bind
@@ -82,7 +83,12 @@ def _is_aval(x: Any) -> bool:
 
 
 def apply_tesseract(
-    tesseract_client: Any, inputs: Any, *, vmap_method: str | None = None, materialize_jacobian: bool | None = None
+    tesseract_client: Any,
+    inputs: Any,
+    *,
+    vmap_method: str | None = None,
+    materialize_jacobian: bool | None = None,
+    gpu_transport: str | None = None,
 ) -> Any:
     """The Tesseract's apply as a JAX operation (tesseract-jax 0.4.0's
     ``apply_tesseract``): jit, grad/vjp (its VJP endpoint), jvp/jacfwd (its
@@ -92,11 +98,20 @@ def apply_tesseract(
     ``materialize_jacobian`` is False. Leaves JAX traces are the array
     arguments; everything else is sent as it is. Under jit, a
     ``tesscpp.Tesseract`` is called by XLA's custom call from C++, any other
-    Tesseract object from a Python callback (docs/jax-bridge.md)."""
+    Tesseract object from a Python callback (docs/jax-bridge.md).
+
+    ``gpu_transport`` (tesscpp's addition, as in tesscpp.torch): how arrays on
+    a CUDA device reach a ``tesscpp.Tesseract``; None lets the Tesseract
+    decide (``resolve_gpu_transport``), "none" copies them through the host,
+    "cuda_ipc" passes them by IPC handle."""
     if not _is_tesseract(tesseract_client):
         raise TypeError(f"The first argument must be a Tesseract object. Got {type(tesseract_client)} instead.")
     if vmap_method not in VMAP_METHODS:
         raise ValueError(f"Unknown vmap_method: {vmap_method!r}. Must be one of {VMAP_METHODS}.")
+    if gpu_transport is not None and gpu_transport not in SUPPORTED_GPU_TRANSPORTS:
+        raise ValueError(
+            f"Unknown gpu_transport: {gpu_transport!r}. Must be None or one of {SUPPORTED_GPU_TRANSPORTS}."
+        )
     schemas = tesseract_client.openapi_schema["components"]["schemas"]
     inputs = _coerce(inputs, schemas.get("Apply_InputSchema", {}), schemas)
     leaves, in_tree = jax.tree.flatten(inputs)
@@ -134,6 +149,7 @@ def apply_tesseract(
         out_paths=tuple(leaf_paths(abstract, is_leaf=_is_aval)),
         vmap_method=vmap_method,
         materialize_jacobian=materialize_jacobian,
+        gpu_transport=gpu_transport,
     )
     arrays = [leaf for leaf, s in zip(leaves, is_static, strict=True) if not s]
     out = bind(spec, "apply", arrays, (True,) * len(arrays), avals)

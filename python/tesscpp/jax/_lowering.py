@@ -3,7 +3,10 @@
 For a ``tesscpp.Tesseract`` the call is XLA's FFI custom call
 ``tesscpp_jax_call`` (``python/bindings/jax_ffi.cc``): the handler builds the
 request from XLA's buffers and calls tesscpp's C++ client, with no Python and
-no GIL. Any other Tesseract object (tesseract-core's) is called from a Python
+no GIL. In a program on a CUDA device the handler takes XLA's device buffers
+and stream: arrays go by IPC handle when the Tesseract's GPU transport check
+passes (the choice of ``resolve_gpu_transport``, as in tesscpp.torch), and
+through the host otherwise. Any other Tesseract object (tesseract-core's) is called from a Python
 callback, as tesseract-jax calls it. Either way the results the answer does
 not hold (outputs that are not differentiable, under a JVP) are NaN, as in
 tesseract-jax.
@@ -21,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _tesscpp
+from .._transport import choose_transport, with_transport
 from ._request import Request, send
 
 _TARGET = "tesscpp_jax_call"
@@ -28,12 +32,14 @@ _MAX_AT_ONCE = 32  # elements of a batch sent at once, at most (as the custom ca
 
 
 @functools.cache
-def ffi_available() -> bool:
+def ffi_available(platform: str = "cpu") -> bool:
     """Whether this build has the custom call (it needs JAX's FFI headers when
-    tesscpp is built); registers it with XLA the first time."""
+    tesscpp is built); registers it with XLA for `platform` (cpu, cuda) the
+    first time."""
     if not hasattr(_tesscpp, "_jax_ffi_target"):
         return False
-    jax.ffi.register_ffi_target(_TARGET, _tesscpp._jax_ffi_target(), platform="cpu")
+    xla_platform = {"cpu": "cpu", "cuda": "CUDA"}[platform]
+    jax.ffi.register_ffi_target(_TARGET, _tesscpp._jax_ffi_target(platform), platform=xla_platform)
     return True
 
 
@@ -54,25 +60,67 @@ def _client_of(tesseract: Any) -> Any:
     return tesseract._client if isinstance(tesseract, Tesseract) else None
 
 
-def send_all(tesseract: Any, request: Request, sent: list[Any], batched: list[bool] | None) -> list[np.ndarray]:
+def cuda_device(arrays: list[Any]) -> Any:
+    """The CUDA device the jax Arrays among `arrays` are on, or None."""
+    for array in arrays:
+        if isinstance(array, jax.Array):
+            device = next(iter(array.devices()))
+            if device.platform == "gpu":
+                return device
+    return None
+
+
+def send_all(
+    tesseract: Any,
+    request: Request,
+    sent: list[Any],
+    batched: list[bool] | None,
+    device: Any = None,
+    gpu_transport: str | None = None,
+) -> list[Any]:
     """The request made from Python: once, or (`batched` naming the arguments
-    that carry a batch) once per element, all at once on threads, stacked."""
+    that carry a batch) once per element, all at once on threads, stacked.
+    With the CUDA `device` the arrays are on, they go by IPC handle where
+    `gpu_transport` and the Tesseract allow (through the host otherwise); the
+    results are on that device either way."""
+    view = _device_view(tesseract, "cuda", gpu_transport) if device is not None else None
+    target, on_device, stack = (tesseract, False, np.stack) if view is None else (view, True, jnp.stack)
     if batched is None:
-        return send(tesseract, request, sent)
-    size = next(np.shape(a)[0] for a, b in zip(sent, batched, strict=True) if b)
+        results = send(target, request, sent, on_device)
+    else:
+        size = next(np.shape(a)[0] for a, b in zip(sent, batched, strict=True) if b)
 
-    def element(k: int) -> list[np.ndarray]:
-        return send(tesseract, request, [np.asarray(a)[k] if b else a for a, b in zip(sent, batched, strict=True)])
+        def element(k: int) -> list[Any]:
+            return send(target, request, [a[k] if b else a for a, b in zip(sent, batched, strict=True)], on_device)
 
-    with ThreadPoolExecutor(max_workers=min(size, _MAX_AT_ONCE)) as pool:
-        elements = list(pool.map(element, range(size)))
-    return [np.stack([e[j] for e in elements]) for j in range(len(request.avals))]
+        with ThreadPoolExecutor(max_workers=min(size, _MAX_AT_ONCE)) as pool:
+            elements = list(pool.map(element, range(size)))
+        results = [stack([e[j] for e in elements]) for j in range(len(request.avals))]
+    return results if device is None else [jax.device_put(r, device) for r in results]
 
 
-def call(tesseract: Any, request: Request, args: tuple[Any, ...], batched: list[bool] | None = None) -> list[Any]:
-    """The request's results, traced: the custom call or the callback. With
-    `batched`, one call per element of the batch those arguments carry, sent
-    at once (vmap_method="parallel"); the results carry the batch in front."""
+def _device_view(tesseract: Any, platform: str, gpu_transport: str | None) -> Any:
+    """For arrays on a CUDA device: the view of a tesscpp.Tesseract that passes
+    them by IPC handle, or None (other Tesseract objects, a transport of "none")."""
+    if platform != "cuda" or _client_of(tesseract) is None:
+        return None
+    if choose_transport(tesseract, gpu_transport, has_cuda=True) == "none":
+        return None
+    return with_transport(tesseract, "cuda_ipc")
+
+
+def call(
+    tesseract: Any,
+    request: Request,
+    args: tuple[Any, ...],
+    batched: list[bool] | None = None,
+    platform: str = "cpu",
+    gpu_transport: str | None = None,
+) -> list[Any]:
+    """The request's results, traced for `platform`: the custom call or the
+    callback. With `batched`, one call per element of the batch those
+    arguments carry, sent at once (vmap_method="parallel"); the results carry
+    the batch in front."""
     sent = [args[i] for i in request.take]
     lead = () if batched is None else (next(a.shape[0] for a, b in zip(sent, batched, strict=True) if b),)
     served = [k for k, path in enumerate(request.results) if path is not None]
@@ -83,9 +131,15 @@ def call(tesseract: Any, request: Request, args: tuple[Any, ...], batched: list[
     client = _client_of(tesseract)
     if not served:
         answers: list[Any] = []
-    elif client is not None and ffi_available():
+    elif client is not None and ffi_available(platform):
         call_id = _tesscpp._jax_register_call(
-            client, request.endpoint, request.body, request.arguments, only_served.results, batched or []
+            client,
+            request.endpoint,
+            request.body,
+            request.arguments,
+            only_served.results,
+            batched or [],
+            getattr(_device_view(tesseract, platform, gpu_transport), "_client", None),
         )
         answers = list(jax.ffi.ffi_call(_TARGET, shapes, has_side_effect=True)(*sent, call_id=np.int64(call_id)))
     else:

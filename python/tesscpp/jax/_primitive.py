@@ -102,12 +102,16 @@ def _request(args: tuple[Any, ...], params: dict[str, Any]) -> tuple[Request, li
 def _impl(*args: Any, **params: Any) -> list[Any]:
     request, batched = _request(args, params)
     sent = [args[i] for i in request.take]
-    return [jnp.asarray(r) for r in _lowering.send_all(params["spec"].tesseract, request, sent, batched)]
+    spec = params["spec"]
+    device = _lowering.cuda_device(list(args))
+    results = _lowering.send_all(spec.tesseract, request, sent, batched, device, spec.gpu_transport)
+    return [jnp.asarray(r) for r in results]
 
 
-def _lower(*args: Any, **params: Any) -> list[Any]:
+def _lower(*args: Any, platform: str, **params: Any) -> list[Any]:
     request, batched = _request(args, params)
-    return _lowering.call(params["spec"].tesseract, request, args, batched)
+    spec = params["spec"]
+    return _lowering.call(spec.tesseract, request, args, batched, platform, spec.gpu_transport)
 
 
 def _is_zero(t: Any) -> bool:
@@ -184,7 +188,10 @@ def _transpose(
 
 tesseract_p.def_abstract_eval(_abstract_eval)
 tesseract_p.def_impl(_impl)
-mlir.register_lowering(tesseract_p, mlir.lower_fun(_lower, multiple_results=True))
+mlir.register_lowering(tesseract_p, mlir.lower_fun(functools.partial(_lower, platform="cpu"), multiple_results=True))
+mlir.register_lowering(
+    tesseract_p, mlir.lower_fun(functools.partial(_lower, platform="cuda"), multiple_results=True), platform="cuda"
+)
 ad.primitive_jvps[tesseract_p] = _jvp
 ad.primitive_transposes[tesseract_p] = _transpose
 batching.primitive_batchers[tesseract_p] = functools.partial(_batching.batch, bind)

@@ -32,6 +32,7 @@ class Spec:
     out_paths: tuple[tuple[Segment, ...], ...]
     vmap_method: str | None
     materialize_jacobian: bool | None
+    gpu_transport: str | None  # for arrays on a CUDA device: None (the Tesseract decides), "none", "cuda_ipc"
     in_paths: tuple[tuple[Segment, ...], ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -134,16 +135,27 @@ def _find(tree: Any, path: tuple[Segment, ...]) -> Any:
     return tree
 
 
-def send(tesseract: Any, request: Request, arrays: list[Any]) -> list[np.ndarray]:
+def _on_cuda(value: Any) -> bool:
+    return hasattr(value, "__dlpack_device__") and value.__dlpack_device__()[0] == 2  # kDLCUDA
+
+
+def send(tesseract: Any, request: Request, arrays: list[Any], on_device: bool = False) -> list[Any]:
     """The request made with `arrays` (the sent arguments, in order) through
-    the Tesseract object's own methods; the results as NumPy arrays."""
+    the Tesseract object's own methods; the results as NumPy arrays. With
+    `on_device` the arrays are CUDA jax Arrays sent as they are (a tesscpp
+    Tesseract takes them through DLPack) and the results jax Arrays, taken
+    from the answer's CUDA arrays through DLPack where it has them."""
     body = _mutable(request.body)
     for path, array in zip(request.arguments, arrays, strict=True):
-        _place(body, path, np.asarray(array))
+        _place(body, path, array if on_device else np.asarray(array))
     inputs = body.pop("inputs")
     answer = getattr(tesseract, request.endpoint)(inputs, **body)
     out = []
     for place, aval in zip(request.results, request.avals, strict=True):
         value = np.full(aval.shape, np.nan, dtype=aval.dtype) if place is None else _find(answer, place)
-        out.append(np.asarray(value, dtype=aval.dtype).reshape(aval.shape))
+        if on_device:
+            value = jax.numpy.from_dlpack(value) if _on_cuda(value) else value
+            out.append(jax.numpy.asarray(value, dtype=aval.dtype).reshape(aval.shape))
+        else:
+            out.append(np.asarray(value, dtype=aval.dtype).reshape(aval.shape))
     return out

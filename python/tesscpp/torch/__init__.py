@@ -23,7 +23,7 @@ The package, in the order a call meets it:
 - ``_apply``: ``apply_tesseract`` itself.
 """
 
+from .._transport import SUPPORTED_GPU_TRANSPORTS
 from ._apply import VMAP_METHODS, apply_tesseract
-from ._transport import SUPPORTED_GPU_TRANSPORTS
 
 __all__ = ["SUPPORTED_GPU_TRANSPORTS", "VMAP_METHODS", "apply_tesseract"]

@@ -6,11 +6,11 @@ from typing import Any
 
 import torch
 
+from .._transport import SUPPORTED_GPU_TRANSPORTS, choose_transport
 from ._autograd import apply_function
 from ._call import Call
 from ._function import TesseractFunction
 from ._paths import templates_of
-from ._transport import SUPPORTED_GPU_TRANSPORTS, choose_transport
 from ._tree import flatten_inputs, outputs_tree
 from ._vmap import VMAP_METHODS
 

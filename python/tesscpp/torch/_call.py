@@ -8,9 +8,9 @@ from typing import Any
 
 import torch
 
+from .._transport import with_transport
 from ._arrays import as_tensor, is_zero, to_sendable
 from ._paths import LeafPath, Templates
-from ._transport import with_transport
 from ._tree import flatten_outputs, unflatten
 
 

@@ -1,10 +1,10 @@
-"""Which GPU transport one apply_tesseract call uses."""
+"""Which GPU transport one call of a framework bridge (tesscpp.torch, tesscpp.jax) uses."""
 
 from __future__ import annotations
 
 from typing import Any
 
-# Values of apply_tesseract's gpu_transport this bridge can drive.
+# The GPU transports the bridges can drive.
 SUPPORTED_GPU_TRANSPORTS = ("none", "cuda_ipc")
 
 

@@ -53,7 +53,7 @@ asan: bootstrap
 tsan: bootstrap
 	cmake --workflow --preset tsan
 
-SOURCES = $(shell git ls-files '*.h' '*.cc')
+SOURCES = $(shell git ls-files '*.h' '*.cc' ':!third_party')
 
 format:
 	clang-format-14 -i $(SOURCES)

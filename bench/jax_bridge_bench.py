@@ -213,7 +213,7 @@ def main() -> None:
     import tesscpp.jax
     import tesscpp.torch
 
-    assert tesscpp.jax.ffi_available(), "this build has no custom call (no JAX when it was configured)"
+    assert tesscpp.jax.ffi_available(), "XLA refused tesscpp's custom call (see the warning)"
     if args.gpu:
         args.sizes = args.sizes or list(GPU_SIZES)
         gpu_main(args, tesscpp, build)

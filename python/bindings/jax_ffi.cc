@@ -1,6 +1,7 @@
 #include "jax_ffi.h"
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
@@ -422,6 +423,9 @@ void BindJaxFfi(nb::module_& m) {
       nb::arg("platform") = "cpu",
       "The XLA FFI handler of tesscpp.jax's custom call on `platform` (cpu, cuda) (register it with "
       "jax.ffi.register_ffi_target).");
+  m.def(
+      "_jax_ffi_api_version", [] { return std::make_pair(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR); },
+      "The XLA FFI API version (major, minor) the custom call was compiled against.");
   m.def(
       "_jax_register_call",
       [](const Tesseract& tesseract, std::string endpoint, const nb::handle& body,

@@ -25,9 +25,7 @@
 #include "device_array.h"
 #include "from_python.h"
 #include "gil_calls.h"
-#ifdef TESSCPP_JAX_FFI
 #include "jax_ffi.h"
-#endif
 #include "paths.h"
 #include "python_errors.h"
 #include "tesscpp/client.h"
@@ -372,7 +370,5 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
   BindFromImageAndLibrary(tesseract);
   BindEndpoints(tesseract);
   BindHandle(tesseract);
-#ifdef TESSCPP_JAX_FFI
   BindJaxFfi(m);
-#endif
 }

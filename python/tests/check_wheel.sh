@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `pip install ./python` into a fresh venv, then use the installed package with
 # no build tree on its path: an in-process component, a served one (the CLI
-# inside the wheel), and the torch bridge over both. torch is not a dependency
-# of the package; the test venv's torch is put on the fresh venv's path after
-# its own packages (a .pth file), so the tesscpp that imports is the installed
-# one (asserted) and no second torch is installed.
+# inside the wheel), the torch bridge over both, and the JAX bridge's custom
+# call. torch and JAX are not dependencies of the package; the test venv's
+# site-packages (with both) is put on the fresh venv's path after its own
+# packages (a .pth file), so the tesscpp that imports is the installed one
+# (asserted) and no second torch or JAX is installed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 examples=${TESSCPP_EXAMPLES_DIR:?set TESSCPP_EXAMPLES_DIR to the built examples}
@@ -61,6 +62,22 @@ with tesscpp.Tesseract.from_source(univariate) as served:
         assert abs(f.item() - 6.5) < 1e-5, f
         assert abs(x.grad.item() - 151.0) < 1e-4 and abs(y.grad.item() + 50.0) < 1e-4, (x.grad, y.grad)
 print("torch bridge from", package, "-> f =", f.item(), "grad =", (x.grad.item(), y.grad.item()))
+
+# The JAX bridge of the installed package: pip built it in an isolated
+# environment without JAX, so its custom call was compiled against the XLA FFI
+# headers in third_party/xla_ffi; the test venv's jaxlib runs it under jit.
+import jax
+import jax.numpy as jnp
+import tesscpp.jax
+
+assert tesscpp.jax.ffi_available(), "XLA refused the wheel's custom call"
+with tesscpp.Tesseract.from_source(univariate) as served:
+    before = tesscpp.jax.ffi_calls()
+    f = lambda x, y: tesscpp.jax.apply_tesseract(served, {"x": x, "y": y})["result"]  # noqa: E731
+    gx, gy = jax.jit(jax.grad(f, argnums=(0, 1)))(jnp.float32(1.5), jnp.float32(2.0))
+    assert tesscpp.jax.ffi_calls() - before == 1, "the jitted VJP did not run the custom call"
+    assert abs(float(gx) - 151.0) < 1e-4 and abs(float(gy) + 50.0) < 1e-4, (gx, gy)
+print("jax bridge from", package, "-> grad =", (float(gx), float(gy)), "through the custom call")
 PY
 
 # The C++ SDK inside the wheel, the way a user with only the wheel starts:

@@ -38,7 +38,7 @@ def _cuda_jax() -> bool:
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not _cuda_jax(), reason="needs JAX with a CUDA device"),
-    pytest.mark.skipif(not tesscpp.jax.ffi_available(), reason="needs tesscpp built with JAX's FFI headers"),
+    pytest.mark.skipif(_cuda_jax() and not tesscpp.jax.ffi_available("cuda"), reason="XLA refused the custom call"),
 ]
 
 SOURCE = Path(os.environ.get("TESSCPP_SOURCE_DIR", Path(__file__).resolve().parents[2]))

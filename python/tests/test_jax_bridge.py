@@ -188,3 +188,26 @@ def test_gpu_transport_is_checked_and_ignored_for_host_arrays(backends):
 
     expected = jax.jit(lambda a: f(a, None)["scalars"]["a"])(jnp.float32(1.5))
     assert jax.jit(lambda a: f(a, "cuda_ipc")["scalars"]["a"])(jnp.float32(1.5)) == expected
+
+
+def test_a_jaxlib_with_an_older_ffi_api_is_refused_before_registering(monkeypatch, tmp_path):
+    """A handler built against a newer XLA FFI API than jaxlib's makes XLA fail
+    to start its backend (seen with jaxlib 0.7.0, API 0.1, and a 0.3 handler):
+    the version is compared first, and the refusal names both versions."""
+    from tesscpp.jax import _lowering
+
+    major, minor = tesscpp._tesscpp._jax_ffi_api_version()
+    header = tmp_path / "xla" / "ffi" / "api" / "c_api.h"
+    header.parent.mkdir(parents=True)
+    monkeypatch.setattr(jax.ffi, "include_dir", lambda: str(tmp_path))
+    header.write_text(f"#define XLA_FFI_API_MAJOR {major}\n#define XLA_FFI_API_MINOR {minor}\n")
+    assert _lowering._refusal() is None
+    header.write_text(f"#define XLA_FFI_API_MAJOR {major}\n#define XLA_FFI_API_MINOR {minor + 1}\n")
+    assert _lowering._refusal() is None  # a newer jaxlib runs older handlers
+    if minor > 0:
+        header.write_text(f"#define XLA_FFI_API_MAJOR {major}\n#define XLA_FFI_API_MINOR {minor - 1}\n")
+        assert f"built against XLA FFI API {major}.{minor}, this jaxlib" in _lowering._refusal()
+    header.write_text(f"#define XLA_FFI_API_MAJOR {major + 1}\n#define XLA_FFI_API_MINOR 0\n")
+    assert f"has {major + 1}.0" in _lowering._refusal()
+    header.write_text("/* no version */\n")
+    assert "name no API version" in _lowering._refusal()

@@ -15,8 +15,12 @@ tesseract-jax.
 from __future__ import annotations
 
 import functools
+import importlib.metadata
+import re
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -31,12 +35,46 @@ _TARGET = "tesscpp_jax_call"
 _MAX_AT_ONCE = 32  # elements of a batch sent at once, at most (as the custom call's kMaxAtOnce)
 
 
-@functools.cache
+def _refusal() -> str | None:
+    """Why this jaxlib cannot run the custom call, or None. XLA runs handlers
+    built against its own FFI API version or an older one of the same major
+    version; a handler built against a newer one makes XLA fail to start its
+    backend at all, so the version is compared before registering."""
+    built = tuple(_tesscpp._jax_ffi_api_version())
+    try:
+        header = (Path(jax.ffi.include_dir()) / "xla" / "ffi" / "api" / "c_api.h").read_text()
+    except (AttributeError, OSError) as error:
+        return f"this JAX has no XLA FFI headers to check ({error})"
+    found = [re.search(rf"#define XLA_FFI_API_{part} (\d+)", header) for part in ("MAJOR", "MINOR")]
+    if None in found:
+        return "this jaxlib's XLA FFI headers name no API version"
+    runtime = tuple(int(m.group(1)) for m in found if m is not None)
+    if runtime[0] != built[0] or runtime[1] < built[1]:
+        return (
+            f"tesscpp was built against XLA FFI API {built[0]}.{built[1]}, "
+            f"this jaxlib {importlib.metadata.version('jaxlib')} has {runtime[0]}.{runtime[1]}"
+        )
+    return None
+
+
 def ffi_available(platform: str = "cpu") -> bool:
-    """Whether this build has the custom call (it needs JAX's FFI headers when
-    tesscpp is built); registers it with XLA for `platform` (cpu, cuda) the
-    first time."""
-    if not hasattr(_tesscpp, "_jax_ffi_target"):
+    """Whether the custom call can be used: registers it with XLA for
+    `platform` (cpu, cuda) the first time. A jaxlib that cannot run it (older
+    than the FFI headers tesscpp was built with) leaves tesscpp clients on the
+    Python callback, with one warning."""
+    return _registered(platform)
+
+
+@functools.cache
+def _registered(platform: str) -> bool:
+    why = _refusal()
+    if why is not None:
+        warnings.warn(
+            f"tesscpp.jax: the custom call cannot run here ({why}); tesscpp Tesseracts are called through "
+            "a Python callback instead (slower). Upgrade jaxlib, or build tesscpp beside this JAX.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return False
     xla_platform = {"cpu": "cpu", "cuda": "CUDA"}[platform]
     jax.ffi.register_ffi_target(_TARGET, _tesscpp._jax_ffi_target(platform), platform=xla_platform)
@@ -44,13 +82,13 @@ def ffi_available(platform: str = "cpu") -> bool:
 
 
 def ffi_calls() -> int:
-    """How many times the custom call's handler ran in this process (0 when it is not built)."""
-    return _tesscpp._jax_ffi_calls() if hasattr(_tesscpp, "_jax_ffi_calls") else 0
+    """How many times the custom call's handler ran in this process."""
+    return _tesscpp._jax_ffi_calls()
 
 
 def ffi_requests_peak() -> int:
-    """The most requests the custom call's handlers had under way at once (0 when it is not built)."""
-    return _tesscpp._jax_requests_peak() if hasattr(_tesscpp, "_jax_requests_peak") else 0
+    """The most requests the custom call's handlers had under way at once."""
+    return _tesscpp._jax_requests_peak()
 
 
 def _client_of(tesseract: Any) -> Any:

@@ -628,11 +628,13 @@ void AddBuildCommand(CLI::App& app) {
       app.add_subcommand("build", "Build a container image of a component (docs/containers.md)");
   build
       ->add_option("component", image->component,
-                   "Component library (lib<name>.so), or a component project folder to build first")
+                   "Component library (lib<name>.so), a component project folder to build first, or a "
+                   "folder with tesseract_api.py and tesseract_config.yaml (a Python module)")
       ->required();
   build->add_option("--tag", image->tag, "Image tag (default <name>:<version>)");
-  build->add_option("--name", image->name, "TESSERACT_NAME (default the component's name)");
-  build->add_option("--version", image->version, "TESSERACT_VERSION (default the component's version)");
+  build->add_option("--name", image->name, "TESSERACT_NAME (default the component's or the config's name)");
+  build->add_option("--version", image->version,
+                    "TESSERACT_VERSION (default the component's or the config's version)");
   build->callback([image] {
     std::error_code ec;
     image->cli = std::filesystem::read_symlink("/proc/self/exe", ec).string();

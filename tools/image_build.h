@@ -9,7 +9,7 @@
 namespace tesscpp::cli {
 
 struct ImageBuildOptions {
-  std::string component;            ///< lib<name>.so, or a project folder to build first
+  std::string component;  ///< lib<name>.so, a project folder to build first, or a Python module's folder
   std::optional<std::string> tag;   ///< default <name>:<version>
   std::optional<std::string> name;  ///< TESSERACT_NAME; default the component's
   std::optional<std::string> version;

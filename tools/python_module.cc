@@ -11,8 +11,6 @@
 #include <vector>
 
 namespace tesscpp::cli {
-namespace {
-
 namespace fs = std::filesystem;
 
 std::string PythonToRun() {
@@ -25,9 +23,8 @@ std::string PythonToRun() {
   return "python3";
 }
 
-// The folder holding the tesscpp package that belongs to this executable:
 // <site-packages>/tesscpp/bin/tesscpp in a wheel, <build>/bin/tesscpp beside
-// <build>/python/tesscpp in a build tree. Empty when neither is there.
+// <build>/python/tesscpp in a build tree.
 std::string PackageRoot() {
   std::error_code ec;
   const fs::path exe = fs::canonical("/proc/self/exe", ec);
@@ -38,8 +35,6 @@ std::string PackageRoot() {
   }
   return "";
 }
-
-}  // namespace
 
 bool IsPythonModule(std::string_view path) {
   return path.size() > 3 && path.substr(path.size() - 3) == ".py";

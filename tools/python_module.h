@@ -6,11 +6,20 @@
 // process (docs/python-host.md §1).
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "tesscpp/status.h"
 
 namespace tesscpp::cli {
+
+/// \brief The Python that hosts modules: $TESSCPP_PYTHON, else the build's
+/// Python where it exists, else python3 on PATH.
+std::string PythonToRun();
+
+/// \brief The folder holding the tesscpp package that belongs to this
+/// executable (a wheel's site-packages, or <build>/python); empty when none.
+std::string PackageRoot();
 
 /// \brief Whether `path` names a Python module (a tesseract_api.py).
 bool IsPythonModule(std::string_view path);

@@ -15,7 +15,7 @@ pytest.importorskip("tesseract_core")
 
 from tesscpp import _image_plan  # noqa: E402
 
-FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "python" / "vectoradd_image"
+FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "containers" / "fixtures" / "vectoradd_image"
 
 
 def _folder(tmp_path: Path, config: str) -> Path:

@@ -3,7 +3,7 @@
 SDK and ours run unchanged, one-shot commands, a saved image loaded back, and
 the builds that must fail without leaving an image.
 
-The module (tests/fixtures/python/vectoradd_image) imports more-itertools,
+The module (tests/containers/fixtures/vectoradd_image) imports more-itertools,
 which pip installs from the index this machine reaches."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import requests
 import tesscpp
 from conftest import ROOT, containers_of, docker, required, run
 
-FIXTURE = ROOT / "tests" / "fixtures" / "python" / "vectoradd_image"
+FIXTURE = ROOT / "tests" / "containers" / "fixtures" / "vectoradd_image"
 A, B = np.array([1.0, 2.0, 3.0], np.float32), np.array([4.0, 5.0, 6.0], np.float32)
 
 

@@ -1,7 +1,7 @@
 """`tesscpp build` of a Python module's folder on a real Docker engine
 (docs/containers.md, "Images of Python modules"): the image tesseract-core's
-SDK and ours run unchanged, one-shot commands, a saved image loaded back, and
-the builds that must fail without leaving an image.
+SDK and ours run unchanged, one-shot commands, a saved image served from a
+clean engine, and the builds that must fail without leaving an image.
 
 The module (tests/containers/fixtures/vectoradd_image) imports more-itertools,
 which pip installs from the index this machine reaches."""
@@ -9,7 +9,9 @@ which pip installs from the index this machine reaches."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -123,21 +125,40 @@ def test_one_shot_commands(pyimage, tmp_path):
     assert gradients.stdout.startswith("✅ Gradient check for jacobian passed ✅"), gradients.stdout
 
 
-def test_a_saved_image_is_served_again_after_loading(pyimage, tmp_path):
-    """docker save, the image removed from the engine, docker load: the
-    engine has nothing of it but the archive, and serves it."""
-    tag = _tag()
-    docker("tag", pyimage, tag)
-    archive = tmp_path / "image.tar"
-    docker("save", "-o", archive, tag)
-    docker("rmi", tag)
-    assert tag not in _images()
-    docker("load", "-i", archive)
+@pytest.fixture
+def clean_engine(tmp_path):
+    """A second private engine with no image in it, on a bridge of its own
+    beside the suite's engine (scripts/docker/engine.sh --own-bridge)."""
+    script, state = ROOT / "scripts" / "docker" / "engine.sh", tmp_path / "clean-engine"
+    env = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}  # else it reuses the suite's
+    started = subprocess.run([script, "start", state, "--own-bridge"], env=env, capture_output=True, text=True,
+                             timeout=120, check=False)  # fmt: skip
+    assert started.returncode == 0, started.stderr
     try:
-        with tesscpp.Tesseract.from_image(tag) as t:
-            np.testing.assert_array_equal(t.apply({"a": A, "b": B})["result"], [5.5, 7.5, 9.5])
+        yield started.stdout.strip().removeprefix("DOCKER_HOST=")
     finally:
-        docker("rmi", "-f", tag)
+        subprocess.run([script, "stop", state], env=env, timeout=120, check=True)
+
+
+def test_a_saved_image_is_served_on_a_clean_engine(pyimage, clean_engine, tmp_path, monkeypatch):
+    """docker save here, docker load into an engine that holds nothing else:
+    the archive alone carries everything the image runs on."""
+    archive = tmp_path / "image.tar"
+    docker("save", "-o", archive, pyimage)
+    monkeypatch.setenv("DOCKER_HOST", clean_engine)
+    assert _images() == set()
+    docker("load", "-i", archive)
+    assert _images() == {pyimage}
+    with tesscpp.Tesseract.from_image(pyimage) as t:
+        np.testing.assert_array_equal(t.apply({"a": A, "b": B})["result"], [5.5, 7.5, 9.5])
+    from tesseract_core import Tesseract
+
+    with Tesseract.from_image(pyimage) as t:
+        np.testing.assert_array_equal(t.apply({"a": A, "b": B, "s": 2.0})["result"], [6.5, 9.5, 12.5])
+    payload = tmp_path / "in.json"
+    payload.write_text(json.dumps({"inputs": {"a": [1, 2], "b": [3, 4]}}))
+    answer = json.loads(run(required("TESSCPP_CLI"), "run", pyimage, "apply", f"@{payload}").stdout)
+    assert answer["result"]["data"]["buffer"] == [4.5, 6.5]
 
 
 def _folder(tmp_path: Path, config: str, requirements: str = "more-itertools\n") -> Path:

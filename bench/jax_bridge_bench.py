@@ -156,7 +156,19 @@ def gpu_main(args: argparse.Namespace, tesscpp, build: Path) -> None:
         startup_timeout=120,
     )
     gpu = next(d for d in jax.devices() if d.platform == "gpu")
-    rows = []
+    # The header first and each row as it is measured: a run cut off by its
+    # time limit still leaves the sizes it finished.
+    print(f"# JAX bridge benchmark on the GPU, {time.strftime('%Y-%m-%d', time.gmtime())}: "
+          f"{torch.cuda.get_device_name(0)}, jax {jax.__version__}, torch {torch.__version__}")  # fmt: skip
+    print()
+    print("jit(value_and_grad) of sum(apply_tesseract(devid, {a})['c']) (one apply and one VJP call), float32 "
+          "arrays on the device, json+base64 for host arrays; median per step. tesseract-jax rows above "
+          f"{args.reference_max_bytes} bytes not run (—).")  # fmt: skip
+    print()
+    print("| bytes | tesscpp.jax → tesscpp serve (cuda_ipc) | tesseract-jax → SDK → tesseract-runtime "
+          "| tesseract-jax → SDK → tesscpp serve | tesscpp.torch → tesscpp serve (cuda_ipc) "
+          "| tesseract-jax+runtime / tesscpp.jax | tesscpp.jax / tesscpp.torch |", flush=True)  # fmt: skip
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
     with ours_server, python_server:
         ours = tesscpp.Tesseract.from_url(ours_server.url)
         reference = tesseract_core.Tesseract.from_url(python_server.url)
@@ -177,26 +189,12 @@ def gpu_main(args: argparse.Namespace, tesscpp, build: Path) -> None:
                 )
             ta = torch.from_dlpack(a)
             t_torch = median_step(*gpu_torch_step(tesscpp.torch.apply_tesseract, ours, ta), scratch, args.budget)
-            rows.append((n, t_ours, t_ref, t_split, t_torch))
+            ref, split = (fmt_time(t) if t == t else "—" for t in (t_ref, t_split))
+            ratio = f"{t_ref / t_ours:.1f}x" if t_ref == t_ref else "—"
+            print(f"| {n * 4} | {fmt_time(t_ours)} | {ref} | {split} | {fmt_time(t_torch)} | {ratio} "
+                  f"| {t_ours / t_torch:.2f}x |", flush=True)  # fmt: skip
             del a, ta
     shutil.rmtree(scratch, ignore_errors=True)
-    name = torch.cuda.get_device_name(0)
-    print(f"# JAX bridge benchmark on the GPU, {time.strftime('%Y-%m-%d', time.gmtime())}: {name}, "
-          f"jax {jax.__version__}, torch {torch.__version__}")  # fmt: skip
-    print()
-    print("jit(value_and_grad) of sum(apply_tesseract(devid, {a})['c']) (one apply and one VJP call), float32 "
-          "arrays on the device, json+base64 for host arrays; median per step. tesseract-jax rows above "
-          f"{args.reference_max_bytes} bytes not run (—).")  # fmt: skip
-    print()
-    print("| bytes | tesscpp.jax → tesscpp serve (cuda_ipc) | tesseract-jax → SDK → tesseract-runtime "
-          "| tesseract-jax → SDK → tesscpp serve | tesscpp.torch → tesscpp serve (cuda_ipc) "
-          "| tesseract-jax+runtime / tesscpp.jax | tesscpp.jax / tesscpp.torch |")  # fmt: skip
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for n, t_ours, t_ref, t_split, t_torch in rows:
-        ref, split = (fmt_time(t) if t == t else "—" for t in (t_ref, t_split))
-        ratio = f"{t_ref / t_ours:.1f}x" if t_ref == t_ref else "—"
-        print(f"| {n * 4} | {fmt_time(t_ours)} | {ref} | {split} | {fmt_time(t_torch)} | {ratio} "
-              f"| {t_ours / t_torch:.2f}x |")  # fmt: skip
 
 
 def main() -> None:

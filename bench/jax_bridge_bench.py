@@ -167,8 +167,9 @@ def gpu_main(args: argparse.Namespace, tesscpp, build: Path) -> None:
     print()
     print("| bytes | tesscpp.jax → tesscpp serve (cuda_ipc) | tesseract-jax → SDK → tesseract-runtime "
           "| tesseract-jax → SDK → tesscpp serve | tesscpp.torch → tesscpp serve (cuda_ipc) "
-          "| tesseract-jax+runtime / tesscpp.jax | tesscpp.jax / tesscpp.torch |", flush=True)  # fmt: skip
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
+          "| tesseract-jax+runtime / tesscpp.jax | tesscpp.jax / tesscpp.torch | tesscpp.jax arrays staged |",
+          flush=True)  # fmt: skip
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
     with ours_server, python_server:
         ours = tesscpp.Tesseract.from_url(ours_server.url)
         reference = tesseract_core.Tesseract.from_url(python_server.url)
@@ -179,8 +180,10 @@ def gpu_main(args: argparse.Namespace, tesscpp, build: Path) -> None:
             before = tesscpp.cuda.transport_counters()
             t_ours = median_step(*gpu_jax_step(tesscpp.jax.apply_tesseract, ours, a), scratch, args.budget)
             after = tesscpp.cuda.transport_counters()
-            assert after["staged_exports"] == before["staged_exports"], "tesscpp.jax staged device arrays"
-            assert after["legacy_exports"] + after["vmm_exports"] > before["legacy_exports"] + before["vmm_exports"]
+            # The share of arrays staged rather than sent by handle (XLA's
+            # VMM memory without an FD handle is; docs/jax-bridge.md §3).
+            moved = {k: after[k] - before[k] for k in ("legacy_exports", "vmm_exports", "staged_exports")}
+            staged = f"{moved['staged_exports']}/{sum(moved.values())}"
             t_ref = t_split = float("nan")
             if not big:
                 t_ref = median_step(*gpu_jax_step(tesseract_jax.apply_tesseract, reference, a), scratch, args.budget, 3)
@@ -192,7 +195,7 @@ def gpu_main(args: argparse.Namespace, tesscpp, build: Path) -> None:
             ref, split = (fmt_time(t) if t == t else "—" for t in (t_ref, t_split))
             ratio = f"{t_ref / t_ours:.1f}x" if t_ref == t_ref else "—"
             print(f"| {n * 4} | {fmt_time(t_ours)} | {ref} | {split} | {fmt_time(t_torch)} | {ratio} "
-                  f"| {t_ours / t_torch:.2f}x |", flush=True)  # fmt: skip
+                  f"| {t_ours / t_torch:.2f}x | {staged} |", flush=True)  # fmt: skip
             del a, ta
     shutil.rmtree(scratch, ignore_errors=True)
 

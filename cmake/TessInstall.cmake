@@ -43,6 +43,7 @@ install(FILES "${PROJECT_BINARY_DIR}/package/tesscppConfig.cmake"
               "${PROJECT_BINARY_DIR}/package/tesscppConfigVersion.cmake"
               "${PROJECT_SOURCE_DIR}/cmake/package/tesscppComponent.cmake"
               "${PROJECT_SOURCE_DIR}/cmake/package/tesscppAutodiff.cmake"
+              "${PROJECT_SOURCE_DIR}/cmake/package/tesscppAutodiffArrays.cmake"
         DESTINATION "${sdk_cmakedir}")
 
 # pkg-config: paths relative to the .pc file's folder (pcfiledir), so the

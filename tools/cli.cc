@@ -690,8 +690,9 @@ void AddInitCommand(CLI::App& app) {
   init->add_option("--dir", o->dir, "Where to write it (default: ./<name>)");
   init->add_flag("--force", o->force, "Write into an existing directory");
   init->add_option("--template", o->template_name,
-                   "derived: apply written once, derivatives derived (needs ADOL-C and Sacado); explicit: "
-                   "apply and a hand-written VJP")
+                   "derived: apply written once, derivatives derived (needs ADOL-C and Sacado); array: "
+                   "apply written once over arrays, derivatives derived (needs Dr.Jit); explicit: apply "
+                   "and a hand-written VJP")
       ->capture_default_str();
   init->callback([o] {
     const std::string dir = o->dir.empty() ? o->name : o->dir;

@@ -34,6 +34,17 @@ endif()
 target_link_libraries(@NAME@ PRIVATE tesscpp::autodiff)
 )tpl";
 
+// The array template's addition: tesscpp::autodiff_arrays exists where
+// Dr.Jit is installed.
+constexpr std::string_view kCMakeAutodiffArrays = R"tpl(if(NOT TARGET tesscpp::autodiff_arrays)
+  message(FATAL_ERROR "@NAME@ derives its derivatives from array code with tesscpp::autodiff_arrays, which "
+                      "needs Dr.Jit's C++ package (pip install drjit==1.5.0, found through the python3 on "
+                      "PATH or -Ddrjit_DIR=<site-packages>/drjit/cmake/drjit) and, at run time, an LLVM "
+                      "shared library (Debian, Ubuntu: apt install libllvm15)")
+endif()
+target_link_libraries(@NAME@ PRIVATE tesscpp::autodiff_arrays)
+)tpl";
+
 constexpr std::string_view kDerivedSource =
     R"tpl(// @NAME@: y = scale * x^2, element by element, written once for any number
 // type; tesscpp derives the jacobian, JVP and VJP endpoints from it
@@ -62,6 +73,46 @@ Component Make@IDENT@() {
         TESS_ASSIGN_OR_RETURN(auto y, ctx.Output("y", {static_cast<int64_t>(x.size())}));
         for (size_t i = 0; i < x.size(); ++i) y[i] = k * x[i] * x[i];
         return Status::OK();
+      },
+      "y = scale * x^2, element by element.");
+  return c;
+}
+
+}  // namespace
+
+TESSCPP_COMPONENT(Make@IDENT@)
+)tpl";
+
+constexpr std::string_view kArraySource =
+    R"tpl(// @NAME@: y = scale * x^2, written once over whole arrays with Dr.Jit;
+// tesscpp derives the jacobian, JVP and VJP endpoints from it
+// (tesscpp/autodiff_arrays.h). Replace the function with your model: arithmetic
+// and math functions on whole arrays, drjit::gather for neighbours,
+// drjit::select for branches; `tesscpp check-gradients` compares the
+// derivatives with finite differences (README.md).
+#include "tesscpp/autodiff_arrays.h"
+
+using namespace tesscpp;  // NOLINT(google-build-using-namespace)
+
+namespace {
+
+Component Make@IDENT@() {
+  Component c("@NAME@", "0.1.0", "y = scale * x^2, element by element.\n");
+  c.inputs().Array<double>("x", {kAnyDim}, {.differentiable = true, .doc = "The values."});
+  auto scale = c.inputs().Scalar<double>("scale", {.doc = "Factor on x^2.", .default_value = 1.0});
+  c.outputs().Array<double>("y", {kAnyDim}, {.differentiable = true, .doc = "scale * x^2."});
+
+  // ctx.Input gives a differentiable input as one flat array; the other
+  // inputs are read as validated, through ctx.inputs(). A value that changes
+  // between calls goes through ctx.Param, so that it does not compile a new
+  // kernel for each value.
+  autodiff::DeriveArrays(
+      c,
+      [=](auto& ctx) -> Status {
+        using Float = typename std::decay_t<decltype(ctx)>::Float;
+        const Float& x = ctx.Input("x");
+        const Float k = ctx.Param(ctx.inputs()[scale]);
+        return ctx.Output("y", k * x * x, ctx.InputShape("x"));
       },
       "y = scale * x^2, element by element.");
   return c;
@@ -172,7 +223,8 @@ bool ValidName(std::string_view name) {
 Result<ProjectTemplate> ProjectTemplateFromName(std::string_view name) {
   if (name == "derived") return ProjectTemplate::kDerived;
   if (name == "explicit") return ProjectTemplate::kExplicit;
-  return Status::InvalidArgument("template '", name, "': expected 'derived' or 'explicit'");
+  if (name == "array") return ProjectTemplate::kArray;
+  return Status::InvalidArgument("template '", name, "': expected 'derived', 'array' or 'explicit'");
 }
 
 Status InitProject(const std::string& name, const std::string& dir, bool force, ProjectTemplate kind) {
@@ -190,14 +242,20 @@ Status InitProject(const std::string& name, const std::string& dir, bool force, 
   for (char& ch : ident) ch = ch == '-' ? '_' : ch;
   ident[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(ident[0])));
   const std::string version = TESSCPP_SDK_VERSION;  // major.minor of this tesscpp
-  const bool derived = kind == ProjectTemplate::kDerived;
-  const std::string cmake = std::string(kCMakeLists) + (derived ? std::string(kCMakeAutodiff) : "");
-  const std::pair<std::string, std::string_view> files[] = {
-      {"CMakeLists.txt", cmake},
-      {name + ".cc", derived ? kDerivedSource : kExplicitSource},
-      {"test_apply.json", kTestSpec},
-      {"README.md", kReadme},
-      {".gitignore", kGitignore}};
+  std::string cmake(kCMakeLists);
+  std::string_view source = kExplicitSource;
+  if (kind == ProjectTemplate::kDerived) {
+    cmake += kCMakeAutodiff;
+    source = kDerivedSource;
+  } else if (kind == ProjectTemplate::kArray) {
+    cmake += kCMakeAutodiffArrays;
+    source = kArraySource;
+  }
+  const std::pair<std::string, std::string_view> files[] = {{"CMakeLists.txt", cmake},
+                                                            {name + ".cc", source},
+                                                            {"test_apply.json", kTestSpec},
+                                                            {"README.md", kReadme},
+                                                            {".gitignore", kGitignore}};
   for (const auto& [file, text] : files) {
     const fs::path path = fs::path(dir) / file;
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

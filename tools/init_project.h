@@ -11,15 +11,17 @@ namespace tesscpp::cli {
 /// \brief What the project's component shows.
 enum class ProjectTemplate {
   kDerived,   ///< apply written once, generically; derivatives derived (tesscpp::autodiff)
+  kArray,     ///< apply written once over Dr.Jit arrays; derivatives derived (tesscpp::autodiff_arrays)
   kExplicit,  ///< apply and a hand-written VJP (no dependency beyond tesscpp)
 };
 
-/// \brief "derived" or "explicit"; kInvalidArgument naming both otherwise.
+/// \brief "derived", "array" or "explicit"; kInvalidArgument naming them otherwise.
 Result<ProjectTemplate> ProjectTemplateFromName(std::string_view name);
 
 /// \brief Writes a standalone component project named `name` into `dir`:
 /// CMakeLists.txt (find_package(tesscpp) + tesscpp_add_component, and
-/// tesscpp::autodiff for the derived template), <name>.cc (inputs, outputs,
+/// tesscpp::autodiff for the derived template, tesscpp::autodiff_arrays for the
+/// array template), <name>.cc (inputs, outputs,
 /// apply and its derivatives), test_apply.json (a TestSpec), README.md and
 /// .gitignore. kInvalidArgument for a name that is not a valid component and
 /// target name; kInvalidArgument also when `dir` exists, unless `force` (then

@@ -2,7 +2,8 @@
 # Run here, before using the GPU machine (the `device` tool): puts into .devdeps/
 # (ignored by git, carried with `carry: [".devdeps"]`) what that machine lacks
 # to build tesscpp — simdjson (Debian 12's, unpacked) — pytest's wheels for
-# its Python 3.12, and in whl-tc/ tesseract-core 1.15.0 (and tesseract-jax 0.4.0) with the runtime
+# its Python 3.12, and in whl-tc/ tesseract-core 1.15.0 (and tesseract-jax 0.4.0, and drjit 1.5.0 for
+# tesscpp::autodiff_arrays) with the runtime
 # dependencies its image lacks (versions as pinned in this repo's venv). Everything else tesscpp needs is installed there (Ubuntu
 # 24.04: g++-12, Boost 1.83, libcurl, lz4, CLI11, GoogleTest; nanobind, torch).
 #
@@ -29,7 +30,8 @@ for deb in "$work"/*.deb; do dpkg -x "$deb" "$deps/root"; done
 mkdir -p "$deps/whl-tc"
 tc_wheels=(tesseract-core==1.15.0 pydantic==2.14.1 pydantic-core==2.50.1 annotated-types==0.8.0
   typing-inspection==0.4.5 fastapi==0.143.0 starlette==1.10.0 uvicorn==0.54.0 orjson==3.13.0
-  pybase64==1.5.1 lz4==4.4.5 debugpy==1.8.22 typer==0.27.3 opentelemetry-api==1.45.2 tesseract-jax==0.4.0)
+  pybase64==1.5.1 lz4==4.4.5 debugpy==1.8.22 typer==0.27.3 opentelemetry-api==1.45.2 tesseract-jax==0.4.0 drjit==1.5.0
+  tesseract-torch==0.2.0)
 "$root/.venv/bin/python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 -d "$deps/whl-tc" "${tc_wheels[@]}"

@@ -186,7 +186,7 @@ def test_check_gradients_passes_the_component_and_catches_a_wrong_vjp(prefix, tm
     assert rows[1][:2] == ["x", "y"], result.stdout
 
 
-@pytest.mark.parametrize("template", [None, "explicit"], ids=["derived (default)", "explicit"])
+@pytest.mark.parametrize("template", [None, "array", "explicit"], ids=["derived (default)", "array", "explicit"])
 def test_init_writes_a_project_that_builds_and_passes_its_test_spec(prefix, tmp_path, template):
     cli = prefix / "bin" / "tesscpp"
     target = tmp_path / "my-model"
@@ -198,6 +198,7 @@ def test_init_writes_a_project_that_builds_and_passes_its_test_spec(prefix, tmp_
     source = (target / "my-model.cc").read_text()
     # The default derives the derivatives from apply; explicit writes a VJP by hand.
     assert ("autodiff::Derive(" in source) == (template is None), source
+    assert ("autodiff::DeriveArrays(" in source) == (template == "array"), source
     assert ("c.VectorJacobianProduct(" in source) == (template == "explicit"), source
     refused = run(cli, "init", "my-model", "--dir", target, *chosen, env=clean_env(), check=False)
     assert refused.returncode == 1 and "exists" in refused.stderr and "--force" in refused.stderr
@@ -207,8 +208,9 @@ def test_init_writes_a_project_that_builds_and_passes_its_test_spec(prefix, tmp_
     bad = run(cli, "init", "1st", "--dir", tmp_path / "x", env=clean_env(), check=False)
     assert bad.returncode == 1 and "name '1st'" in bad.stderr and not (tmp_path / "x").exists()
     unknown = run(cli, "init", "m", "--dir", tmp_path / "y", "--template", "magic", env=clean_env(), check=False)
-    assert unknown.returncode == 1 and "'derived' or 'explicit'" in unknown.stderr, unknown.stderr
-    cmake_build(target, prefix)
+    assert unknown.returncode == 1 and "'derived', 'array' or 'explicit'" in unknown.stderr, unknown.stderr
+    # Dr.Jit comes from its wheel, found through a Python that has it (here the suite's own).
+    cmake_build(target, prefix, *([f"-DTESSCPP_DRJIT_PYTHON={sys.executable}"] if template == "array" else []))
     outcome = run(cli, "test", target / "build" / "libmy-model.so", f"@{target / 'test_apply.json'}", env=clean_env())
     assert json.loads(outcome.stdout) == {"status": "passed", "message": "", "endpoint": "apply"}
     check = run(cli, "check-gradients", target / "build" / "libmy-model.so", '{"inputs": {"x": [0.5, -1.0]}}',
@@ -231,6 +233,17 @@ def test_the_cmake_package_names_its_cli_and_links_with_no_undefined(prefix, tmp
         f.write('\nint nowhere_defined(int);\nextern "C" int scaler_uses_it(int x) { return nowhere_defined(x); }\n')
     broken = cmake_build(source, prefix, check=False)
     assert broken.returncode != 0 and "nowhere_defined" in broken.stdout + broken.stderr, broken.stdout
+
+
+def test_the_array_template_says_what_to_install_without_drjit(prefix, tmp_path):
+    target = tmp_path / "needs-drjit"
+    run(prefix / "bin" / "tesscpp", "init", "needs-drjit", "--dir", target, "--template", "array", env=clean_env())
+    # Debian's own Python has no drjit.
+    result = cmake_build(target, prefix, "-DTESSCPP_DRJIT_PYTHON=/usr/bin/python3", check=False)
+    assert result.returncode != 0
+    said = " ".join((result.stdout + result.stderr).split())
+    assert "needs-drjit derives its derivatives from array code with tesscpp::autodiff_arrays" in said, said
+    assert "pip install drjit==1.5.0" in said and "apt install libllvm15" in said, said
 
 
 def test_the_derived_template_says_what_to_install_without_adolc(prefix, tmp_path):

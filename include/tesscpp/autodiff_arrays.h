@@ -1,0 +1,617 @@
+// autodiff_arrays.h: a component's derivative endpoints derived from one apply
+// written over whole arrays with Dr.Jit (docs/autodiff.md, "Array form").
+//
+//   auto burgers = [=](auto& ctx) -> tesscpp::Status {
+//     using Float = typename std::decay_t<decltype(ctx)>::Float;
+//     const Float& u = ctx.Input("u");                 // flat, row-major
+//     const Float h = ctx.Param(ctx.inputs()[dt]);      // a kernel parameter
+//     ...
+//     return ctx.Output("u_next", next, ctx.InputShape("u"));
+//   };
+//   tesscpp::autodiff::DeriveArrays(component, burgers);  // after declaring the fields
+//
+// The function is called with an ArrayContext over Dr.Jit's differentiable
+// arrays of doubles, `drjit::DiffArray<JitBackend::LLVM, double>`: Dr.Jit
+// records the operations, fuses them into kernels compiled by LLVM for this
+// CPU's vector width, and keeps the compiled kernels (in memory and in
+// ~/.drjit), so a later call with the same operations compiles nothing.
+// DeriveArrays registers apply (the function as it is), abstract_eval (on
+// zeros of the given shapes), jacobian_vector_product (Dr.Jit's forward mode),
+// vector_jacobian_product (its reverse mode) and jacobian (one recording,
+// swept once per input element or per output element, whichever is fewer).
+// Only the top-level fields declared differentiable are arrays; every other
+// input is read through ctx.inputs().
+//
+// Numbers written into the function (`2.0 * u`) become literals of the
+// compiled kernel: right for true constants. A value that changes from call to
+// call (a time step from the inputs, a size) must go through ctx.Param(),
+// which makes it an opaque kernel parameter; written as a literal it would
+// compile a new kernel for every new value.
+//
+// Optional: include this header only in components that use it, and link the
+// `tesscpp::autodiff_arrays` CMake target (Dr.Jit's C++ libraries from its
+// PyPI wheel; at run time Dr.Jit loads an LLVM shared library, Debian's
+// libllvm15).
+#pragma once
+
+#include <dlfcn.h>
+#include <drjit/autodiff.h>
+#include <drjit/jit.h>
+#include <drjit/math.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tesscpp/autodiff_fields.h"
+#include "tesscpp/component.h"
+#include "tesscpp/cuda.h"
+#include "tesscpp/model.h"
+#include "tesscpp/schema.h"
+
+namespace tesscpp::autodiff {
+
+/// \brief What the array function sees: the differentiable inputs as Dr.Jit
+/// arrays (flat, row-major; a scalar has width 1), the whole validated input
+/// model (inputs()), and the outputs it sets.
+template <typename FloatT>
+class ArrayContext : public internal::ContextBase<FloatT> {
+ public:
+  using Base = internal::ContextBase<FloatT>;
+  using typename Base::Array;
+  using Float = FloatT;
+  using UInt32 = drjit::uint32_array_t<Float>;
+  using Mask = drjit::mask_t<Float>;
+
+  /// \brief A differentiable input. Throws (the runtime answers 500 naming
+  /// it) for a name that is not a differentiable top-level input: that is a
+  /// mistake in the component.
+  const Float& Input(const std::string& name) const { return this->Find(name).values; }
+  /// \brief `value` as an opaque kernel parameter of width 1: a new value
+  /// next call reuses the compiled kernel.
+  Float Param(double value) const { return drjit::opaque<Float>(value); }
+  /// \brief An index parameter (a size, a count), opaque likewise.
+  UInt32 Index(uint32_t value) const { return drjit::opaque<UInt32>(value); }
+
+  /// \brief Sets the differentiable output `name` to `values` with shape
+  /// `dims` (row-major; width 1 is broadcast to the shape).
+  /// kInvalidArgument for a name that is not a differentiable top-level
+  /// output, one given twice, or a width that does not fit the shape.
+  Status Output(const std::string& name, Float values, std::vector<int64_t> dims) {
+    int64_t count = 1;
+    for (int64_t d : dims) count *= d;
+    const auto width = static_cast<int64_t>(drjit::width(values));
+    if (width != count && width != 1) {
+      return Status::InvalidArgument("autodiff: output '", name, "' has ", width, " elements, its shape ",
+                                     count);
+    }
+    TESS_ASSIGN_OR_RETURN(Array * slot, this->NewOutput(name));
+    *slot = {std::move(dims), std::move(values)};
+    return Status::OK();
+  }
+
+  /// \brief For DeriveArrays.
+  ArrayContext(const ModelView& model, std::map<std::string, Array> inputs,
+               std::map<std::string, Dtype> outputs)
+      : Base(model, std::move(inputs), std::move(outputs)) {}
+};
+
+namespace internal {
+
+using CpuFloat = drjit::DiffArray<JitBackend::LLVM, double>;
+using CudaFloat = drjit::DiffArray<JitBackend::CUDA, double>;
+template <typename Float>
+using Arrays = std::map<std::string, typename ArrayContext<Float>::Array>;
+template <typename Float>
+constexpr bool kOnCuda = drjit::backend_v<Float> == JitBackend::CUDA;
+
+// Dr.Jit starts once per process, on first use, with its CPU backend and,
+// where a CUDA driver and device are found, its CUDA backend. It logs each
+// kernel it compiles to stderr by default; warnings and errors are enough,
+// unless TESSCPP_DRJIT_LOG=info (or debug) asks for its log, which names
+// every kernel launched and every compilation (a cache miss).
+inline void StartDrJit() {
+  static std::once_flag started;
+  std::call_once(started, [] {
+    const char* log = std::getenv("TESSCPP_DRJIT_LOG");
+    const std::string_view level = log != nullptr ? log : "";
+    jit_set_log_level_stderr(level == "info"    ? LogLevel::Info
+                             : level == "debug" ? LogLevel::Debug
+                                                : LogLevel::Warn);
+    // Reverse mode turns every gather into a scatter-add. Into arrays of up
+    // to 2^20 elements Dr.Jit's CPU backend scatters by default into one copy
+    // per thread ("expand" mode), with the array's size compiled into the
+    // kernel: every new size compiled the VJP's kernel again (33 ms at 2e3
+    // to 1e5 cells, against 0.5-5 ms for the call). Without it the scatters
+    // are atomic, combined within each vector first, and one kernel serves
+    // every size.
+    jit_llvm_set_expand_threshold(1);
+    jit_init((1u << static_cast<uint32_t>(JitBackend::LLVM)) |
+             (1u << static_cast<uint32_t>(JitBackend::CUDA)));
+    // Dr.Jit's worker threads must stop before its static objects go at
+    // exit, or they pop from a freed queue (a crash at exit). So Dr.Jit is
+    // shut down at exit, once whichever component registered it first. The
+    // handler belongs to this library, which glibc would run at its dlclose
+    // while another component may still compute: the library stays loaded
+    // to the end instead (RTLD_NODELETE).
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void*>(&StartDrJit), &self) != 0 && self.dli_fname != nullptr) {
+      dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    }
+    std::atexit([] {
+      if (jit_has_backend(JitBackend::LLVM) != 0 || jit_has_backend(JitBackend::CUDA) != 0) jit_shutdown(0);
+    });
+  });
+}
+
+inline int64_t CountOf(const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  return count;
+}
+
+// The CUDA device of the first device tensor among `tensors`, if any: the
+// call then runs on Dr.Jit's CUDA backend on that device.
+inline std::optional<int> CudaDeviceOf(std::initializer_list<const TensorMap*> maps, const Value& model,
+                                       const std::map<std::string, Dtype>& fields) {
+  for (const auto& [name, dtype] : fields) {
+    const Value* value = model.as_dict().find(name);
+    if (value != nullptr && value->is_tensor() && value->as_tensor().device().type == DeviceType::kCUDA)
+      return value->as_tensor().device().id;
+  }
+  for (const TensorMap* map : maps) {
+    for (const auto& [name, tensor] : *map) {
+      if (tensor.device().type == DeviceType::kCUDA) return tensor.device().id;
+    }
+  }
+  return std::nullopt;
+}
+
+// Dr.Jit's CPU kernels load whole vectors (16 doubles with AVX-512) and
+// compile the alignment of mapped memory into the kernel: memory mapped at
+// one alignment this call and another the next compiles the kernel again
+// (40 ms at 2e3 cells against 0.4 ms for the call). Host memory is mapped
+// only when aligned for the widest vector, so every call sees one alignment.
+inline constexpr uintptr_t kMappedAlignment = 128;
+
+// A tensor's elements as an array of `Float`'s backend. Memory of that
+// backend's kind is mapped as it is where it can be (no copy; every kernel
+// that reads it finishes before the endpoint returns; float32 widened in the
+// kernel), else copied (float32 widened on the way; host memory to the
+// device for the CUDA backend).
+template <typename Float>
+Result<Float> ToArray(const Tensor& tensor) {
+  const auto n = static_cast<size_t>(tensor.num_elements());
+  const bool on_device = tensor.device().type == DeviceType::kCUDA;
+  if (!tensor.device().host_accessible() && !on_device) {
+    return Status::Unimplemented("autodiff: array-form components take host or CUDA arrays, not ",
+                                 tensor.device().ToString());
+  }
+  if (on_device && !kOnCuda<Float>) {
+    return Status::Internal("autodiff: a CUDA array reached the CPU backend");
+  }
+  const bool aligned = reinterpret_cast<uintptr_t>(tensor.data()) % kMappedAlignment == 0;
+  if (on_device || (!kOnCuda<Float> && aligned)) {  // the backend's own memory
+    if (tensor.dtype() == Dtype::kFloat64) return Float::map_(tensor.data(), n, false);
+    if (tensor.dtype() == Dtype::kFloat32)
+      return Float(drjit::float32_array_t<Float>::map_(tensor.data(), n, false));
+  }
+  TESS_ASSIGN_OR_RETURN(const std::vector<double> values, ReadValues(tensor));
+  return Float::load_(values.data(), n);
+}
+
+// The differentiable inputs of `model` as arrays (optional fields left out
+// are absent).
+template <typename Float>
+Result<Arrays<Float>> ReadArrays(const Value& model, const std::map<std::string, Dtype>& fields) {
+  Arrays<Float> inputs;
+  for (const auto& [name, dtype] : fields) {
+    const Value* value = model.as_dict().find(name);
+    if (value == nullptr || !value->is_tensor()) continue;
+    const Tensor& tensor = value->as_tensor();
+    TESS_ASSIGN_OR_RETURN(Float values, ToArray<Float>(tensor));
+    inputs.emplace(name,
+                   typename ArrayContext<Float>::Array{
+                       {tensor.shape().dims().begin(), tensor.shape().dims().end()}, std::move(values)});
+  }
+  return inputs;
+}
+
+// `values` (evaluated here) as a tensor of `dtype` and `dims` in the
+// backend's memory (a CUDA tensor on Dr.Jit's current device for the CUDA
+// backend); width 1 is broadcast. Copied: on the device into memory that
+// cuda_ipc can name by handle (Dr.Jit allocates from a stream-ordered pool,
+// which legacy IPC cannot); on the host, handing the tensor Dr.Jit's own
+// buffer gave wrong gradients under concurrent calls, so that is not done.
+template <typename Float>
+Result<Tensor> ToTensor(Float values, std::vector<int64_t> dims, Dtype dtype) {
+  const int64_t count = CountOf(dims);
+  if (static_cast<int64_t>(drjit::width(values)) != count) values = values + drjit::zeros<Float>(count);
+  TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(std::move(dims)));
+  auto allocate = [&]() -> Result<Tensor> {
+    if constexpr (kOnCuda<Float>) {
+      return cuda::AllocateDevice(dtype, std::move(shape), jit_cuda_device_raw());
+    } else {
+      return Tensor::Allocate(dtype, std::move(shape));
+    }
+  };
+  TESS_ASSIGN_OR_RETURN(Tensor tensor, allocate());
+  if (count == 0) return tensor;
+  auto copy = [&](const auto& array) {
+    drjit::eval(array);
+    // Synchronous: the bytes are in place when it returns.
+    jit_memcpy(drjit::backend_v<Float>, tensor.data(), array.data(), static_cast<size_t>(tensor.nbytes()));
+  };
+  if (dtype == Dtype::kFloat64) {
+    copy(values);
+  } else {
+    copy(drjit::float32_array_t<Float>(values));
+  }
+  return tensor;
+}
+
+// The function run once: its context (inputs, outputs) for the caller to
+// differentiate. `prepare` runs on the inputs before the function sees them
+// (enabling gradients, setting tangents).
+template <typename Float, typename Fn, typename Prepare>
+Result<ArrayContext<Float>> Run(const Fn& fn, const ModelView& in,
+                                const std::map<std::string, Dtype>& input_fields,
+                                const std::map<std::string, Dtype>& output_fields, Prepare prepare) {
+  TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
+  ArrayContext<Float> ctx(in, std::move(inputs), output_fields);
+  TESS_RETURN_IF_ERROR(prepare(ctx.inputs_by_name()));
+  TESS_RETURN_IF_ERROR(fn(ctx));
+  return ctx;
+}
+
+struct NoPreparation {
+  template <typename A>
+  Status operator()(A&) const {
+    return Status::OK();
+  }
+};
+
+// Runs `body.template operator()<Float>()` on the backend the call's arrays
+// live on: the CUDA backend (on their device) when any of them is a CUDA
+// array, the CPU backend otherwise.
+template <typename Body>
+Status OnBackend(std::optional<int> cuda_device, Body body) {
+  StartDrJit();
+  if (!cuda_device) return body.template operator()<CpuFloat>();
+  if (jit_has_backend(JitBackend::CUDA) == 0) {
+    return Status::Unavailable("autodiff: CUDA arrays arrived, but Dr.Jit found no usable CUDA device");
+  }
+  jit_cuda_set_device(*cuda_device);
+  Status status = body.template operator()<CudaFloat>();
+  jit_sync_thread();  // nothing of this call still runs on Dr.Jit's stream
+  return status;
+}
+
+// The tensors of the requested inputs' gradients (zeros where an input does
+// not reach the outputs).
+template <typename Float>
+Status CollectGradients(ArrayContext<Float>& ctx, const PathSet& names,
+                        const std::map<std::string, Dtype>& fields, TensorMap& into) {
+  for (const std::string& name : names) {
+    auto found = ctx.inputs_by_name().find(name);
+    if (found == ctx.inputs_by_name().end()) continue;
+    TESS_ASSIGN_OR_RETURN(Tensor t,
+                          ToTensor(drjit::grad(found->second.values), found->second.dims, fields.at(name)));
+    into.insert_or_assign(name, std::move(t));
+  }
+  return Status::OK();
+}
+
+template <typename Fn>
+void DeriveArrayApply(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                      const std::map<std::string, Dtype>& output_fields, const std::string& apply_doc) {
+  if (c.apply()) return;
+  c.Apply(
+      [=](const ModelView& in, Record& out) -> Status {
+        return OnBackend(CudaDeviceOf({}, in.value(), input_fields), [&]<typename Float>() -> Status {
+          TESS_ASSIGN_OR_RETURN(auto ctx, Run<Float>(fn, in, input_fields, output_fields, NoPreparation{}));
+          for (auto& [name, array] : ctx.outputs()) {
+            TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, output_fields.at(name)));
+            out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
+          }
+          return Status::OK();
+        });
+      },
+      apply_doc);
+}
+
+template <typename Fn>
+void DeriveArrayAbstractEval(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                             const std::map<std::string, Dtype>& output_fields) {
+  // Only the outputs' dims are read: their arrays are never evaluated, so
+  // no kernel runs.
+  DeriveAbstractEvalBy(
+      c, output_fields, [=](const ModelView& model) -> Result<std::map<std::string, std::vector<int64_t>>> {
+        StartDrJit();
+        TESS_ASSIGN_OR_RETURN(auto ctx,
+                              Run<CpuFloat>(fn, model, input_fields, output_fields, NoPreparation{}));
+        std::map<std::string, std::vector<int64_t>> dims;
+        for (auto& [name, array] : ctx.outputs()) dims.emplace(name, array.dims);
+        return dims;
+      });
+}
+
+// One forward-mode pass: the function run with the inputs in `names`
+// carrying `direction(name)` as their gradients, then one forward traversal.
+// Nothing is cleared on the way: an output that feeds another output (u_next
+// into the energy) is an interior vertex of the traversal, whose gradient
+// Dr.Jit's default flags would clear before it is read. The recording goes
+// with the returned context.
+template <typename Float, typename Fn, typename Direction>
+Result<ArrayContext<Float>> ForwardPass(const Fn& fn, const ModelView& in,
+                                        const std::map<std::string, Dtype>& input_fields,
+                                        const std::map<std::string, Dtype>& output_fields,
+                                        const PathSet& names, Direction direction) {
+  auto seed = [&](Arrays<Float>& inputs) -> Status {
+    for (const std::string& name : names) {
+      auto input = inputs.find(name);
+      if (input == inputs.end()) continue;
+      TESS_ASSIGN_OR_RETURN(std::optional<Float> along, direction(name, input->second));
+      if (!along) continue;
+      drjit::enable_grad(input->second.values);
+      drjit::set_grad(input->second.values, *along);
+    }
+    return Status::OK();
+  };
+  TESS_ASSIGN_OR_RETURN(auto ctx, Run<Float>(fn, in, input_fields, output_fields, seed));
+  for (const std::string& name : names) {
+    auto input = ctx.inputs_by_name().find(name);
+    if (input != ctx.inputs_by_name().end()) drjit::enqueue(drjit::ADMode::Forward, input->second.values);
+  }
+  drjit::traverse(drjit::ADMode::Forward, static_cast<uint32_t>(drjit::ADFlag::ClearNone));
+  return ctx;
+}
+
+// jacobian_vector_product: the requested inputs carry their tangents, one
+// forward pass.
+template <typename Fn>
+void DeriveArrayJvp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                    const std::map<std::string, Dtype>& output_fields) {
+  if (c.jacobian_vector_product()) return;
+  c.JacobianVectorProduct([=](const ModelView& in, const PathSet& jvp_inputs, const PathSet& jvp_outputs,
+                              const TensorMap& tangent, TensorMap& jvp) -> Status {
+    return OnBackend(CudaDeviceOf({&tangent}, in.value(), input_fields), [&]<typename Float>() -> Status {
+      auto along = [&](const std::string& name, const auto&) -> Result<std::optional<Float>> {
+        auto t = tangent.find(name);
+        if (t == tangent.end()) return std::optional<Float>();
+        TESS_ASSIGN_OR_RETURN(Float direction, ToArray<Float>(t->second));
+        return std::optional<Float>(std::move(direction));
+      };
+      TESS_ASSIGN_OR_RETURN(auto ctx,
+                            ForwardPass<Float>(fn, in, input_fields, output_fields, jvp_inputs, along));
+      for (const std::string& name : jvp_outputs) {
+        auto found = ctx.outputs().find(name);
+        if (found == ctx.outputs().end()) continue;
+        TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(drjit::grad(found->second.values), found->second.dims,
+                                                 output_fields.at(name)));
+        jvp.insert_or_assign(name, std::move(t));
+      }
+      return Status::OK();
+    });
+  });
+}
+
+// Enables gradients on the requested inputs.
+struct Watch {
+  const PathSet& names;
+  template <typename A>
+  Status operator()(A& inputs) const {
+    for (const std::string& name : names) {
+      auto input = inputs.find(name);
+      if (input != inputs.end()) drjit::enable_grad(input->second.values);
+    }
+    return Status::OK();
+  }
+};
+
+// vector_jacobian_product: the requested outputs carry the cotangents as
+// gradients, one reverse traversal.
+template <typename Fn>
+void DeriveArrayVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                    const std::map<std::string, Dtype>& output_fields) {
+  if (c.vector_jacobian_product()) return;
+  c.VectorJacobianProduct([=](const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
+                              const TensorMap& cotangent, TensorMap& vjp) -> Status {
+    return OnBackend(CudaDeviceOf({&cotangent}, in.value(), input_fields), [&]<typename Float>() -> Status {
+      TESS_ASSIGN_OR_RETURN(auto ctx, Run<Float>(fn, in, input_fields, output_fields, Watch{vjp_inputs}));
+      for (const std::string& name : vjp_outputs) {
+        auto found = ctx.outputs().find(name);
+        auto w = cotangent.find(name);
+        if (found == ctx.outputs().end() || w == cotangent.end()) continue;
+        TESS_ASSIGN_OR_RETURN(Float weights, ToArray<Float>(w->second));
+        // Accumulated: two outputs may be the same array.
+        drjit::accum_grad(found->second.values, weights);
+        drjit::enqueue(drjit::ADMode::Backward, found->second.values);
+      }
+      drjit::traverse(drjit::ADMode::Backward);
+      return CollectGradients(ctx, vjp_inputs, input_fields, vjp);
+    });
+  });
+}
+
+// The jacobian, cut into blocks: output o's rows by input i's columns
+// (row-major), for every requested pair.
+struct Side {
+  std::string name;
+  std::vector<int64_t> dims;
+  int64_t count = 0;
+};
+using Blocks = std::vector<std::vector<std::vector<double>>>;
+
+template <typename A>
+std::vector<Side> Sides(const A& arrays, const PathSet& names) {
+  std::vector<Side> sides;
+  for (const std::string& name : names) {
+    auto found = arrays.find(name);
+    if (found != arrays.end()) sides.push_back({name, found->second.dims, CountOf(found->second.dims)});
+  }
+  return sides;
+}
+
+inline Blocks ZeroBlocks(const std::vector<Side>& ins, const std::vector<Side>& outs) {
+  Blocks blocks(outs.size(), std::vector<std::vector<double>>(ins.size()));
+  for (size_t o = 0; o < outs.size(); ++o)
+    for (size_t i = 0; i < ins.size(); ++i)
+      blocks[o][i].assign(static_cast<size_t>(outs[o].count * ins[i].count), 0.0);
+  return blocks;
+}
+
+// A gradient (width 1 broadcast to `count`) copied to the host.
+template <typename Float>
+std::vector<double> HostGradient(const Float& values, int64_t count) {
+  Float g = drjit::grad(values);
+  if (static_cast<int64_t>(drjit::width(g)) != count) g = g + drjit::zeros<Float>(count);
+  drjit::eval(g);
+  std::vector<double> host(static_cast<size_t>(count));
+  if (count > 0) jit_memcpy(drjit::backend_v<Float>, host.data(), g.data(), host.size() * sizeof(double));
+  return host;
+}
+
+// The unit vector e_k over the elements of `sides` in order, as one array
+// for the side named `name` (nullopt when k lies in another side).
+template <typename Float>
+std::optional<Float> UnitOf(const std::vector<Side>& sides, const std::string& name, int64_t k) {
+  for (const Side& side : sides) {
+    if (side.name == name) {
+      if (k < 0 || k >= side.count) return std::nullopt;
+      std::vector<double> unit(static_cast<size_t>(side.count), 0.0);
+      unit[static_cast<size_t>(k)] = 1.0;
+      return Float::load_(unit.data(), unit.size());
+    }
+    k -= side.count;
+  }
+  return std::nullopt;
+}
+
+// Forward mode, fewer input elements than output elements: one pass per
+// input element (the function run each time), a column of every block.
+template <typename Float, typename Fn>
+Result<Blocks> JacobianByColumns(const Fn& fn, const ModelView& in,
+                                 const std::map<std::string, Dtype>& input_fields,
+                                 const std::map<std::string, Dtype>& output_fields, const PathSet& jac_inputs,
+                                 const std::vector<Side>& ins, const std::vector<Side>& outs) {
+  Blocks blocks = ZeroBlocks(ins, outs);
+  int64_t offset = 0;  // of input i's elements among all of them
+  for (size_t i = 0; i < ins.size(); offset += ins[i++].count) {
+    for (int64_t col = 0; col < ins[i].count; ++col) {
+      auto along = [&](const std::string& name, const auto&) -> Result<std::optional<Float>> {
+        return UnitOf<Float>(ins, name, offset + col);
+      };
+      TESS_ASSIGN_OR_RETURN(auto ctx,
+                            ForwardPass<Float>(fn, in, input_fields, output_fields, jac_inputs, along));
+      for (size_t o = 0; o < outs.size(); ++o) {
+        const std::vector<double> column = HostGradient(ctx.outputs().at(outs[o].name).values, outs[o].count);
+        for (int64_t row = 0; row < outs[o].count; ++row)
+          blocks[o][i][static_cast<size_t>(row * ins[i].count + col)] = column[static_cast<size_t>(row)];
+      }
+    }
+  }
+  return blocks;
+}
+
+// Reverse mode: one recording, one backward traversal per output element
+// (the edges kept, the gradients cleared), a row of every block.
+template <typename Float, typename Fn>
+Result<Blocks> JacobianByRows(const Fn& fn, const ModelView& in,
+                              const std::map<std::string, Dtype>& input_fields,
+                              const std::map<std::string, Dtype>& output_fields, const PathSet& jac_inputs,
+                              const std::vector<Side>& ins, const std::vector<Side>& outs) {
+  TESS_ASSIGN_OR_RETURN(auto ctx, Run<Float>(fn, in, input_fields, output_fields, Watch{jac_inputs}));
+  Blocks blocks = ZeroBlocks(ins, outs);
+  int64_t k = 0;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    for (int64_t row = 0; row < outs[o].count; ++row, ++k) {
+      for (const Side& out : outs) {
+        Float& values = ctx.outputs().at(out.name).values;
+        const std::optional<Float> unit = UnitOf<Float>(outs, out.name, k);
+        drjit::set_grad(values, unit ? *unit : drjit::zeros<Float>(out.count));
+        drjit::enqueue(drjit::ADMode::Backward, values);
+      }
+      drjit::traverse(drjit::ADMode::Backward, static_cast<uint32_t>(drjit::ADFlag::ClearVertices));
+      for (size_t i = 0; i < ins.size(); ++i) {
+        Float& values = ctx.inputs_by_name().at(ins[i].name).values;
+        const std::vector<double> gradient = HostGradient(values, ins[i].count);
+        std::copy(gradient.begin(), gradient.end(),
+                  blocks[o][i].begin() + static_cast<std::ptrdiff_t>(row * ins[i].count));
+        drjit::clear_grad(values);
+      }
+    }
+  }
+  return blocks;
+}
+
+// jacobian: by columns or by rows, whichever are fewer; its blocks leave in
+// host memory (the jacobian is for checks and small problems, not the device
+// path).
+template <typename Fn>
+void DeriveArrayJacobian(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                         const std::map<std::string, Dtype>& output_fields) {
+  if (c.jacobian()) return;
+  c.Jacobian([=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs,
+                 JacobianMap& jac) -> Status {
+    return OnBackend(CudaDeviceOf({}, in.value(), input_fields), [&]<typename Float>() -> Status {
+      // The shapes, from one plain run (its kernels are the ones the passes
+      // below reuse).
+      TESS_ASSIGN_OR_RETURN(auto shapes, Run<Float>(fn, in, input_fields, output_fields, NoPreparation{}));
+      const std::vector<Side> ins = Sides(shapes.inputs_by_name(), jac_inputs);
+      const std::vector<Side> outs = Sides(shapes.outputs(), jac_outputs);
+      int64_t n = 0, m = 0;
+      for (const Side& side : ins) n += side.count;
+      for (const Side& side : outs) m += side.count;
+      TESS_ASSIGN_OR_RETURN(
+          const Blocks blocks,
+          n <= m ? JacobianByColumns<Float>(fn, in, input_fields, output_fields, jac_inputs, ins, outs)
+                 : JacobianByRows<Float>(fn, in, input_fields, output_fields, jac_inputs, ins, outs));
+      for (size_t o = 0; o < outs.size(); ++o) {
+        for (size_t i = 0; i < ins.size(); ++i) {
+          std::vector<int64_t> dims = outs[o].dims;
+          dims.insert(dims.end(), ins[i].dims.begin(), ins[i].dims.end());
+          TESS_ASSIGN_OR_RETURN(Tensor t,
+                                ToTensor(blocks[o][i], std::move(dims), output_fields.at(outs[o].name)));
+          jac[outs[o].name].insert_or_assign(ins[i].name, std::move(t));
+        }
+      }
+      return Status::OK();
+    });
+  });
+}
+
+}  // namespace internal
+
+/// \brief Registers apply, abstract_eval, jacobian, jacobian_vector_product
+/// and vector_jacobian_product of `c` computed from `fn`, a callable taking
+/// `ArrayContext<Float>&` and returning Status (a generic lambda
+/// `[](auto& ctx)` does). Call it after declaring the fields and after
+/// registering any endpoint written by hand: those are kept, the others
+/// derived.
+template <typename Fn>
+void DeriveArrays(Component& c, Fn fn, std::string apply_doc = "") {
+  const auto input_fields = internal::DifferentiableFields(*c.input_schema());
+  const auto output_fields = internal::DifferentiableFields(*c.output_schema());
+  internal::DeriveArrayApply(c, fn, input_fields, output_fields, apply_doc);
+  internal::DeriveArrayAbstractEval(c, fn, input_fields, output_fields);
+  internal::DeriveArrayJvp(c, fn, input_fields, output_fields);
+  internal::DeriveArrayVjp(c, fn, input_fields, output_fields);
+  internal::DeriveArrayJacobian(c, fn, input_fields, output_fields);
+  // CUDA inputs reach the function on Dr.Jit's CUDA backend, never as bytes
+  // it reads on the host; the function itself must not read the bytes of a
+  // non-differentiable array input (ctx.inputs()), which may then live on
+  // the device too.
+  c.AcceptDeviceArrays();
+}
+
+}  // namespace tesscpp::autodiff

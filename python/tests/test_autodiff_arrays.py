@@ -1,0 +1,208 @@
+"""Array-form derived derivatives (tesscpp/autodiff_arrays.h, Dr.Jit):
+examples/burgers_array is examples/burgers_ad written over whole arrays, and
+the fixture rosenbrock_array is examples/univariate's function, whose
+derivatives are written by hand there. Every derived endpoint must give the
+other forms' answers, in process and served, from several threads, through
+check-gradients (which must also catch a planted error) and the torch bridge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import required_dir
+from tesscpp import Tesseract
+
+
+def built(directory: str, name: str) -> Path:
+    path = required_dir(directory) / f"lib{name}.so"
+    if not path.exists():
+        pytest.fail(f"{path} was not built: CMake found no Dr.Jit (scripts/deps/requirements-dev.txt installs it)")
+    return path
+
+
+def example(name: str) -> Path:
+    return built("TESSCPP_EXAMPLES_DIR", name)
+
+
+def fixture(name: str) -> Path:
+    return built("TESSCPP_BRIDGE_FIXTURES", name)
+
+
+# The same physics as test_autodiff.py's Burgers case, with more cells.
+RNG = np.random.default_rng(11)
+BURGERS = {
+    "u": np.sin(np.linspace(0, 2 * np.pi, 64, endpoint=False)) + 0.3 * RNG.standard_normal(64),
+    "nu": 0.08,
+    "dt": 2e-4,
+    "dx": 0.05,
+    "steps": 3,
+}
+OUTPUTS = ["u_next", "energy"]
+
+
+@pytest.fixture(scope="module", params=["in-process", "served"])
+def burgers(request):
+    """(array form, scalar form) of the Burgers step."""
+    if request.param == "in-process":
+        yield Tesseract.from_library(example("burgers_array")), Tesseract.from_library(example("burgers_ad"))
+        return
+    with Tesseract.from_source(example("burgers_array")) as arrays, Tesseract.from_source(
+        example("burgers_ad")
+    ) as scalar:
+        yield arrays, scalar
+
+
+def same(a, b, rtol: float = 1e-13) -> None:
+    """Equal to rounding: the two forms sum in different orders."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    scale = max(float(np.max(np.abs(b), initial=0.0)), 1e-300)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * scale)
+
+
+def test_burgers_apply_and_derivatives_equal_the_scalar_form(burgers):
+    arrays, scalar = burgers
+    for out in OUTPUTS:
+        same(arrays.apply(BURGERS)[out], scalar.apply(BURGERS)[out])
+    tangent = {"u": RNG.standard_normal(64), "nu": np.float64(0.3)}
+    cotangent = {"u_next": RNG.standard_normal(64), "energy": np.float64(-0.4)}
+    for wrt in (["u", "nu"], ["u"], ["nu"]):
+        for of in (OUTPUTS, ["u_next"], ["energy"]):
+            jvp = arrays.jacobian_vector_product(BURGERS, wrt, of, {k: tangent[k] for k in wrt})
+            want = scalar.jacobian_vector_product(BURGERS, wrt, of, {k: tangent[k] for k in wrt})
+            assert set(jvp) == set(want) == set(of)
+            for out in of:
+                same(jvp[out], want[out])
+            vjp = arrays.vector_jacobian_product(BURGERS, wrt, of, {k: cotangent[k] for k in of})
+            want = scalar.vector_jacobian_product(BURGERS, wrt, of, {k: cotangent[k] for k in of})
+            assert set(vjp) == set(want) == set(wrt)  # only the requested inputs
+            for name in wrt:
+                same(vjp[name], want[name])
+            jac = arrays.jacobian(BURGERS, wrt, of)
+            want = scalar.jacobian(BURGERS, wrt, of)
+            assert jac.keys() == want.keys()
+            for out in of:
+                assert jac[out].keys() == want[out].keys() == set(wrt)
+                for name in wrt:
+                    same(jac[out][name], want[out][name])
+
+
+def test_burgers_jacobian_takes_the_smaller_side(burgers):
+    """64 cells in, 65 elements out: forward sweeps; one output element:
+    reverse sweeps. Both must give the same blocks as the scalar form."""
+    arrays, scalar = burgers
+    for wrt, of in ((["u", "nu"], OUTPUTS), (["u"], ["energy"]), (["nu"], ["u_next"])):
+        jac, want = arrays.jacobian(BURGERS, wrt, of), scalar.jacobian(BURGERS, wrt, of)
+        for out in of:
+            for name in wrt:
+                same(jac[out][name], want[out][name])
+
+
+def test_burgers_abstract_eval_and_bad_shapes(burgers):
+    arrays, _ = burgers
+    for cells in (3, 1000):
+        abstract = {"u": {"shape": [cells], "dtype": "float64"}, "nu": {"shape": [], "dtype": "float64"}}
+        assert arrays.abstract_eval(abstract) == {
+            "u_next": {"shape": [cells], "dtype": "float64"},
+            "energy": {"shape": [], "dtype": "float64"},
+        }
+    with pytest.raises(Exception, match="u needs at least 3 cells"):
+        arrays.apply({**BURGERS, "u": np.zeros(2)})
+
+
+def test_burgers_from_eight_threads_at_once(burgers):
+    arrays, scalar = burgers
+    points = [{**BURGERS, "u": BURGERS["u"] * (0.5 + 0.1 * i), "nu": 0.01 * (i + 1)} for i in range(32)]
+
+    def vjp(point):
+        return arrays.vector_jacobian_product(point, ["u", "nu"], ["energy"], {"energy": np.float64(1.0)})
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(vjp, points))
+    for point, got in zip(points, results, strict=True):
+        want = scalar.vector_jacobian_product(point, ["u", "nu"], ["energy"], {"energy": np.float64(1.0)})
+        same(got["u"], want["u"])
+        same(got["nu"], want["nu"])
+
+
+POINTS = [
+    {"x": 0.5, "y": -1.25, "a": 1.0, "b": 100.0},
+    {"x": -1.5, "y": 2.0, "a": 0.5, "b": 3.0},
+    {"x": 1.0, "y": 1.0, "a": 1.0, "b": 100.0},  # the minimum: zero gradient
+]
+
+
+def close32(a, b) -> None:
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
+    np.testing.assert_allclose(a, b, rtol=4 * np.finfo(np.float32).eps, atol=1e-6)
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_rosenbrock_equals_the_hand_written_derivatives(point):
+    arrays = Tesseract.from_library(fixture("rosenbrock_array"))
+    hand = Tesseract.from_library(example("univariate"))
+    inputs = {k: np.float32(v) for k, v in point.items()}
+    close32(arrays.apply(inputs)["result"], hand.apply(inputs)["result"])
+    for wrt in (["x", "y"], ["x"], ["y"]):
+        jac, want = arrays.jacobian(inputs, wrt, ["result"]), hand.jacobian(inputs, wrt, ["result"])
+        for name in wrt:
+            close32(jac["result"][name], want["result"][name])
+        tangent = {name: np.float32(0.75 - i) for i, name in enumerate(wrt)}
+        close32(
+            arrays.jacobian_vector_product(inputs, wrt, ["result"], tangent)["result"],
+            hand.jacobian_vector_product(inputs, wrt, ["result"], tangent)["result"],
+        )
+        cotangent = {"result": np.float32(-1.5)}
+        vjp = arrays.vector_jacobian_product(inputs, wrt, ["result"], cotangent)
+        want = hand.vector_jacobian_product(inputs, wrt, ["result"], cotangent)
+        for name in wrt:
+            close32(vjp[name], want[name])
+
+
+def check_gradients(path: Path, payload: dict) -> subprocess.CompletedProcess:
+    cli = os.environ.get("TESSCPP_CLI")
+    if not cli:
+        pytest.fail("TESSCPP_CLI is not set (CTest sets it)")
+    return subprocess.run(
+        [cli, "check-gradients", str(path), json.dumps(payload)], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_check_gradients_passes_and_catches_a_planted_error():
+    burgers = {"inputs": {**{k: v for k, v in BURGERS.items() if k != "u"}, "u": BURGERS["u"].tolist()}}
+    done = check_gradients(example("burgers_array"), burgers)
+    assert done.returncode == 0 and done.stdout.count("passed") == 3, done.stdout + done.stderr
+    rosenbrock = {"inputs": {"x": 0.5, "y": -1.25}}
+    done = check_gradients(fixture("rosenbrock_array"), rosenbrock)
+    assert done.returncode == 0 and done.stdout.count("passed") == 3, done.stdout + done.stderr
+    # y detached: apply is unchanged, every derivative of y is zero.
+    done = check_gradients(fixture("rosenbrock_array_planted"), rosenbrock)
+    assert done.returncode != 0 and "failed" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_torch_bridge_trains_through_the_array_form():
+    """apply_tesseract's gradients come from the derived VJP; the optimiser
+    moves as through the hand-written component."""
+    torch = pytest.importorskip("torch")
+    from tesscpp.torch import apply_tesseract
+
+    paths = []
+    for t in (Tesseract.from_library(fixture("rosenbrock_array")), Tesseract.from_library(example("univariate"))):
+        xy = torch.tensor([-1.2, 1.0], requires_grad=True)
+        optimizer = torch.optim.Adam([xy], lr=0.2)
+        for _ in range(20):
+            optimizer.zero_grad()
+            apply_tesseract(t, {"x": xy[0], "y": xy[1]})["result"].backward()
+            optimizer.step()
+        paths.append(xy.detach().numpy())
+    np.testing.assert_allclose(paths[0], paths[1], rtol=1e-5)
+    assert not np.allclose(paths[0], [-1.2, 1.0])  # it moved

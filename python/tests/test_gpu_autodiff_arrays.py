@@ -1,0 +1,124 @@
+"""Array-form derived derivatives on a CUDA device (docs/autodiff.md, "Array
+form"): examples/burgers_array served with the cuda_ipc transport gets CUDA
+tensors, runs the same source on Dr.Jit's CUDA backend and answers with CUDA
+tensors, none of it staged through the host. Its results must equal those of
+the same component called with host arrays (Dr.Jit's CPU backend, where an
+LLVM is installed) or, failing that, of JAX on the CPU in float64.
+
+Needs a CUDA device and tesscpp built with CUDA and Dr.Jit (skipped
+otherwise); runs with scripts/gpu/build_and_test.sh.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import tesscpp
+import tesscpp.cuda
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+
+N = 4096
+
+
+def _library() -> Path:
+    path = Path(os.environ["TESSCPP_EXAMPLES_DIR"]) / "libburgers_array.so"
+    if not path.exists():
+        pytest.skip("burgers_array was not built (no Dr.Jit)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def burgers():
+    t = tesscpp.Tesseract.from_source(_library(), gpu_transport="cuda_ipc")
+    t.serve()
+    yield t
+    t.teardown()
+
+
+def _inputs(device: str) -> dict:
+    rng = np.random.default_rng(5)
+    u = np.sin(np.linspace(0, 2 * np.pi, N, endpoint=False)) + 0.3 * rng.standard_normal(N)
+    return {"u": torch.tensor(u, dtype=torch.float64, device=device), "nu": 0.07, "dt": 1e-4, "dx": 1e-2, "steps": 4}
+
+
+def _host(value) -> np.ndarray:
+    return torch.from_dlpack(value).cpu().numpy() if hasattr(value, "__dlpack__") else np.asarray(value)
+
+
+def _reference(inputs: dict, cotangent: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """u_next, the VJP for u and for nu, from JAX on the CPU in float64."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    def step(u, nu):
+        h, dx = inputs["dt"], inputs["dx"]
+        for _ in range(inputs["steps"]):
+            left, right = jnp.roll(u, 1), jnp.roll(u, -1)
+            advection = jnp.where(u > 0, u * (u - left) / dx, u * (right - u) / dx)
+            u = u - h * advection + h * nu * (right - 2 * u + left) / (dx * dx)
+        return u
+
+    cpu = jax.devices("cpu")[0]
+    u0 = jax.device_put(jnp.asarray(inputs["u"].cpu().numpy()), cpu)
+    out, pullback = jax.vjp(step, u0, jnp.float64(inputs["nu"]))
+    du, dnu = pullback(jnp.asarray(cotangent))
+    return np.asarray(out), np.asarray(du), float(dnu)
+
+
+def test_cuda_arrays_run_on_the_gpu_and_equal_the_reference(burgers):
+    inputs = _inputs("cuda")
+    cotangent = torch.tensor(np.random.default_rng(6).standard_normal(N), device="cuda")
+    before = tesscpp.cuda.transport_counters()
+    out = burgers.apply(inputs)
+    vjp = burgers.vector_jacobian_product(inputs, ["u", "nu"], ["u_next"], {"u_next": cotangent})
+    tangent = torch.ones(N, dtype=torch.float64, device="cuda")
+    jvp = burgers.jacobian_vector_product(inputs, ["u"], ["u_next"], {"u": tangent})
+    after = tesscpp.cuda.transport_counters()
+    for value in (out["u_next"], vjp["u"], jvp["u_next"]):
+        assert torch.from_dlpack(value).device.type == "cuda"  # answered on the device
+    assert after["staged_exports"] == before["staged_exports"], "device arrays went through the host"
+    want_u, want_du, want_dnu = _reference(inputs, cotangent.cpu().numpy())
+    np.testing.assert_allclose(_host(out["u_next"]), want_u, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_host(vjp["u"]), want_du, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(_host(vjp["nu"]), want_dnu, rtol=1e-10)
+    # The JVP along ones against the VJP: <w, J t> = <J^T w, t>.
+    lhs = float(np.dot(cotangent.cpu().numpy(), _host(jvp["u_next"])))
+    np.testing.assert_allclose(lhs, float(np.sum(want_du)), rtol=1e-9)
+
+
+def test_host_arrays_give_the_same_results(burgers):
+    """The CPU backend (where this machine has an LLVM for Dr.Jit) on host
+    arrays, against the CUDA backend on device arrays."""
+    try:
+        host = burgers.apply(_inputs("cpu"))
+    except Exception as e:  # noqa: BLE001 - the message says why
+        if "LLVM" in str(e):
+            pytest.skip(f"Dr.Jit's CPU backend is not available here: {e}")
+        raise
+    device = burgers.apply(_inputs("cuda"))
+    np.testing.assert_allclose(_host(device["u_next"]), _host(host["u_next"]), rtol=1e-13, atol=1e-13)
+
+
+def test_churn_keeps_device_memory_flat(burgers):
+    cotangent = torch.ones(N, dtype=torch.float64, device="cuda")
+    inputs = _inputs("cuda")
+    for _ in range(50):
+        burgers.vector_jacobian_product(inputs, ["u"], ["u_next"], {"u_next": cotangent})
+    torch.cuda.synchronize()
+    free_before, _ = torch.cuda.mem_get_info()
+    for i in range(2_000):
+        vjp = burgers.vector_jacobian_product(inputs, ["u"], ["u_next"], {"u_next": cotangent})
+        if i % 499 == 0:
+            assert torch.isfinite(torch.from_dlpack(vjp["u"])).all()
+    torch.cuda.synchronize()
+    free_after, _ = torch.cuda.mem_get_info()
+    growth = free_before - free_after
+    print(f"array-form churn: device memory in use grew by {growth / 2**20:.1f} MiB over 2000 VJPs")
+    assert growth < 256 * 2**20

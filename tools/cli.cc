@@ -758,6 +758,42 @@ void AddCheckGradientsCommand(CLI::App& app) {
   });
 }
 
+// check: tesseract-runtime check. Opens the component as serve would (a
+// library: it loads, its build signature matches this tesscpp, its factory
+// succeeds; a module: imported with tesseract-core's own checks of
+// InputSchema, OutputSchema and apply) and builds its OpenAPI document, which
+// renders every schema; serves and calls nothing.
+int CheckComponent(const CommonOptions& o) {
+  auto opened = MakeRuntime(o);
+  if (!opened.ok()) return Fail(opened.status());
+  tesscpp::RuntimeRequest request;
+  request.method = "GET";
+  request.target = "/openapi.json";
+  const tesscpp::RuntimeResponse response = opened->runtime->Handle(request);
+  if (response.status != 200) {
+    std::cerr << "tesscpp: the OpenAPI document of " << opened->name << " failed with HTTP status "
+              << response.status << ":\n"
+              << response.body.string_view() << "\n";
+    return 1;
+  }
+  std::cout << "✅ Tesseract API check successful ✅" << std::endl;
+  return 0;
+}
+
+void AddCheckCommand(CLI::App& app) {
+  auto o = std::make_shared<CommonOptions>();
+  CLI::App* check = app.add_subcommand(
+      "check",
+      "Check that a component loads and its API is valid, serving nothing (tesseract-runtime check)");
+  check->add_option(
+      "component", o->library,
+      "Component library or tesseract_api.py (default: $TESSCPP_COMPONENT, $TESSERACT_API_PATH)");
+  check->callback([o] {
+    if (Status named = ResolveComponent(o->library, nullptr); !named.ok()) std::exit(Fail(named) + 1);
+    std::exit(CheckComponent(*o));
+  });
+}
+
 // main's body: the subcommands run from its parse callbacks.
 int Run(int argc, char** argv) {
   CLI::App app{"tesscpp: serve and run Tesseracts (C++ component libraries and tesseract_api.py modules)"};
@@ -769,6 +805,7 @@ int Run(int argc, char** argv) {
   AddRunCommand(app);
   AddInitCommand(app);
   AddCheckGradientsCommand(app);
+  AddCheckCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -183,11 +183,10 @@ inline std::optional<int> CudaDeviceOf(std::initializer_list<const TensorMap*> m
 // only when aligned for the widest vector, so every call sees one alignment.
 inline constexpr uintptr_t kMappedAlignment = 128;
 
-// A tensor's elements as an array of `Float`'s backend. Memory of that
-// backend's kind is mapped as it is where it can be (no copy; every kernel
-// that reads it finishes before the endpoint returns; float32 widened in the
-// kernel), else copied (float32 widened on the way; host memory to the
-// device for the CUDA backend).
+// A tensor's elements as an array of `Float`'s backend, float32 widened in
+// the kernels that read it. Memory of that backend's kind is mapped as it is
+// where it can be (no copy; every kernel that reads it finishes before the
+// endpoint returns).
 template <typename Float>
 Result<Float> ToArray(const Tensor& tensor) {
   const auto n = static_cast<size_t>(tensor.num_elements());
@@ -200,13 +199,18 @@ Result<Float> ToArray(const Tensor& tensor) {
     return Status::Internal("autodiff: a CUDA array reached the CPU backend");
   }
   const bool aligned = reinterpret_cast<uintptr_t>(tensor.data()) % kMappedAlignment == 0;
-  if (on_device || (!kOnCuda<Float> && aligned)) {  // the backend's own memory
-    if (tensor.dtype() == Dtype::kFloat64) return Float::map_(tensor.data(), n, false);
-    if (tensor.dtype() == Dtype::kFloat32)
-      return Float(drjit::float32_array_t<Float>::map_(tensor.data(), n, false));
+  // Mapped where the memory is the backend's own, else one copy into
+  // Dr.Jit's memory (from the host to the device for the CUDA backend).
+  const bool map = on_device || (!kOnCuda<Float> && aligned);
+  if (tensor.dtype() == Dtype::kFloat64) {
+    return map ? Float::map_(tensor.data(), n, false) : Float::load_(tensor.data(), n);
   }
-  TESS_ASSIGN_OR_RETURN(const std::vector<double> values, ReadValues(tensor));
-  return Float::load_(values.data(), n);
+  if (tensor.dtype() == Dtype::kFloat32) {
+    using Float32 = drjit::float32_array_t<Float>;
+    return Float(map ? Float32::map_(tensor.data(), n, false) : Float32::load_(tensor.data(), n));
+  }
+  return Status::InvalidArgument("autodiff: differentiable arrays must be float32 or float64, not ",
+                                 DtypeName(tensor.dtype()));
 }
 
 // The differentiable inputs of `model` as arrays (optional fields left out

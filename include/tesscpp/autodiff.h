@@ -69,13 +69,11 @@ class Context : public internal::ContextBase<std::vector<T>> {
   std::span<const T> Input(const std::string& name) const { return this->Find(name).values; }
   /// \brief The differentiable output `name` with the given shape, to fill
   /// (zeros at first). kInvalidArgument for a name that is not a
-  /// differentiable top-level output, or one given twice.
+  /// differentiable top-level output, one given twice, or dims that are no
+  /// shape.
   Result<std::span<T>> Output(const std::string& name, std::vector<int64_t> dims) {
-    TESS_ASSIGN_OR_RETURN(Array * slot, this->NewOutput(name));
-    int64_t count = 1;
-    for (int64_t d : dims) count *= d;
-    slot->dims = std::move(dims);
-    slot->values.assign(static_cast<size_t>(count), T(0.0));
+    TESS_ASSIGN_OR_RETURN(Array * slot, this->NewOutput(name, std::move(dims)));
+    slot->values.assign(static_cast<size_t>(internal::CountOf(slot->dims)), T(0.0));
     return std::span<T>(slot->values);
   }
 

@@ -85,17 +85,17 @@ class ArrayContext : public internal::ContextBase<FloatT> {
   /// \brief Sets the differentiable output `name` to `values` with shape
   /// `dims` (row-major; width 1 is broadcast to the shape).
   /// kInvalidArgument for a name that is not a differentiable top-level
-  /// output, one given twice, or a width that does not fit the shape.
+  /// output, one given twice, dims that are no shape, or a width that does
+  /// not fit the shape.
   Status Output(const std::string& name, Float values, std::vector<int64_t> dims) {
-    int64_t count = 1;
-    for (int64_t d : dims) count *= d;
+    TESS_ASSIGN_OR_RETURN(Array * slot, this->NewOutput(name, std::move(dims)));
+    const int64_t count = internal::CountOf(slot->dims);
     const auto width = static_cast<int64_t>(drjit::width(values));
     if (width != count && width != 1) {
       return Status::InvalidArgument("autodiff: output '", name, "' has ", width, " elements, its shape ",
                                      count);
     }
-    TESS_ASSIGN_OR_RETURN(Array * slot, this->NewOutput(name));
-    *slot = {std::move(dims), std::move(values)};
+    slot->values = std::move(values);
     return Status::OK();
   }
 
@@ -151,12 +151,6 @@ inline void StartDrJit() {
       if (jit_has_backend(JitBackend::LLVM) != 0 || jit_has_backend(JitBackend::CUDA) != 0) jit_shutdown(0);
     });
   });
-}
-
-inline int64_t CountOf(const std::vector<int64_t>& dims) {
-  int64_t count = 1;
-  for (int64_t d : dims) count *= d;
-  return count;
 }
 
 // The CUDA device of the first device tensor among `tensors`, if any: the
@@ -230,6 +224,14 @@ Result<Arrays<Float>> ReadArrays(const Value& model, const std::map<std::string,
   return inputs;
 }
 
+// `values` with width `count`: a width-1 array (a constant, or a gradient
+// that never arrived) broadcast.
+template <typename Float>
+Float Widened(Float values, int64_t count) {
+  if (static_cast<int64_t>(drjit::width(values)) == count) return values;
+  return values + drjit::zeros<Float>(count);
+}
+
 // `values` (evaluated here) as a tensor of `dtype` and `dims` in the
 // backend's memory (a CUDA tensor on Dr.Jit's current device for the CUDA
 // backend); width 1 is broadcast. Copied: on the device into memory that
@@ -238,9 +240,9 @@ Result<Arrays<Float>> ReadArrays(const Value& model, const std::map<std::string,
 // buffer gave wrong gradients under concurrent calls, so that is not done.
 template <typename Float>
 Result<Tensor> ToTensor(Float values, std::vector<int64_t> dims, Dtype dtype) {
-  const int64_t count = CountOf(dims);
-  if (static_cast<int64_t>(drjit::width(values)) != count) values = values + drjit::zeros<Float>(count);
   TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(std::move(dims)));
+  const int64_t count = shape.num_elements();
+  values = Widened(std::move(values), count);
   auto allocate = [&]() -> Result<Tensor> {
     if constexpr (kOnCuda<Float>) {
       return cuda::AllocateDevice(dtype, std::move(shape), jit_cuda_device_raw());
@@ -477,8 +479,7 @@ inline Blocks ZeroBlocks(const std::vector<Side>& ins, const std::vector<Side>& 
 // A gradient (width 1 broadcast to `count`) copied to the host.
 template <typename Float>
 std::vector<double> HostGradient(const Float& values, int64_t count) {
-  Float g = drjit::grad(values);
-  if (static_cast<int64_t>(drjit::width(g)) != count) g = g + drjit::zeros<Float>(count);
+  Float g = Widened(drjit::grad(values), count);
   drjit::eval(g);
   std::vector<double> host(static_cast<size_t>(count));
   if (count > 0) jit_memcpy(drjit::backend_v<Float>, host.data(), g.data(), host.size() * sizeof(double));
@@ -527,14 +528,11 @@ Result<Blocks> JacobianByColumns(const Fn& fn, const ModelView& in,
   return blocks;
 }
 
-// Reverse mode: one recording, one backward traversal per output element
-// (the edges kept, the gradients cleared), a row of every block.
-template <typename Float, typename Fn>
-Result<Blocks> JacobianByRows(const Fn& fn, const ModelView& in,
-                              const std::map<std::string, Dtype>& input_fields,
-                              const std::map<std::string, Dtype>& output_fields, const PathSet& jac_inputs,
-                              const std::vector<Side>& ins, const std::vector<Side>& outs) {
-  TESS_ASSIGN_OR_RETURN(auto ctx, Run<Float>(fn, in, input_fields, output_fields, Watch{jac_inputs}));
+// Reverse mode on `ctx`, a recording with the requested inputs watched: one
+// backward traversal per output element (the edges kept, the gradients
+// cleared), a row of every block.
+template <typename Float>
+Blocks JacobianByRows(ArrayContext<Float>& ctx, const std::vector<Side>& ins, const std::vector<Side>& outs) {
   Blocks blocks = ZeroBlocks(ins, outs);
   int64_t k = 0;
   for (size_t o = 0; o < outs.size(); ++o) {
@@ -568,18 +566,21 @@ void DeriveArrayJacobian(Component& c, const Fn& fn, const std::map<std::string,
   c.Jacobian([=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs,
                  JacobianMap& jac) -> Status {
     return OnBackend(CudaDeviceOf({}, in.value(), input_fields), [&]<typename Float>() -> Status {
-      // The shapes, from one plain run (its kernels are the ones the passes
-      // below reuse).
-      TESS_ASSIGN_OR_RETURN(auto shapes, Run<Float>(fn, in, input_fields, output_fields, NoPreparation{}));
-      const std::vector<Side> ins = Sides(shapes.inputs_by_name(), jac_inputs);
-      const std::vector<Side> outs = Sides(shapes.outputs(), jac_outputs);
+      // One recording gives the shapes, and the rows where there are fewer
+      // rows than columns.
+      TESS_ASSIGN_OR_RETURN(auto ctx, Run<Float>(fn, in, input_fields, output_fields, Watch{jac_inputs}));
+      const std::vector<Side> ins = Sides(ctx.inputs_by_name(), jac_inputs);
+      const std::vector<Side> outs = Sides(ctx.outputs(), jac_outputs);
       int64_t n = 0, m = 0;
       for (const Side& side : ins) n += side.count;
       for (const Side& side : outs) m += side.count;
-      TESS_ASSIGN_OR_RETURN(
-          const Blocks blocks,
-          n <= m ? JacobianByColumns<Float>(fn, in, input_fields, output_fields, jac_inputs, ins, outs)
-                 : JacobianByRows<Float>(fn, in, input_fields, output_fields, jac_inputs, ins, outs));
+      Blocks blocks;
+      if (n <= m) {
+        TESS_ASSIGN_OR_RETURN(
+            blocks, JacobianByColumns<Float>(fn, in, input_fields, output_fields, jac_inputs, ins, outs));
+      } else {
+        blocks = JacobianByRows(ctx, ins, outs);
+      }
       for (size_t o = 0; o < outs.size(); ++o) {
         for (size_t i = 0; i < ins.size(); ++i) {
           std::vector<int64_t> dims = outs[o].dims;

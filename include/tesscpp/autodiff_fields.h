@@ -15,8 +15,17 @@
 #include "tesscpp/component.h"
 #include "tesscpp/model.h"
 #include "tesscpp/schema.h"
+#include "tesscpp/shape.h"
 
 namespace tesscpp::autodiff::internal {
+
+// The number of elements of an array of `dims` (validated ones: inputs'
+// shapes, outputs' dims checked by NewOutput).
+inline int64_t CountOf(const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  return count;
+}
 
 /// \brief A differentiable field's shape and its elements, row-major (a
 /// vector of numbers for the scalar form, one Dr.Jit array for the array
@@ -61,14 +70,20 @@ class ContextBase {
     return found->second;
   }
 
-  // The slot of output `name`, new: kInvalidArgument for a name that is not
-  // a differentiable top-level output, or one given twice.
-  Result<Array*> NewOutput(const std::string& name) {
+  // The slot of output `name`, new, with its dims: kInvalidArgument for a
+  // name that is not a differentiable top-level output, one given twice, or
+  // dims that are no shape (a negative or overflowing extent).
+  Result<Array*> NewOutput(const std::string& name, std::vector<int64_t> dims) {
     if (!declared_outputs_.contains(name)) {
       return Status::InvalidArgument("autodiff: '", name, "' is not a differentiable top-level output");
     }
+    // The component's mistake, not the request's: not a validation error (422).
+    if (Result<Shape> shape = Shape::Make(dims); !shape.ok()) {
+      return Status::InvalidArgument("autodiff: output '", name, "': ", shape.status().message());
+    }
     auto [it, fresh] = outputs_.try_emplace(name);
     if (!fresh) return Status::InvalidArgument("autodiff: output '", name, "' was created twice");
+    it->second.dims = std::move(dims);
     return &it->second;
   }
 

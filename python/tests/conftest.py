@@ -23,6 +23,7 @@ error types, requests) must then be equal.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -51,6 +52,17 @@ def required_dir(variable: str) -> Path:
     if not value:
         pytest.fail(f"{variable} is not set: run this suite through ctest (make test)", pytrace=False)
     return Path(value)
+
+
+def in_process_or_served(how: str, *libraries: Path) -> Iterator[tuple[tesscpp.Tesseract, ...]]:
+    """The component libraries, all loaded in process (`how` "in-process") or
+    all served by `tesscpp serve` ("served"), for a module fixture
+    parametrized over both to yield from."""
+    if how == "in-process":
+        yield tuple(tesscpp.Tesseract.from_library(library) for library in libraries)
+        return
+    with contextlib.ExitStack() as stack:
+        yield tuple(stack.enter_context(tesscpp.Tesseract.from_source(library)) for library in libraries)
 
 
 def fixture_library(name: str) -> Path:

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from conftest import required_dir
+from conftest import in_process_or_served, required_dir
 from tesscpp import Tesseract
 
 POINTS = [
@@ -36,13 +36,7 @@ def example(name: str):
 
 @pytest.fixture(scope="module", params=["in-process", "served"])
 def pair(request):
-    if request.param == "in-process":
-        yield Tesseract.from_library(example("rosenbrock_ad")), Tesseract.from_library(example("univariate"))
-        return
-    with Tesseract.from_source(example("rosenbrock_ad")) as derived, Tesseract.from_source(
-        example("univariate")
-    ) as hand:
-        yield derived, hand
+    yield from in_process_or_served(request.param, example("rosenbrock_ad"), example("univariate"))
 
 
 def close(a, b) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import required_dir
+from conftest import in_process_or_served, required_dir
 from tesscpp import Tesseract
 
 
@@ -51,13 +51,7 @@ OUTPUTS = ["u_next", "energy"]
 @pytest.fixture(scope="module", params=["in-process", "served"])
 def burgers(request):
     """(array form, scalar form) of the Burgers step."""
-    if request.param == "in-process":
-        yield Tesseract.from_library(example("burgers_array")), Tesseract.from_library(example("burgers_ad"))
-        return
-    with Tesseract.from_source(example("burgers_array")) as arrays, Tesseract.from_source(
-        example("burgers_ad")
-    ) as scalar:
-        yield arrays, scalar
+    yield from in_process_or_served(request.param, example("burgers_array"), example("burgers_ad"))
 
 
 def same(a, b, rtol: float = 1e-13) -> None:

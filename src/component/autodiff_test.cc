@@ -69,6 +69,16 @@ TEST(Autodiff, RefusesOutputsThatAreNotDifferentiable) {
   EXPECT_NE(status.message().find("'label' is not a differentiable top-level output"), std::string::npos);
 }
 
+TEST(Autodiff, RefusesOutputDimsThatAreNoShape) {
+  Component c = Square();
+  autodiff::Derive(c, [](auto& ctx) -> Status { return ctx.Output("y", {-1}).status(); });
+  const Value inputs = Value::Dict{{"x", Scalar(3.0)}};
+  Record out;
+  const Status status = c.apply().fn(ModelView(inputs), out);
+  EXPECT_STATUS(status, StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("output 'y'"), std::string::npos) << status;
+}
+
 TEST(Autodiff, NamesAnInputThatIsNotDifferentiable) {
   Component c = Square();
   autodiff::Derive(

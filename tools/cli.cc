@@ -46,6 +46,7 @@
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/internal/http_server.h"
 #include "tesscpp/internal/json.h"
+#include "tesscpp/internal/mlflow_runs.h"
 #include "tesscpp/internal/runtime.h"
 #include "tesscpp/internal/served_component.h"
 
@@ -125,7 +126,14 @@ Result<Opened> MakeRuntime(const CommonOptions& o) {
                           process.host->open_module(o.library, config));
     opened.name = module->name();
     opened.forkable = module->Forkable();
-    TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(module), std::move(config)));
+    // A module's endpoints log through tesseract-core, its MLflow client
+    // included: the runtime's loggers are for C++ endpoints only.
+    tesscpp::component::RunLoggerFactory through_tesseract_core = [](const std::string&) {
+      return tesscpp::Result<std::unique_ptr<tesscpp::component::RunLogger>>(
+          tesscpp::Status::Unimplemented("a Python module's runs are tracked by tesseract-core"));
+    };
+    TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(module), std::move(config),
+                                                                 std::move(through_tesseract_core)));
     return opened;
   }
   std::shared_ptr<const tesscpp::ComponentLibrary> library;
@@ -134,7 +142,10 @@ Result<Opened> MakeRuntime(const CommonOptions& o) {
   // The component lives as long as its library: share the library's lifetime.
   const tesscpp::Component* held = &library->component();
   std::shared_ptr<const tesscpp::Component> component(std::move(library), held);
-  TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(component), std::move(config)));
+  TESS_ASSIGN_OR_RETURN(tesscpp::component::RunLoggerFactory mlflow_runs,
+                        tesscpp::client::MlflowRunLoggers(config));
+  TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(component), std::move(config),
+                                                               std::move(mlflow_runs)));
   return opened;
 }
 

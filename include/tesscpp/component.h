@@ -27,6 +27,7 @@
 #include "tesscpp/component_abi.h"
 #include "tesscpp/model.h"
 #include "tesscpp/result.h"
+#include "tesscpp/run_log.h"
 
 namespace tesscpp {
 

@@ -10,6 +10,7 @@
 #include "tesscpp/internal/device_values.h"
 #include "tesscpp/internal/file.h"
 #include "tesscpp/internal/json.h"
+#include "tesscpp/internal/mlflow_runs.h"
 #include "tesscpp/internal/runtime.h"
 
 namespace tesscpp::client {
@@ -107,7 +108,10 @@ Result<std::shared_ptr<TesseractSession>> MakeLibrarySession(const std::string& 
     settings.emplace_back("output_path", options.output_path);
   }
   auto config = RuntimeConfig::FromSettings(settings);
-  auto runtime = config.ok() ? Runtime::Make(component, *config) : config.status();
+  Result<component::RunLoggerFactory> mlflow_runs =
+      config.ok() ? MlflowRunLoggers(*config) : Result<component::RunLoggerFactory>(config.status());
+  auto runtime =
+      mlflow_runs.ok() ? Runtime::Make(component, *config, *std::move(mlflow_runs)) : mlflow_runs.status();
   if (!runtime.ok()) {
     std::error_code ignored;
     if (!scratch.empty()) std::filesystem::remove_all(scratch, ignored);

@@ -54,20 +54,44 @@ char* WritePlain(const Digits& d, const char* integral_suffix, char* out) {
   return out;
 }
 
-void AppendRustDouble(double v, std::string& out) {
+// "d[.ddd]e<sign><exponent>", the exponent signed and of at least
+// `exponent_digits` digits ("1e+16", "1e-7" for 1; "1e-07" for 2), at `out`
+// (kMaxJsonDoubleChars bytes). Returns the end of what was written.
+char* WriteScientific(const Digits& d, int exponent_digits, char* out) {
+  *out++ = d.digits[0];
+  if (d.count > 1) {
+    *out++ = '.';
+    std::memcpy(out, d.digits + 1, static_cast<size_t>(d.count - 1));
+    out += d.count - 1;
+  }
+  *out++ = 'e';
+  *out++ = d.exponent < 0 ? '-' : '+';
+  const int magnitude = d.exponent < 0 ? -d.exponent : d.exponent;
+  if (exponent_digits > 1 && magnitude < 10) *out++ = '0';
+  return std::to_chars(out, out + 8, magnitude).ptr;
+}
+
+// Appends what `v` starts with: its sign, or the whole of a NaN, an infinity
+// or a zero in the given spellings; returns whether `v` is written.
+bool AppendSignOrSpecial(double v, const char* nan, const char* zero, std::string& out) {
   if (std::isnan(v)) {
-    out += "NaN";
-    return;
+    out += nan;
+    return true;
   }
   if (std::signbit(v)) out += '-';
   if (std::isinf(v)) {
     out += "inf";
-    return;
+    return true;
   }
   if (v == 0) {
-    out += '0';
-    return;
+    out += zero;
+    return true;
   }
+  return false;
+}
+
+void AppendRustDouble(double v, std::string& out) {
+  if (AppendSignOrSpecial(v, "NaN", "0", out)) return;
   // Rust never uses an exponent: 5e-324 takes 327 characters.
   std::string plain(400, '\0');
   plain.resize(static_cast<size_t>(WritePlain(ShortestDigits(v), "", plain.data()) - plain.data()));
@@ -116,16 +140,16 @@ size_t FormatJsonDouble(double v, char* out) {
   }
   const Digits d = ShortestDigits(v);
   if (d.exponent >= -5 && d.exponent <= 15) return static_cast<size_t>(WritePlain(d, ".0", p) - out);
-  *p++ = d.digits[0];
-  if (d.count > 1) {
-    *p++ = '.';
-    std::memcpy(p, d.digits + 1, static_cast<size_t>(d.count - 1));
-    p += d.count - 1;
-  }
-  *p++ = 'e';
-  if (d.exponent > 0) *p++ = '+';
-  p = std::to_chars(p, out + kMaxJsonDoubleChars, d.exponent).ptr;
-  return static_cast<size_t>(p - out);
+  return static_cast<size_t>(WriteScientific(d, 1, p) - out);
+}
+
+void AppendPythonFloat(double v, std::string& out) {
+  if (AppendSignOrSpecial(v, "nan", "0.0", out)) return;
+  const Digits d = ShortestDigits(v);
+  char buf[kMaxJsonDoubleChars];
+  const char* end =
+      d.exponent >= -4 && d.exponent < 16 ? WritePlain(d, ".0", buf) : WriteScientific(d, 2, buf);
+  out.append(buf, static_cast<size_t>(end - buf));
 }
 
 void AppendPydanticComplex(std::complex<double> v, std::string& out) {

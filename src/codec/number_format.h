@@ -4,6 +4,10 @@
 //  - orjson (JSON numbers): shortest round-trip digits; plain decimal for decimal
 //    exponents -5..15 ("0.00001", "1000000000000000.0"), otherwise scientific with
 //    a bare exponent ("1e-7", "1e+16"); integral values keep ".0".
+//  - Python's repr of a float (what tesseract-runtime writes into run logs):
+//    shortest digits; plain decimal for decimal exponents -4..15 ("0.0001",
+//    "1e-05"), otherwise scientific with a signed exponent of two digits or
+//    more ("1e+16"); integral values keep ".0"; "nan", "inf", "-inf".
 //  - Rust's f64 Display (pydantic's spelling of complex parts, "1+2j"): shortest
 //    digits, never an exponent, no ".0" on integral values, "NaN", "inf".
 #pragma once
@@ -25,6 +29,9 @@ inline void AppendJsonDouble(double v, std::string& out) {
   char buf[kMaxJsonDoubleChars];
   out.append(buf, FormatJsonDouble(v, buf));
 }
+
+/// \brief Appends repr(v) as Python writes it (any double).
+void AppendPythonFloat(double v, std::string& out);
 
 /// \brief Appends a complex number the way pydantic serialises Python complex
 /// values in JSON mode ("1+2j", "-1j", "0j", "NaN+1j").

@@ -51,6 +51,40 @@ TEST(NumberFormat, JsonDoublesLikeOrjson) {
   for (const auto& [value, text] : cases) EXPECT_EQ(Json(value), text) << text;
 }
 
+// repr() of the same values in CPython 3.11.
+TEST(NumberFormat, FloatsLikePythonRepr) {
+  const std::pair<double, const char*> cases[] = {
+      {0.0, "0.0"},
+      {-0.0, "-0.0"},
+      {1.0, "1.0"},
+      {100.0, "100.0"},
+      {1000000000000000.0, "1000000000000000.0"},
+      {1e+16, "1e+16"},
+      {1.5e-07, "1.5e-07"},
+      {0.1, "0.1"},
+      {1e-05, "1e-05"},
+      {0.0001, "0.0001"},
+      {1.2345678901234568e+17, "1.2345678901234568e+17"},
+      {5e-324, "5e-324"},
+      {1.7976931348623157e+308, "1.7976931348623157e+308"},
+      {12345.678, "12345.678"},
+      {2.5e-05, "2.5e-05"},
+      {9990000000000000.0, "9990000000000000.0"},
+      {1e+100, "1e+100"},
+      {-1e-100, "-1e-100"},
+      {123456789.125, "123456789.125"},
+      {0.001, "0.001"},
+      {NAN, "nan"},
+      {INFINITY, "inf"},
+      {-INFINITY, "-inf"},
+  };
+  for (const auto& [value, text] : cases) {
+    std::string s;
+    AppendPythonFloat(value, s);
+    EXPECT_EQ(s, text) << text;
+  }
+}
+
 // Spellings pydantic 2 gives Python complex values in JSON mode.
 TEST(NumberFormat, ComplexLikePydantic) {
   EXPECT_EQ(Complex(1, 2), "1+2j");

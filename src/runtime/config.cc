@@ -64,6 +64,8 @@ Result<RuntimeConfig> FromLookup(const Lookup& Env) {  // NOLINT(readability-ide
   text("OUTPUT_FORMAT", c.output_format);
   text("OUTPUT_FILE", c.output_file);
   text("GPU_TRANSPORT", c.gpu_transport);
+  text("MLFLOW_TRACKING_URI", c.mlflow_tracking_uri);
+  text("MLFLOW_RUN_EXTRA_ARGS", c.mlflow_run_extra_args);
   if (const char* v = Env("COMPRESSION")) c.compression = *v == '\0' ? "none" : v;
   if (const char* v = Env("CUDA_IPC_POOL_FRACTION")) {
     TESS_ASSIGN_OR_RETURN(c.cuda_ipc_pool_fraction,

@@ -9,6 +9,7 @@
 #include "runtime/openapi.h"
 #include "schema/validate.h"
 #include "tesscpp/internal/device_values.h"
+#include "tesscpp/internal/run_logger.h"
 
 namespace tesscpp::runtime {
 
@@ -35,6 +36,28 @@ struct CppComponent::Models {
 };
 
 namespace {
+
+// Runs `call` inside the call's run (run_log.h) when it has one: the run is
+// made first (an MLflow run, as tesseract-runtime starts one for every call),
+// is where the endpoint's LogMetric and the others go, and is ended after,
+// whatever the outcome.
+template <typename Fn>
+Result<Value> InRun(const CallContext& context, const Fn& call) {
+  if (context.run_loggers == nullptr || !*context.run_loggers) return call();
+  TESS_ASSIGN_OR_RETURN(std::unique_ptr<component::RunLogger> logger,
+                        (*context.run_loggers)(context.run_dir));
+  Result<Value> outputs = Status::Internal("not run");
+  try {
+    component::ScopedRunLogger scope(logger.get());
+    outputs = call();
+  } catch (...) {
+    (void)logger->End();  // the exception is the failure to report
+    throw;
+  }
+  Status ended = logger->End();
+  if (!ended.ok() && outputs.ok()) return ended;
+  return outputs;
+}
 
 // The author's docstring of `endpoint`, or nullopt when `c` lacks it.
 std::optional<std::string> DocOf(const Component& c, EndpointId endpoint) {
@@ -177,8 +200,10 @@ Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& bod
   // them), so it stays valid whatever becomes of this object.
   if (const GradientModels* gradient = models_->Gradient(endpoint)) {
     TESS_ASSIGN_OR_RETURN(GradientRequest validated, ValidateGradientRequest(*gradient, body));
-    return PreparedCall([c = component_, m = models_, gradient, validated = std::move(validated)](
-                            const CallContext&) { return CallGradient(*c, *gradient, validated); });
+    return PreparedCall([c = component_, m = models_, gradient,
+                         validated = std::move(validated)](const CallContext& context) {
+      return InRun(context, [&] { return CallGradient(*c, *gradient, validated); });
+    });
   }
   const bool apply = endpoint == EndpointId::kApply;
   if (!apply && (endpoint != EndpointId::kAbstractEval || models_->abstract_request == nullptr)) {
@@ -190,9 +215,10 @@ Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& bod
       Value validated,
       schema::ValidateModel(apply ? *models_->apply_request : *models_->abstract_request, body));
   return PreparedCall(
-      [c = component_, m = models_, apply, validated = std::move(validated)](const CallContext&) {
+      [c = component_, m = models_, apply, validated = std::move(validated)](const CallContext& context) {
         const Value& inputs = validated.as_dict().at("inputs");
-        return apply ? CallApply(*c, *m, inputs) : CallAbstractEval(*c, *m, inputs);
+        return InRun(context,
+                     [&] { return apply ? CallApply(*c, *m, inputs) : CallAbstractEval(*c, *m, inputs); });
       });
 }
 

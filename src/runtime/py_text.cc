@@ -1,7 +1,10 @@
 #include "runtime/py_text.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+
+#include "codec/number_format.h"
 
 namespace tesscpp::runtime {
 namespace {
@@ -26,6 +29,119 @@ std::string ExpandTabs(std::string_view s) {
   }
   return out;
 }
+
+// The code points of UTF-8 `s`, an invalid byte read as U+FFFD (Python
+// strings hold code points; a C++ author's bytes may not be valid UTF-8).
+std::vector<char32_t> CodePoints(std::string_view s) {
+  std::vector<char32_t> out;
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const int extra = b < 0x80 ? 0 : (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xE ? 2 : (b >> 3) == 0x1E ? 3 : -1;
+    char32_t cp = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
+    bool valid = extra >= 0 && i + static_cast<size_t>(extra) < s.size() + (extra == 0 ? 1 : 0);
+    for (int k = 1; valid && k <= extra; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      valid = (c & 0xC0) == 0x80;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    if (!valid) {
+      out.push_back(0xFFFD);
+      ++i;
+      continue;
+    }
+    out.push_back(cp);
+    i += static_cast<size_t>(extra) + 1;
+  }
+  return out;
+}
+
+// json's encoder for a string with ensure_ascii.
+void AppendJsonString(std::string_view s, std::string& out) {
+  char buf[16];
+  out += '"';
+  for (const char32_t cp : CodePoints(s)) {
+    switch (cp) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      case '\b': out += "\\b"; continue;
+      case '\f': out += "\\f"; continue;
+      default: break;
+    }
+    if (cp >= 0x20 && cp < 0x7F) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x10000) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+    } else {  // a surrogate pair, as Python writes astral characters
+      const char32_t v = cp - 0x10000;
+      std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 + (v >> 10)),
+                    static_cast<unsigned>(0xDC00 + (v & 0x3FF)));
+      out += buf;
+    }
+  }
+  out += '"';
+}
+
+void AppendJson(const Value& v, int indent, int depth, std::string& out) {
+  const std::string inner = "\n" + std::string(static_cast<size_t>(indent * (depth + 1)), ' ');
+  const std::string outer = "\n" + std::string(static_cast<size_t>(indent * depth), ' ');
+  switch (v.kind()) {
+    case Value::Kind::kNull: out += "null"; return;
+    case Value::Kind::kBool: out += v.as_bool() ? "true" : "false"; return;
+    case Value::Kind::kInt:
+      out += v.is_big_uint() ? std::to_string(v.as_uint()) : std::to_string(v.as_int());
+      return;
+    case Value::Kind::kFloat: {
+      const double d = v.as_number();
+      if (std::isnan(d)) {
+        out += "NaN";
+      } else if (std::isinf(d)) {
+        out += d > 0 ? "Infinity" : "-Infinity";
+      } else {
+        codec::AppendPythonFloat(d, out);
+      }
+      return;
+    }
+    case Value::Kind::kString: AppendJsonString(v.as_string(), out); return;
+    case Value::Kind::kList: {
+      if (v.as_list().empty()) {
+        out += "[]";
+        return;
+      }
+      out += '[';
+      for (size_t i = 0; i < v.as_list().size(); ++i) {
+        out += i == 0 ? inner : "," + inner;
+        AppendJson(v.as_list()[i], indent, depth + 1, out);
+      }
+      out += outer + "]";
+      return;
+    }
+    case Value::Kind::kDict: {
+      if (v.as_dict().empty()) {
+        out += "{}";
+        return;
+      }
+      out += '{';
+      bool first = true;
+      for (const auto& [key, item] : v.as_dict()) {
+        out += first ? inner : "," + inner;
+        first = false;
+        AppendJsonString(key, out);
+        out += ": ";
+        AppendJson(item, indent, depth + 1, out);
+      }
+      out += outer + "}";
+      return;
+    }
+    case Value::Kind::kTensor: out += "\"<array>\""; return;
+  }
+}
+
+// repr(v): what str() of a container shows for each item.
+std::string PyReprOf(const Value& v) { return v.is_string() ? PyRepr(v.as_string()) : PyStr(v); }
 
 }  // namespace
 
@@ -118,6 +234,42 @@ std::string PyCleanDoc(std::string_view doc) {
     if (i > first) out += '\n';
     out += lines[i];
   }
+  return out;
+}
+
+std::string PyStr(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kNull: return "None";
+    case Value::Kind::kBool: return v.as_bool() ? "True" : "False";
+    case Value::Kind::kInt: return v.is_big_uint() ? std::to_string(v.as_uint()) : std::to_string(v.as_int());
+    case Value::Kind::kFloat: {
+      std::string out;
+      codec::AppendPythonFloat(v.as_number(), out);
+      return out;
+    }
+    case Value::Kind::kString: return v.as_string();
+    case Value::Kind::kList: {
+      std::string out = "[";
+      for (size_t i = 0; i < v.as_list().size(); ++i) out += (i > 0 ? ", " : "") + PyReprOf(v.as_list()[i]);
+      return out + "]";
+    }
+    case Value::Kind::kDict: {
+      std::string out = "{";
+      bool first = true;
+      for (const auto& [key, item] : v.as_dict()) {
+        out += (first ? "" : ", ") + PyRepr(key) + ": " + PyReprOf(item);
+        first = false;
+      }
+      return out + "}";
+    }
+    case Value::Kind::kTensor: return "<array>";
+  }
+  return "";
+}
+
+std::string PyJsonDumps(const Value& v, int indent) {
+  std::string out;
+  AppendJson(v, indent, 0, out);
   return out;
 }
 

@@ -1,11 +1,14 @@
 // py_text.h: Python's text functions as the reference runtime applies them:
-// repr of strings and sets inside its 406 and 422 messages, and the title and
-// docstring cleaning that shape /openapi.json, so our texts read the same.
+// repr of strings and sets inside its 406 and 422 messages, the title and
+// docstring cleaning that shape /openapi.json, and str() and json.dump() of
+// the values a run logs, so our texts read the same.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "tesscpp/value.h"
 
 namespace tesscpp::runtime {
 
@@ -28,5 +31,15 @@ std::string PyTitle(std::string_view name);
 
 /// \brief inspect.cleandoc(doc), tabs expanded first as Python does.
 std::string PyCleanDoc(std::string_view doc);
+
+/// \brief str(v) of the Python value `v` stands for: "1.5", "True", "None",
+/// "[1, 'a']", "{'k': 2}" (what MLflow records as a parameter's value).
+/// Tensors are written as "<array>": callers refuse them first.
+std::string PyStr(const Value& v);
+
+/// \brief json.dumps(v, indent=indent) with Python's defaults: ensure_ascii
+/// (\uXXXX escapes), floats as repr, NaN / Infinity / -Infinity,
+/// ", " / ": " separators and one item per line.
+std::string PyJsonDumps(const Value& v, int indent);
 
 }  // namespace tesscpp::runtime

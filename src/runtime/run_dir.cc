@@ -23,17 +23,19 @@ Status MakeDirectory(const std::string& path) {
 
 // Plain syscalls rather than std::filesystem: this runs on every call of a
 // wrapped endpoint, and each saved stat or reopen is latency a client sees.
-Result<platform::Fd> CreateRunDirectory(const std::string& dir) {
+Result<platform::Fd> CreateRunDirectory(const std::string& dir, bool tracked_in_files) {
   const std::string logs = dir + "/logs";
   TESS_RETURN_IF_ERROR(MakeDirectory(dir));
   TESS_RETURN_IF_ERROR(MakeDirectory(logs));
-  TESS_RETURN_IF_ERROR(MakeDirectory(logs + "/artifacts"));
-  TESS_ASSIGN_OR_RETURN(platform::Fd metrics,
-                        platform::Fd::Open(logs + "/metrics.csv", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC));
-  // Python's csv module ends rows with \r\n.
-  static constexpr std::string_view kHeader = "timestamp,key,value,step\r\n";
-  TESS_RETURN_IF_ERROR(
-      metrics.WriteAt(0, {reinterpret_cast<const uint8_t*>(kHeader.data()), kHeader.size()}));
+  if (tracked_in_files) {
+    TESS_RETURN_IF_ERROR(MakeDirectory(logs + "/artifacts"));
+    TESS_ASSIGN_OR_RETURN(platform::Fd metrics, platform::Fd::Open(logs + "/metrics.csv",
+                                                                   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC));
+    // Python's csv module ends rows with \r\n.
+    static constexpr std::string_view kHeader = "timestamp,key,value,step\r\n";
+    TESS_RETURN_IF_ERROR(
+        metrics.WriteAt(0, {reinterpret_cast<const uint8_t*>(kHeader.data()), kHeader.size()}));
+  }
   return platform::Fd::Open(logs + "/tesseract.log", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC);
 }
 

@@ -11,10 +11,11 @@
 
 namespace tesscpp::runtime {
 
-/// \brief Creates `<dir>/logs/` with an empty tesseract.log, metrics.csv (its
-/// header row) and artifacts/, as tesseract-core's file backend does, and
-/// returns tesseract.log open for appending.
-Result<platform::Fd> CreateRunDirectory(const std::string& dir);
+/// \brief Creates `<dir>/logs/` with an empty tesseract.log and, when runs
+/// are tracked in files (`tracked_in_files`, no MLflow server), metrics.csv
+/// (its header row) and artifacts/, as tesseract-core's backends do; returns
+/// tesseract.log open for appending.
+Result<platform::Fd> CreateRunDirectory(const std::string& dir, bool tracked_in_files = true);
 
 /// \brief While alive, file descriptors 1 and 2 of the process write to
 /// `log` (a run's tesseract.log), and are restored afterwards. Redirection is

@@ -26,6 +26,7 @@
 #include "runtime/binref_output_pool.h"
 #include "runtime/cpp_component.h"
 #include "runtime/docs_page.h"
+#include "runtime/file_run_logger.h"
 #include "runtime/json_error.h"
 #include "runtime/negotiate.h"
 #include "runtime/run_dir.h"
@@ -206,6 +207,8 @@ struct Runtime::Impl {
   Buffer health_body = Buffer::FromString(R"({"status":"ok"})");
   // The GPU transport's server side; null unless one is enabled.
   mutable std::unique_ptr<gpu_transport::ServerTransport> transport;
+  // The runs of wrapped endpoints: run directories, or an MLflow server's.
+  component::RunLoggerFactory run_loggers;
 
   // Spare files for large json+binref answers (TESSERACT_BINREF_OUTPUT_POOL_MB),
   // made by the first binref answer: one-shot commands never need them.
@@ -297,7 +300,7 @@ std::optional<RuntimeResponse> Runtime::Impl::InvalidRunId(const std::string& ru
 Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
                                                const runtime::PreparedCall& call) const {
   const std::string run_dir = (std::filesystem::path(config.output_path) / ("run_" + run_id)).string();
-  auto log = runtime::CreateRunDirectory(run_dir);
+  auto log = runtime::CreateRunDirectory(run_dir, config.mlflow_tracking_uri.empty());
   platform::PhaseTrace::Mark("run_dir");
   if (!log.ok()) return OsError(log.status());
   Result<Value> outputs = Status::Internal("not run");
@@ -306,7 +309,7 @@ Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, cons
     if (!capture.ok()) return OsError(capture.status());
     platform::PhaseTrace::Mark("capture");
     const auto start = std::chrono::steady_clock::now();
-    outputs = Guarded(call, runtime::CallContext{run_dir});
+    outputs = Guarded(call, runtime::CallContext{run_dir, &run_loggers});
     platform::PhaseTrace::Mark("apply");
     if (config.profiling) {
       std::printf("\n--- Profiling Statistics ---\n%s: %.6f s (validation of outputs included)\n",
@@ -549,19 +552,28 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
 }
 
 Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> component,
-                                               RuntimeConfig config) {
+                                               RuntimeConfig config,
+                                               component::RunLoggerFactory mlflow_runs) {
   TESS_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::CppComponent> served,
                         runtime::CppComponent::Make(std::move(component)));
-  return Make(std::shared_ptr<const ServedComponent>(std::move(served)), std::move(config));
+  return Make(std::shared_ptr<const ServedComponent>(std::move(served)), std::move(config),
+              std::move(mlflow_runs));
 }
 
 Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedComponent> component,
-                                               RuntimeConfig config) {
+                                               RuntimeConfig config,
+                                               component::RunLoggerFactory mlflow_runs) {
   TESS_RETURN_IF_ERROR(config.Validate());
   if (!component->Implements(EndpointId::kApply)) {
     return Status::InvalidArgument("component '", component->name(), "' has no apply endpoint");
   }
+  if (!config.mlflow_tracking_uri.empty() && !mlflow_runs) {
+    return Status::InvalidArgument(
+        "TESSERACT_MLFLOW_TRACKING_URI is set, but this runtime has no MLflow client");
+  }
   auto impl = std::make_unique<Impl>();
+  impl->run_loggers =
+      config.mlflow_tracking_uri.empty() ? runtime::FileRunLogger::Factory() : std::move(mlflow_runs);
   // Validate() checked the names.
   impl->offer = {*OutputFormatFromName(config.output_format),
                  *CompressionFromName(config.compression),

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tesscpp/buffer.h"
+#include "tesscpp/internal/run_logger.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 
@@ -42,6 +43,12 @@ struct RuntimeConfig {
   /// files for large json+binref answers, kept in `output_path` (0: none;
   /// docs/serving.md).
   int64_t binref_output_pool_mb = 0;
+  /// TESSERACT_MLFLOW_TRACKING_URI: runs are tracked on this MLflow server
+  /// (empty: in the run directories; docs/run-tracking.md).
+  std::string mlflow_tracking_uri;
+  /// TESSERACT_MLFLOW_RUN_EXTRA_ARGS: mlflow.start_run's keyword arguments,
+  /// a dict literal (JSON, or Python's with True/False/None).
+  std::string mlflow_run_extra_args;
 
   /// \brief Defaults overridden by the environment: TESSERACT_RUNTIME_<X> wins
   /// over TESSERACT_<X>, as tesseract-runtime's CLI has it. kInvalidArgument
@@ -85,13 +92,18 @@ class Runtime {
  public:
   /// \brief Prepares every endpoint of `component` (models, OpenAPI document).
   /// kInvalidArgument for a config that does not validate.
+  /// `mlflow_runs` makes the runs of C++ endpoints when
+  /// config.mlflow_tracking_uri is set (the client layer's MlflowRunLoggers;
+  /// kInvalidArgument when it is set and none is given).
   static Result<std::unique_ptr<Runtime>> Make(std::shared_ptr<const Component> component,
-                                               RuntimeConfig config);
+                                               RuntimeConfig config,
+                                               component::RunLoggerFactory mlflow_runs = nullptr);
   /// \brief Serves a component of any kind through the interface every kind
   /// implements (a C++ Component is one: the overload above wraps it).
   /// kInvalidArgument also for a component without apply.
   static Result<std::unique_ptr<Runtime>> Make(std::shared_ptr<const ServedComponent> component,
-                                               RuntimeConfig config);
+                                               RuntimeConfig config,
+                                               component::RunLoggerFactory mlflow_runs = nullptr);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/run_logger.h"
 #include "tesscpp/result.h"
 #include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"
@@ -30,6 +31,9 @@ struct CallContext {
   /// The run directory of a wrapped endpoint (`<output_path>/run_<id>`, its
   /// log capturing stdio); empty for the others.
   std::string run_dir;
+  /// Makes the run a wrapped endpoint logs into (run_log.h), for a kind that
+  /// tracks runs with tesscpp's loggers; null for the other endpoints.
+  const component::RunLoggerFactory* run_loggers = nullptr;
 };
 
 /// \brief A validated request, ready to run: gives the endpoint's outputs,

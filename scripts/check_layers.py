@@ -44,7 +44,7 @@ RANK = {
 }
 # What component authors and client users include; the umbrella tesscpp.h
 # includes them all.
-ROOTS = ("component.h", "autodiff.h", "autodiff_arrays.h", "client.h", "gradient_check.h", "cuda.h")
+ROOTS = ("component.h", "autodiff.h", "autodiff_arrays.h", "finite_differences.h", "client.h", "gradient_check.h", "cuda.h")
 # Targets outside the tesscpp_<layer> naming: the shared library.
 TARGET_LAYER = {"tesscpp": "libtesscpp"}
 # Code above the library, held to installed and internal headers.

@@ -150,4 +150,28 @@ std::string Path::ToString() const {
   return out;
 }
 
+Value* Path::Find(Value& root) const {
+  Value* v = &root;
+  for (const PathSegment& s : segments_) {
+    if (s.kind == PathSegment::Kind::kIndex) {
+      if (!v->is_list()) return nullptr;
+      auto& list = v->as_list();
+      const auto n = static_cast<int64_t>(list.size());
+      const int64_t i = s.index < 0 ? s.index + n : s.index;
+      if (i < 0 || i >= n) return nullptr;
+      v = &list[static_cast<size_t>(i)];
+    } else if (s.kind == PathSegment::Kind::kField || s.kind == PathSegment::Kind::kKey) {
+      if (!v->is_dict()) return nullptr;
+      v = v->as_dict().find(s.name);
+      if (v == nullptr) return nullptr;
+    } else {
+      return nullptr;
+    }
+  }
+  return v;
+}
+
+// The search never writes: the const overload shares the mutable one.
+const Value* Path::Find(const Value& root) const { return Find(const_cast<Value&>(root)); }
+
 }  // namespace tesscpp

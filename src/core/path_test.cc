@@ -58,5 +58,18 @@ TEST(Path, PatternsMatchConcretePaths) {
   EXPECT_TRUE(Path::Parse("a.b")->Matches(*Path::Parse("a.b")));
 }
 
+TEST(Path, FindsWhatItAddresses) {
+  Value root(Value::Dict{{"mesh", Value(Value::Dict{{"points", Value(Value::List{Value(1), Value(2)})}})},
+                         {"d", Value(Value::Dict{{"a.b", Value(3)}})}});
+  EXPECT_EQ(Path::Parse("mesh.points.[1]")->Find(root)->as_int(), 2);
+  EXPECT_EQ(Path::Parse("mesh.points.[-2]")->Find(root)->as_int(), 1);
+  EXPECT_EQ(Path::Parse("d.{a.b}")->Find(root)->as_int(), 3);
+  EXPECT_EQ(Path::Parse("mesh.points.[2]")->Find(root), nullptr);
+  EXPECT_EQ(Path::Parse("mesh.absent")->Find(root), nullptr);
+  EXPECT_EQ(Path::Parse("mesh.points.[]")->Find(root), nullptr);  // a pattern addresses nothing
+  *Path::Parse("mesh.points.[0]")->Find(root) = Value(7);
+  EXPECT_EQ(Path::Parse("mesh.points.[0]")->Find(root)->as_int(), 7);
+}
+
 }  // namespace
 }  // namespace tesscpp

@@ -18,25 +18,7 @@ std::string SetField(core::EndpointId endpoint, bool inputs) {
 // validated inputs, or nullptr.
 const Value* ValueAtPath(const Value& root, std::string_view path_text) {
   auto path = Path::Parse(path_text);
-  if (!path.ok()) return nullptr;
-  const Value* v = &root;
-  for (const PathSegment& s : path->segments()) {
-    if (s.kind == PathSegment::Kind::kIndex) {
-      if (!v->is_list()) return nullptr;
-      const auto& list = v->as_list();
-      const int64_t n = static_cast<int64_t>(list.size());
-      const int64_t i = s.index < 0 ? s.index + n : s.index;
-      if (i < 0 || i >= n) return nullptr;
-      v = &list[static_cast<size_t>(i)];
-    } else if (s.kind == PathSegment::Kind::kField || s.kind == PathSegment::Kind::kKey) {
-      if (!v->is_dict()) return nullptr;
-      v = v->as_dict().find(s.name);
-      if (v == nullptr) return nullptr;
-    } else {
-      return nullptr;
-    }
-  }
-  return v;
+  return path.ok() ? path->Find(root) : nullptr;
 }
 
 // One item of a path set: a literal of the union, or a string matching one

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tesscpp/result.h"
+#include "tesscpp/value.h"
 
 namespace tesscpp {
 
@@ -59,6 +60,11 @@ class Path {
   /// by segment: `[]` matches any index, `{}` any key.
   bool Matches(const Path& concrete) const;
 
+  /// \brief The value this concrete path addresses inside `root` (a field or
+  /// key of a dict, an index of a list, negative from the end), or null where
+  /// there is none or the path is a pattern.
+  const Value* Find(const Value& root) const;
+  Value* Find(Value& root) const;
   /// \brief The protocol spelling; Parse(p.ToString()) == p.
   std::string ToString() const;
 

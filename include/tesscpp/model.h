@@ -126,6 +126,21 @@ struct String {
   SchemaType type() const { return SchemaType::String(); }
   static View Read(const Value& v) { return v.as_string(); }
 };
+/// \brief A file of the input directory (tesseract-core's InputPath): sent
+/// relative to it, read as the absolute path of an existing file; a path
+/// that leaves the directory or names nothing is a 422.
+struct InputPath {
+  using View = const std::string&;
+  SchemaType type() const { return SchemaType::InputPath(); }
+  static View Read(const Value& v) { return v.as_string(); }
+};
+/// \brief A file the endpoint wrote into the output directory (tesseract-core's
+/// OutputPath): set relative to it or absolute, answered relative to it.
+struct OutputPath {
+  using View = const std::string&;
+  SchemaType type() const { return SchemaType::OutputPath(); }
+  static View Read(const Value& v) { return v.as_string(); }
+};
 
 /// \brief A nested model (declared with its own ModelBuilder).
 struct Nested {

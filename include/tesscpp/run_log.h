@@ -40,4 +40,9 @@ Status LogParameter(std::string_view key, const Value& value);
 /// own name (kNotFound when there is no such file).
 Status LogArtifact(const std::string& local_path);
 
+/// \brief The output directory (TESSERACT_OUTPUT_PATH, made absolute) of the
+/// call this thread runs, where an endpoint writes the files it answers as
+/// OutputPath fields; empty outside apply and the gradient endpoints.
+const std::string& OutputDirectory();
+
 }  // namespace tesscpp

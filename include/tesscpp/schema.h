@@ -65,11 +65,13 @@ class SchemaType {
     kFloat,       ///< a Python float
     kBool,
     kString,
-    kList,      ///< list[item]
-    kDict,      ///< dict[str, item]
-    kOptional,  ///< item | None
-    kModel,     ///< a nested model
-    kAny,       ///< any JSON value
+    kList,        ///< list[item]
+    kDict,        ///< dict[str, item]
+    kOptional,    ///< item | None
+    kModel,       ///< a nested model
+    kAny,         ///< any JSON value
+    kInputPath,   ///< tesseract-core's InputPath: a file under the input directory
+    kOutputPath,  ///< tesseract-core's OutputPath: a file under the output directory
   };
 
   /// \brief An array of `shape` and `dtype` (nullopt: any dtype, kept as sent).
@@ -82,6 +84,14 @@ class SchemaType {
   static SchemaType Bool();
   static SchemaType String();
   static SchemaType Any();
+  /// \brief A string naming a file relative to the input directory
+  /// (TESSERACT_INPUT_PATH): validated to stay inside it and to exist, and
+  /// read as the absolute, resolved path.
+  static SchemaType InputPath();
+  /// \brief A string naming a file inside the output directory
+  /// (TESSERACT_OUTPUT_PATH), relative or absolute: validated to stay inside
+  /// it and to exist; answered relative to it.
+  static SchemaType OutputPath();
   static SchemaType List(SchemaType item);
   static SchemaType Dict(SchemaType item);
   static SchemaType Optional(SchemaType item);

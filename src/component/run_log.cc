@@ -34,4 +34,6 @@ Status LogArtifact(const std::string& local_path) {
   return logger->LogArtifact(local_path);
 }
 
+const std::string& OutputDirectory() { return component::CurrentOutputDirectory(); }
+
 }  // namespace tesscpp

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <utility>
 
 #include "runtime/endpoint_schemas.h"
@@ -22,6 +23,10 @@ struct CppComponent::Models {
   std::shared_ptr<const ModelSchema> abstract_outputs;
   // jacobian, jacobian_vector_product, vector_jacobian_product; inputs null
   // for those the component lacks.
+  // Where InputPath and OutputPath values resolve: requests validate with
+  // `requests`, an endpoint's outputs with `outputs` (answered relative).
+  schema::ValidateOptions requests;
+  schema::ValidateOptions outputs;
   std::array<GradientModels, 3> gradients{
       GradientModels{EndpointId::kJacobian, nullptr, {}, {}},
       GradientModels{EndpointId::kJacobianVectorProduct, nullptr, {}, {}},
@@ -48,7 +53,8 @@ Result<Value> InRun(const CallContext& context, const Fn& call) {
                         (*context.run_loggers)(context.run_dir));
   Result<Value> outputs = Status::Internal("not run");
   try {
-    component::ScopedRunLogger scope(logger.get());
+    component::ScopedRunLogger scope(logger.get(),
+                                     std::filesystem::path(context.run_dir).parent_path().string());
     outputs = call();
   } catch (...) {
     (void)logger->End();  // the exception is the failure to report
@@ -85,7 +91,7 @@ Result<Value> CallApply(const Component& c, const CppComponent::Models& m, const
   }
   Record record;
   TESS_RETURN_IF_ERROR(c.apply().fn(ModelView(inputs), record));
-  auto outputs = schema::ValidateModel(*m.apply_outputs, std::move(record).Finish());
+  auto outputs = schema::ValidateModel(*m.apply_outputs, std::move(record).Finish(), m.outputs);
   if (!outputs.ok())
     return Status::Internal("apply returned outputs that do not fit OutputSchema: ", outputs.status());
   return outputs;
@@ -144,11 +150,17 @@ std::map<EndpointId, std::string> EndpointDocs(const Component& component) {
 CppComponent::CppComponent(std::shared_ptr<const Component> component, std::shared_ptr<const Models> models)
     : component_(std::move(component)), models_(std::move(models)) {}
 
-Result<std::shared_ptr<const CppComponent>> CppComponent::Make(std::shared_ptr<const Component> component) {
+Result<std::shared_ptr<const CppComponent>> CppComponent::Make(std::shared_ptr<const Component> component,
+                                                               std::string input_path,
+                                                               std::string output_path) {
   const Component& c = *component;
   const auto inputs = c.input_schema();
   const auto outputs = c.output_schema();
   auto m = std::make_shared<Models>();
+  m->requests.input_path = input_path;
+  m->requests.output_path = output_path;
+  m->outputs = m->requests;
+  m->outputs.relative_output_paths = true;
   TESS_ASSIGN_OR_RETURN(
       m->apply_request,
       ModelSchema::Make(
@@ -199,7 +211,8 @@ Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& bod
   // Each call shares the component and the models (`gradient` points into
   // them), so it stays valid whatever becomes of this object.
   if (const GradientModels* gradient = models_->Gradient(endpoint)) {
-    TESS_ASSIGN_OR_RETURN(GradientRequest validated, ValidateGradientRequest(*gradient, body));
+    TESS_ASSIGN_OR_RETURN(GradientRequest validated,
+                          ValidateGradientRequest(*gradient, body, models_->requests));
     return PreparedCall([c = component_, m = models_, gradient,
                          validated = std::move(validated)](const CallContext& context) {
       return InRun(context, [&] { return CallGradient(*c, *gradient, validated); });
@@ -211,9 +224,9 @@ Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& bod
     return Status::Unimplemented("endpoint '", core::Endpoint(endpoint).name, "' is not implemented by ",
                                  component_->name());
   }
-  TESS_ASSIGN_OR_RETURN(
-      Value validated,
-      schema::ValidateModel(apply ? *models_->apply_request : *models_->abstract_request, body));
+  TESS_ASSIGN_OR_RETURN(Value validated,
+                        schema::ValidateModel(apply ? *models_->apply_request : *models_->abstract_request,
+                                              body, models_->requests));
   return PreparedCall(
       [c = component_, m = models_, apply, validated = std::move(validated)](const CallContext& context) {
         const Value& inputs = validated.as_dict().at("inputs");

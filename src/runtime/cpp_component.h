@@ -19,8 +19,12 @@ std::map<core::EndpointId, std::string> EndpointDocs(const Component& component)
 
 class CppComponent final : public ServedComponent {
  public:
-  /// \brief Derives every model of the endpoints `component` implements.
-  static Result<std::shared_ptr<const CppComponent>> Make(std::shared_ptr<const Component> component);
+  /// \brief Derives every model of the endpoints `component` implements;
+  /// InputPath and OutputPath fields resolve against `input_path` and
+  /// `output_path` (TESSERACT_INPUT_PATH, TESSERACT_OUTPUT_PATH).
+  static Result<std::shared_ptr<const CppComponent>> Make(std::shared_ptr<const Component> component,
+                                                          std::string input_path = ".",
+                                                          std::string output_path = ".");
 
   std::string name() const override { return component_->name(); }
   bool Implements(core::EndpointId endpoint) const override;

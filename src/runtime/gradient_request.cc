@@ -170,7 +170,8 @@ Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, co
 
 }  // namespace
 
-Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const Value& body) {
+Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const Value& body,
+                                                const schema::ValidateOptions& options) {
   if (!body.is_dict()) {
     return ValidationFailure("model_attributes_type",
                              "Input should be a valid dictionary or object to extract fields from", body);
@@ -187,7 +188,7 @@ Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const V
   GradientRequest request;
   std::optional<Value> inputs;
   if (const Value* v = fields.find("inputs")) {
-    auto validated = schema::ValidateModel(*m.inputs, *v);
+    auto validated = schema::ValidateModel(*m.inputs, *v, options);
     if (validated.ok()) {
       inputs = *validated;
     } else {

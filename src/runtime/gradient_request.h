@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/endpoint_schemas.h"
+#include "schema/validate.h"
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/model.h"
 #include "tesscpp/result.h"
@@ -32,7 +33,8 @@ struct GradientRequest {
 
 /// \brief Validates a request body. kValidationError with pydantic-shaped
 /// issues (locs relative to the body) on failure.
-Result<GradientRequest> ValidateGradientRequest(const GradientModels& models, const Value& body);
+Result<GradientRequest> ValidateGradientRequest(const GradientModels& models, const Value& body,
+                                                const schema::ValidateOptions& options = {});
 
 /// \brief Checks an endpoint's result against the request (keys equal to the
 /// requested sets, shapes as declared) and casts it where the schema fixes a

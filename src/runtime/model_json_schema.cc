@@ -185,6 +185,8 @@ Value JsonSchemaBuilder::TypeJson(const SchemaType& type) {
     case SchemaType::Kind::kFloat: return Dict{{"type", "number"}};
     case SchemaType::Kind::kBool: return Dict{{"type", "boolean"}};
     case SchemaType::Kind::kString: return Dict{{"type", "string"}};
+    case SchemaType::Kind::kInputPath:
+    case SchemaType::Kind::kOutputPath: return Dict{{"format", "path"}, {"type", "string"}};
     case SchemaType::Kind::kAny: return Dict{};
     case SchemaType::Kind::kList: return Dict{{"type", "array"}, {"items", TypeJson(type.item())}};
     case SchemaType::Kind::kDict: return DictJson(Dict{{"type", "string"}}, TypeJson(type.item()));

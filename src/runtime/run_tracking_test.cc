@@ -126,10 +126,12 @@ TEST_F(RunTracking, EndpointCodeReachesTheThreadsLogger) {
   EXPECT_EQ(LogMetric("loss", 1.0).code(), StatusCode::kInvalidArgument);  // no run yet
   FileRunLogger logger(dir_.string());
   {
-    component::ScopedRunLogger scope(&logger);
+    component::ScopedRunLogger scope(&logger, dir_.string());
+    EXPECT_EQ(OutputDirectory(), dir_.string());
     EXPECT_TRUE(LogMetric("loss", 1.0).ok());
     EXPECT_TRUE(LogParameter("p", Value("v")).ok());
   }
+  EXPECT_EQ(OutputDirectory(), "");
   const Status outside = LogMetric("loss", 2.0);
   EXPECT_NE(outside.message().find("No active run"), std::string::npos) << outside.message();
   EXPECT_NE(Read(dir_ / "logs/metrics.csv").find(",loss,1.0,0\r\n"), std::string::npos);

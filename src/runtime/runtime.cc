@@ -554,8 +554,9 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
 Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> component,
                                                RuntimeConfig config,
                                                component::RunLoggerFactory mlflow_runs) {
-  TESS_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::CppComponent> served,
-                        runtime::CppComponent::Make(std::move(component)));
+  TESS_ASSIGN_OR_RETURN(
+      std::shared_ptr<const runtime::CppComponent> served,
+      runtime::CppComponent::Make(std::move(component), config.input_path, config.output_path));
   return Make(std::shared_ptr<const ServedComponent>(std::move(served)), std::move(config),
               std::move(mlflow_runs));
 }

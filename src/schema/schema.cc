@@ -52,6 +52,8 @@ SchemaType SchemaType::Float() { return SchemaType(NewNode(Kind::kFloat)); }
 SchemaType SchemaType::Bool() { return SchemaType(NewNode(Kind::kBool)); }
 SchemaType SchemaType::String() { return SchemaType(NewNode(Kind::kString)); }
 SchemaType SchemaType::Any() { return SchemaType(NewNode(Kind::kAny)); }
+SchemaType SchemaType::InputPath() { return SchemaType(NewNode(Kind::kInputPath)); }
+SchemaType SchemaType::OutputPath() { return SchemaType(NewNode(Kind::kOutputPath)); }
 
 SchemaType SchemaType::Container(Kind kind, SchemaType item) {
   auto node = NewNode(kind);

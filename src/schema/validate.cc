@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "schema/array_coercion.h"
@@ -156,6 +157,67 @@ Result<Value> ValidateBool(const Value& input) {
 
 Result<Value> ValidateShapeDType(const SchemaType& type, const Value& input);
 
+// Path.resolve() (strict=False): absolute, symlinks of the existing part
+// followed, "." and ".." folded.
+std::filesystem::path Resolved(const std::filesystem::path& p) {
+  std::error_code ec;
+  auto resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
+  return ec ? std::filesystem::absolute(p).lexically_normal() : resolved;
+}
+
+// PurePath.is_relative_to.
+bool Inside(const std::filesystem::path& p, const std::filesystem::path& root) {
+  auto [r, q] = std::mismatch(root.begin(), root.end(), p.begin(), p.end());
+  return r == root.end() || (std::next(r) == root.end() && r->empty());
+}
+
+Status PathValueError(const Value& input, const std::string& message) {
+  return ValidationFailure("value_error", "Value error, " + message, input,
+                           Value::Dict{{"error", Value::Dict{}}});
+}
+
+// tesseract-core's InputPath and OutputPath validators, with their messages.
+Result<Value> ValidatePath(const SchemaType& type, const Value& input, const ValidateOptions& options) {
+  if (!input.is_string()) {
+    // FastAPI validates bodies in pydantic's Python mode, where a path is
+    // Path | str: both members report.
+    return ValidationFailure(
+        {ValidationIssue{"is_instance_of",
+                         {Value("is-instance[Path]")},
+                         "Input should be an instance of Path",
+                         input,
+                         Value::Dict{{"class", Value("Path")}}},
+         ValidationIssue{"string_type", {Value("str")}, "Input should be a valid string", input, Value()}});
+  }
+  const std::filesystem::path given(input.as_string());
+  std::error_code ec;
+  if (type.kind() == SchemaType::Kind::kInputPath) {
+    const auto root = Resolved(options.input_path.empty() ? "." : options.input_path);
+    const auto resolved = Resolved(root / given);
+    if (!Inside(resolved, root)) {
+      return PathValueError(input, "Invalid input file reference: " + given.string() +
+                                       ". Expected path to be relative to " + root.string() + ", but got " +
+                                       resolved.string() +
+                                       ". File references have to be relative to --input-path.");
+    }
+    if (!std::filesystem::exists(resolved, ec)) {
+      return PathValueError(input, "Input path " + resolved.string() + " does not exist.");
+    }
+    return Value(resolved.string());
+  }
+  const auto root = Resolved(options.output_path.empty() ? "." : options.output_path);
+  const auto resolved = Resolved(given.is_absolute() ? given : root / given);
+  if (!Inside(resolved, root)) {
+    return PathValueError(
+        input, "Output path " + given.string() + " escapes output directory " + root.string() + ".");
+  }
+  if (!std::filesystem::exists(resolved, ec)) {
+    return PathValueError(input, "Output path " + resolved.string() + " does not exist inside Tesseract");
+  }
+  return Value(options.relative_output_paths ? resolved.lexically_relative(root).string()
+                                             : resolved.string());
+}
+
 }  // namespace
 
 Result<Value> ValidateValue(const SchemaType& type, const Value& input, const ValidateOptions& options) {
@@ -170,6 +232,8 @@ Result<Value> ValidateValue(const SchemaType& type, const Value& input, const Va
       if (input.is_string()) return input;
       return ValidationFailure("string_type", "Input should be a valid string", input);
     case SchemaType::Kind::kAny: return input;
+    case SchemaType::Kind::kInputPath:
+    case SchemaType::Kind::kOutputPath: return ValidatePath(type, input, options);
     case SchemaType::Kind::kOptional:
       if (input.is_null()) return input;
       return ValidateValue(type.item(), input, options);

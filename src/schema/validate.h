@@ -11,7 +11,9 @@
 
 #include <vector>
 
+#include <string>
 #include "tesscpp/result.h"
+
 #include "tesscpp/schema.h"
 #include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"
@@ -25,6 +27,13 @@ namespace tesscpp::schema {
 struct ValidateOptions {
   /// Where converted and cast arrays are allocated (the default pool if null).
   BufferPool* pool = nullptr;
+  /// The directories InputPath and OutputPath values are resolved against
+  /// (TESSERACT_INPUT_PATH, TESSERACT_OUTPUT_PATH; empty: the working directory).
+  std::string input_path;
+  std::string output_path;
+  /// OutputPath values come out relative to output_path, as they are
+  /// answered (an endpoint's outputs); otherwise absolute.
+  bool relative_output_paths = false;
 };
 
 /// \brief Validates `input` against `model`. On success the result is a dict

@@ -38,17 +38,22 @@ using RunLoggerFactory = std::function<Result<std::unique_ptr<RunLogger>>(const 
 /// \brief The current thread's logger, or null outside a run.
 RunLogger* CurrentRunLogger();
 
-/// \brief While alive, the current thread logs to `logger` (the previous one
-/// comes back after).
+/// \brief The output directory of the call the current thread runs (empty
+/// outside one): what tesscpp::OutputDirectory() answers.
+const std::string& CurrentOutputDirectory();
+
+/// \brief While alive, the current thread logs to `logger` and writes its
+/// files into `output_directory` (the previous ones come back after).
 class ScopedRunLogger {
  public:
-  explicit ScopedRunLogger(RunLogger* logger);
+  ScopedRunLogger(RunLogger* logger, std::string output_directory);
   ~ScopedRunLogger();
   ScopedRunLogger(const ScopedRunLogger&) = delete;
   ScopedRunLogger& operator=(const ScopedRunLogger&) = delete;
 
  private:
   RunLogger* previous_;
+  std::string previous_directory_;
 };
 
 }  // namespace tesscpp::component

@@ -161,7 +161,11 @@ def gpu_main(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(ROOT / "bench/components/burgers_jax"))
     from tesseract_api import run as jax_run
 
-    arrays = tesscpp.Tesseract.from_library(Path(args.build) / "examples" / "libburgers_array.so")
+    # In process, CUDA tensors stay on the device only with a GPU transport
+    # (without one they are copied to the host, as over HTTP).
+    arrays = tesscpp.Tesseract.from_library(
+        Path(args.build) / "examples" / "libburgers_array.so", gpu_transport="cuda_ipc"
+    )
     gpu = next(d for d in jax.devices() if d.platform == "gpu")
     rows = []
     for n in args.sizes:

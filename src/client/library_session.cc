@@ -6,6 +6,7 @@
 
 #include "client/log_streamer.h"
 #include "client/session.h"
+#include "platform/phase_trace.h"
 #include "platform/uuid.h"
 #include "tesscpp/internal/device_values.h"
 #include "tesscpp/internal/file.h"
@@ -35,6 +36,7 @@ class LibrarySession final : public TesseractSession {
   Result<Value> Run(std::string_view endpoint, const Value* payload,
                     const std::optional<std::string>& given_run_id,
                     const RequestedEncoding& /*encoding: arrays pass in memory*/) override {
+    platform::PhaseTrace trace("in-process", endpoint);
     std::optional<std::string> run_id = given_run_id;
     std::optional<client::LogStreamer> streamer;
     if (stream_logs_ && client::IsWrappedEndpoint(endpoint)) {

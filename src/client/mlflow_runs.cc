@@ -14,6 +14,7 @@
 
 #include "client/http_connection.h"
 #include "codec/base64.h"
+#include "runtime/file_run_logger.h"
 #include "runtime/py_text.h"
 #include "tesscpp/internal/json.h"
 #include "tesscpp/internal/served_component.h"
@@ -38,6 +39,46 @@ int64_t NowMs() {
 // reachability, its answers).
 Status AsRuntimeError(const Status& status) {
   return status.WithDetail(std::make_shared<runtime::ExceptionDetail>("RuntimeError", "RuntimeError"));
+}
+
+// An answer as text, for messages.
+std::string WriteJsonText(const Value& answer) {
+  auto text = WriteJson(answer);
+  return text.ok() ? std::string(text->string_view()) : "(unprintable)";
+}
+
+// The dict at `keys` of an MLflow answer; a RuntimeError naming the keys
+// when the answer is not shaped so (a proxy's, another server's).
+Result<Value::Dict> DictAt(const Value& answer, std::initializer_list<const char*> keys) {
+  const Value* v = &answer;
+  std::string path;
+  for (const char* key : keys) {
+    path += std::string(path.empty() ? "" : ".") + key;
+    v = v->is_dict() ? v->as_dict().find(key) : nullptr;
+    if (v == nullptr) break;
+  }
+  if (v == nullptr || !v->is_dict()) {
+    return AsRuntimeError(Status::Unavailable("MLflow answered without ", path, ": ", WriteJsonText(answer)));
+  }
+  return v->as_dict();
+}
+
+Result<std::string> StringAt(const Value& answer, std::initializer_list<const char*> keys) {
+  std::vector<const char*> parents(keys.begin(), keys.end() - 1);
+  Value::Dict parent;
+  if (parents.empty()) {
+    if (!answer.is_dict())
+      return AsRuntimeError(Status::Unavailable("MLflow answered ", WriteJsonText(answer)));
+    parent = answer.as_dict();
+  } else {
+    TESS_ASSIGN_OR_RETURN(parent, DictAt(answer, {parents[0]}));
+  }
+  const Value* v = parent.find(*(keys.end() - 1));
+  if (v == nullptr || !v->is_string()) {
+    return AsRuntimeError(
+        Status::Unavailable("MLflow answered without ", *(keys.end() - 1), ": ", WriteJsonText(answer)));
+  }
+  return v->as_string();
 }
 
 std::string Env(const char* name) {
@@ -81,6 +122,22 @@ std::string PythonLiteralAsJson(std::string_view text) {
   return out;
 }
 
+// urlparse's scheme of `uri`, lowercased: letters, digits, "+", "-", "."
+// before the first ":", starting with a letter; empty when there is none
+// ("127.0.0.1:5000" has none, "localhost:5000" has "localhost").
+std::string UrlScheme(std::string_view uri) {
+  const size_t colon = uri.find(':');
+  if (colon == std::string_view::npos || colon == 0 || !std::isalpha(static_cast<unsigned char>(uri[0])))
+    return "";
+  std::string scheme;
+  for (const char c : uri.substr(0, colon)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (!std::isalnum(u) && c != '+' && c != '-' && c != '.') return "";
+    scheme += static_cast<char>(std::tolower(u));
+  }
+  return scheme;
+}
+
 // mlflow.start_run's keyword arguments that a run of ours honours.
 struct RunArguments {
   std::string experiment_id;  // empty: from the environment, else "0"
@@ -106,7 +163,9 @@ Result<RunArguments> ParseRunArguments(const std::string& text) {
                          : key == "parent_run_id" ? &args.parent_run_id
                          : key == "description"   ? &args.description
                                                   : nullptr;
-    if (field != nullptr) {
+    if (value.is_null()) {
+      // mlflow.start_run's default for every argument: as if not given.
+    } else if (field != nullptr) {
       *field = runtime::PyStr(value);
     } else if (key == "tags" && value.is_dict()) {
       for (const auto& [tag, tag_value] : value.as_dict())
@@ -163,13 +222,23 @@ class MlflowServer : public std::enable_shared_from_this<MlflowServer> {
     auto server = std::make_shared<MlflowServer>();
     std::string uri = config.mlflow_tracking_uri;
     // As tesseract-runtime: a URI without a scheme is https.
-    if (uri.find("://") == std::string::npos) uri = "https://" + uri;
-    const std::string scheme = uri.substr(0, uri.find("://"));
+    std::string scheme = UrlScheme(uri);
+    if (scheme.empty()) {
+      uri = "https://" + uri;
+      scheme = "https";
+    }
     if (scheme != "http" && scheme != "https") {
       return Status::InvalidArgument(
           "Tesseract only supports accessing MLflow server via HTTP/HTTPS (got URI scheme: ", scheme, ")");
     }
+    uri = scheme + uri.substr(scheme.size());  // lowercased, as urlparse reports it
     while (uri.size() > scheme.size() + 3 && uri.back() == '/') uri.pop_back();
+    if (!Env("MLFLOW_RUN_ID").empty()) {
+      return Status::InvalidArgument(
+          "MLFLOW_RUN_ID is not supported by tesscpp: resume a run with "
+          "TESSERACT_MLFLOW_RUN_EXTRA_ARGS='{\"run_id\": "
+          "\"...\"}'");
+    }
     server->uri_ = uri;
     const std::string user = Env("MLFLOW_TRACKING_USERNAME");
     const std::string password = Env("MLFLOW_TRACKING_PASSWORD");
@@ -239,7 +308,7 @@ class MlflowServer : public std::enable_shared_from_this<MlflowServer> {
       const Buffer body = Buffer::FromString(bytes.str());
       TESS_ASSIGN_OR_RETURN(
           HttpResponse r,
-          http_->Send("PUT", std::string(kArtifactsApi) + path + "/" + source.filename().string(),
+          http_->Send("PUT", std::string(kArtifactsApi) + path + "/" + UrlEncode(source.filename().string()),
                       {"Content-Type: application/octet-stream"}, &body));
       if (r.status != 200) {
         return AsRuntimeError(Status::Unavailable("MLflow artifact upload of '", local_path, "' answered ",
@@ -299,10 +368,10 @@ class MlflowServer : public std::enable_shared_from_this<MlflowServer> {
         const Value request(Value::Dict{{"name", Value(name)}});
         auto got = Call("GET", "experiments/get-by-name?experiment_name=" + UrlEncode(name), nullptr);
         if (got.ok()) {
-          id = got->as_dict().at("experiment").as_dict().at("experiment_id").as_string();
+          TESS_ASSIGN_OR_RETURN(id, StringAt(*got, {"experiment", "experiment_id"}));
         } else if (got.status().code() == StatusCode::kNotFound) {
           TESS_ASSIGN_OR_RETURN(Value made, Call("POST", "experiments/create", &request));
-          id = made.as_dict().at("experiment_id").as_string();
+          TESS_ASSIGN_OR_RETURN(id, StringAt(made, {"experiment_id"}));
         } else {
           return got.status();
         }
@@ -358,7 +427,7 @@ class MlflowRun final : public component::RunLogger {
   }
 
   Status LogParameter(std::string_view key, const Value& value) override {
-    if (value.is_tensor()) {
+    if (runtime::HoldsArray(value)) {
       return Status::InvalidArgument("parameter '", key, "' holds an array: log arrays as artifacts");
     }
     const Value body(Value::Dict{
@@ -398,13 +467,15 @@ Result<std::unique_ptr<component::RunLogger>> MlflowServer::StartRun() {
   Value::Dict info;
   if (!a.run_id.empty()) {
     // Resumed: RUNNING again, the tags added (mlflow.start_run(run_id=...)).
-    const Value body(Value::Dict{{"run_id", Value(a.run_id)}, {"status", Value("RUNNING")}});
+    Value::Dict resume{{"run_id", Value(a.run_id)}, {"status", Value("RUNNING")}};
+    if (!a.run_name.empty()) resume.set("run_name", Value(a.run_name));
+    const Value body(std::move(resume));
     TESS_ASSIGN_OR_RETURN(Value updated, Call("POST", "runs/update", &body));
     if (!tags.empty()) {
       const Value batch(Value::Dict{{"run_id", Value(a.run_id)}, {"tags", Value(tags)}});
       TESS_RETURN_IF_ERROR(Call("POST", "runs/log-batch", &batch).status());
     }
-    info = updated.as_dict().at("run_info").as_dict();
+    TESS_ASSIGN_OR_RETURN(info, DictAt(updated, {"run_info"}));
   } else {
     if (!a.parent_run_id.empty()) tag("mlflow.parentRunId", a.parent_run_id);
     if (!a.run_name.empty()) tag("mlflow.runName", a.run_name);
@@ -421,7 +492,7 @@ Result<std::unique_ptr<component::RunLogger>> MlflowServer::StartRun() {
     if (!a.run_name.empty()) create.set("run_name", Value(a.run_name));
     const Value body(create);
     TESS_ASSIGN_OR_RETURN(Value made, Call("POST", "runs/create", &body));
-    info = made.as_dict().at("run").as_dict().at("info").as_dict();
+    TESS_ASSIGN_OR_RETURN(info, DictAt(made, {"run", "info"}));
   }
   const Value* run_id = info.find("run_id");
   const Value* artifact_uri = info.find("artifact_uri");

@@ -34,6 +34,19 @@ TEST(MlflowRuns, TakesPythonAndJsonLiterals) {
       Made({{"mlflow_tracking_uri", "127.0.0.1:1"}, {"mlflow_run_extra_args", R"({"nested": false})"}}).ok());
 }
 
+TEST(MlflowRuns, ReadsSchemesAsUrlparseDoes) {
+  EXPECT_TRUE(Made({{"mlflow_tracking_uri", "HTTP://127.0.0.1:1"}}).ok());
+  EXPECT_EQ(Message(Made({{"mlflow_tracking_uri", "localhost:5000"}})),
+            "Tesseract only supports accessing MLflow server via HTTP/HTTPS (got URI scheme: localhost)");
+  EXPECT_TRUE(Made({{"mlflow_tracking_uri", "http://h"},
+                    {"mlflow_run_extra_args", R"({"run_name": None, "run_id": None, "tags": None})"}})
+                  .ok());
+  ::setenv("MLFLOW_RUN_ID", "abc", 1);
+  const Status run_id = Made({{"mlflow_tracking_uri", "http://h"}});
+  ::unsetenv("MLFLOW_RUN_ID");
+  EXPECT_NE(Message(run_id).find("MLFLOW_RUN_ID is not supported"), std::string::npos) << Message(run_id);
+}
+
 TEST(MlflowRuns, RefusesWhatItCannotHonourNamingIt) {
   const Status scheme = Made({{"mlflow_tracking_uri", "ftp://host"}});
   EXPECT_EQ(Message(scheme),

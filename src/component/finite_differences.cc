@@ -240,7 +240,14 @@ Status FdJacobian(const ApplyFn& apply, const FiniteDifferences& o, const ModelV
       blocks[out][in].assign(out_numbers[out].size() * x->size(), 0.0);
     }
   }
+  // An apply whose outputs change shape with the inputs has no Jacobian to
+  // fill: refused, as NumPy's broadcasting refuses it in tesseract-core.
+  auto same_shape = [&](const std::string& out, const std::vector<double>& d) {
+    if (d.size() == out_numbers[out].size()) return Status::OK();
+    return Status::InvalidArgument("finite differences: output '", out, "' changed shape");
+  };
   auto element = [&](const std::string& in, size_t k, const std::string& out, const std::vector<double>& d) {
+    TESS_RETURN_IF_ERROR(same_shape(out, d));
     const size_t n_in = blocks[out][in].size() / std::max<size_t>(1, d.size());
     for (size_t i = 0; i < d.size(); ++i) blocks[out][in][i * n_in + k] = d[i];
     return Status::OK();
@@ -259,6 +266,7 @@ Status FdJacobian(const ApplyFn& apply, const FiniteDifferences& o, const ModelV
         for (const auto& in : ins) {
           TESS_ASSIGN_OR_RETURN(std::vector<double> d,
                                 Quotient(sample.plus, sample.minus, out, 2 * steps.at(in)));
+          TESS_RETURN_IF_ERROR(same_shape(out, d));
           const std::vector<double>& delta = sample.delta.at(in);
           std::vector<double>& block = blocks[out][in];
           for (size_t i = 0; i < d.size(); ++i) {
@@ -279,6 +287,22 @@ Status FdJacobian(const ApplyFn& apply, const FiniteDifferences& o, const ModelV
       jac[out].insert_or_assign(in, std::move(t));
     }
   }
+  return Status::OK();
+}
+
+// sums[out] += d; the first contribution takes its dims from `at`'s output.
+Status AddTo(std::map<std::string, Numbers>& sums, const Value& at, const std::string& out,
+             const std::vector<double>& d) {
+  auto [it, fresh] = sums.try_emplace(out);
+  if (fresh) {
+    TESS_ASSIGN_OR_RETURN(it->second, NumbersAt(at, out, "output"));
+    it->second.values = d;
+    return Status::OK();
+  }
+  if (d.size() != it->second.size()) {
+    return Status::InvalidArgument("finite differences: output '", out, "' changed shape");
+  }
+  for (size_t i = 0; i < d.size(); ++i) it->second.values[i] += d[i];
   return Status::OK();
 }
 
@@ -320,19 +344,9 @@ Status FdJvp(const ApplyFn& apply, const FiniteDifferences& o, const ModelView& 
     if (central) {
       TESS_ASSIGN_OR_RETURN(reference, e.Run(minus));
     }
-    TESS_RETURN_IF_ERROR(ForEachQuotient(at_plus, central ? reference : *base, outs, central ? 2 * h : h,
-                                         [&](const std::string& out, const std::vector<double>& d) -> Status {
-                                           auto [it, fresh] = sums.try_emplace(out);
-                                           if (fresh) {
-                                             TESS_ASSIGN_OR_RETURN(it->second,
-                                                                   NumbersAt(at_plus, out, "output"));
-                                             it->second.values = d;
-                                           } else {
-                                             for (size_t i = 0; i < d.size(); ++i)
-                                               it->second.values[i] += d[i];
-                                           }
-                                           return Status::OK();
-                                         }));
+    TESS_RETURN_IF_ERROR(ForEachQuotient(
+        at_plus, central ? reference : *base, outs, central ? 2 * h : h,
+        [&](const std::string& out, const std::vector<double>& d) { return AddTo(sums, at_plus, out, d); }));
   }
   for (auto& [out, n] : sums) {
     TESS_ASSIGN_OR_RETURN(Tensor t, Float64Tensor(std::move(n.values), n.dims));

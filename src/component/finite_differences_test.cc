@@ -63,5 +63,29 @@ TEST(FiniteDifferences, StepsPerPathMustNameExactlyTheDifferentiatedOnes) {
             "eps names input path(s) that are not being differentiated: z");
 }
 
+// The positive elements of x: an output whose shape follows the values.
+TEST(FiniteDifferences, RefusesOutputsThatChangeShape) {
+  Component c("positive", "1");
+  auto x = c.inputs().Array<double>("x", {kAnyDim}, {.differentiable = true});
+  auto y = c.outputs().Array<double>("y", {kAnyDim}, {.differentiable = true});
+  c.Apply([=](const ModelView& in, Record& out) -> Status {
+    std::vector<double> kept;
+    for (double v : in[x].values()) {
+      if (v > 0) kept.push_back(v);
+    }
+    TESS_ASSIGN_OR_RETURN(std::span<double> w, out.NewArray<double>(y, {static_cast<int64_t>(kept.size())}));
+    std::copy(kept.begin(), kept.end(), w.begin());
+    return Status::OK();
+  });
+  DeriveByFiniteDifferences(c, {.eps = 1e-3});
+  auto t = *NewTensor<double>({2});
+  t.second[0] = 1.0;
+  t.second[1] = 0.0;
+  const Value inputs(Value::Dict{{"x", Value(t.first)}});
+  JacobianMap jac;
+  EXPECT_EQ(c.jacobian().fn(ModelView(inputs), {"x"}, {"y"}, jac).message(),
+            "finite differences: output 'y' changed shape");
+}
+
 }  // namespace
 }  // namespace tesscpp

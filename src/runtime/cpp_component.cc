@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <filesystem>
 #include <utility>
 
+#include "platform/phase_trace.h"
 #include "runtime/endpoint_schemas.h"
 #include "runtime/gradient_request.h"
 #include "runtime/openapi.h"
@@ -46,15 +46,19 @@ namespace {
 // made first (an MLflow run, as tesseract-runtime starts one for every call),
 // is where the endpoint's LogMetric and the others go, and is ended after,
 // whatever the outcome.
+// OutputDirectory() names `output_path` during every call, with a run or
+// without one (/test, abstract_eval).
 template <typename Fn>
-Result<Value> InRun(const CallContext& context, const Fn& call) {
-  if (context.run_loggers == nullptr || !*context.run_loggers) return call();
+Result<Value> InRun(const CallContext& context, const std::string& output_path, const Fn& call) {
+  if (context.run_loggers == nullptr || !*context.run_loggers) {
+    component::ScopedRunLogger scope(nullptr, output_path);
+    return call();
+  }
   TESS_ASSIGN_OR_RETURN(std::unique_ptr<component::RunLogger> logger,
                         (*context.run_loggers)(context.run_dir));
   Result<Value> outputs = Status::Internal("not run");
   try {
-    component::ScopedRunLogger scope(logger.get(),
-                                     std::filesystem::path(context.run_dir).parent_path().string());
+    component::ScopedRunLogger scope(logger.get(), output_path);
     outputs = call();
   } catch (...) {
     (void)logger->End();  // the exception is the failure to report
@@ -91,6 +95,7 @@ Result<Value> CallApply(const Component& c, const CppComponent::Models& m, const
   }
   Record record;
   TESS_RETURN_IF_ERROR(c.apply().fn(ModelView(inputs), record));
+  platform::PhaseTrace::Mark("endpoint");
   auto outputs = schema::ValidateModel(*m.apply_outputs, std::move(record).Finish(), m.outputs);
   if (!outputs.ok())
     return Status::Internal("apply returned outputs that do not fit OutputSchema: ", outputs.status());
@@ -134,6 +139,7 @@ Result<Value> CallGradient(const Component& c, const GradientModels& models, con
     TESS_RETURN_IF_ERROR(c.vector_jacobian_product().fn(inputs, request.input_set, request.output_set,
                                                         request.vector, result));
   }
+  platform::PhaseTrace::Mark("endpoint");
   return ValidateProductResult(models, request, result);
 }
 
@@ -215,7 +221,7 @@ Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& bod
                           ValidateGradientRequest(*gradient, body, models_->requests));
     return PreparedCall([c = component_, m = models_, gradient,
                          validated = std::move(validated)](const CallContext& context) {
-      return InRun(context, [&] { return CallGradient(*c, *gradient, validated); });
+      return InRun(context, m->requests.output_path, [&] { return CallGradient(*c, *gradient, validated); });
     });
   }
   const bool apply = endpoint == EndpointId::kApply;
@@ -230,7 +236,7 @@ Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& bod
   return PreparedCall(
       [c = component_, m = models_, apply, validated = std::move(validated)](const CallContext& context) {
         const Value& inputs = validated.as_dict().at("inputs");
-        return InRun(context,
+        return InRun(context, m->requests.output_path,
                      [&] { return apply ? CallApply(*c, *m, inputs) : CallAbstractEval(*c, *m, inputs); });
       });
 }

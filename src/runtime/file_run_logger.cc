@@ -32,23 +32,22 @@ void AppendCsvField(std::string_view field, std::string& out) {
   out += '"';
 }
 
-// Whether `value` may be written by json.dump (arrays may not).
-bool HasTensor(const Value& value) {
+}  // namespace
+
+bool HoldsArray(const Value& value) {
   if (value.is_tensor()) return true;
   if (value.is_list()) {
     for (const Value& item : value.as_list()) {
-      if (HasTensor(item)) return true;
+      if (HoldsArray(item)) return true;
     }
   }
   if (value.is_dict()) {
     for (const auto& [key, item] : value.as_dict()) {
-      if (HasTensor(item)) return true;
+      if (HoldsArray(item)) return true;
     }
   }
   return false;
 }
-
-}  // namespace
 
 std::string LocalIsoTimestamp() {
   const auto now = std::chrono::system_clock::now();
@@ -99,7 +98,7 @@ Status FileRunLogger::LogMetric(std::string_view key, double value, std::optiona
 }
 
 Status FileRunLogger::LogParameter(std::string_view key, const Value& value) {
-  if (HasTensor(value)) {
+  if (HoldsArray(value)) {
     return Status::InvalidArgument("parameter '", key, "' holds an array: log arrays as artifacts");
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -36,6 +36,9 @@ class FileRunLogger final : public component::RunLogger {
 /// quoted only where they must be, "\r\n" at the end.
 std::string MetricsCsvRow(std::string_view timestamp, std::string_view key, double value, int64_t step);
 
+/// \brief Whether `value` holds an array anywhere (parameters may not).
+bool HoldsArray(const Value& value);
+
 /// \brief datetime.now().isoformat(): local time, microseconds unless zero.
 std::string LocalIsoTimestamp();
 

@@ -405,6 +405,7 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
   }
   const std::string name(endpoint);
   TESS_ASSIGN_OR_RETURN(runtime::PreparedCall call, component->Prepare(*id, payload, {}));
+  platform::PhaseTrace::Mark("validate");
   // Runs as the served endpoint runs, failures shaped like the SDK's
   // in-process client reports them.
   Result<Value> outputs = Status::Internal("not run");

@@ -10,6 +10,8 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include "schema/array_coercion.h"
@@ -158,11 +160,28 @@ Result<Value> ValidateBool(const Value& input) {
 Result<Value> ValidateShapeDType(const SchemaType& type, const Value& input);
 
 // Path.resolve() (strict=False): absolute, symlinks of the existing part
-// followed, "." and ".." folded.
-std::filesystem::path Resolved(const std::filesystem::path& p) {
+// followed, "." and ".." folded; nullopt where that cannot be done (a name
+// too long, a directory that cannot be read): such a path is refused, never
+// folded lexically, which would step over a symlink's "..".
+std::optional<std::filesystem::path> Resolved(const std::filesystem::path& p) {
   std::error_code ec;
   auto resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
-  return ec ? std::filesystem::absolute(p).lexically_normal() : resolved;
+  if (ec) return std::nullopt;
+  return resolved;
+}
+
+// str(PurePath(text)): repeated and trailing slashes and "." segments dropped
+// ("./../x" is "../x"), ".." kept.
+std::string PurePathText(const std::string& text) {
+  std::string out = !text.empty() && text.front() == '/' ? "/" : "";
+  std::string segment;
+  std::istringstream parts(text);
+  while (std::getline(parts, segment, '/')) {
+    if (segment.empty() || segment == ".") continue;
+    if (!out.empty() && out.back() != '/') out += '/';
+    out += segment;
+  }
+  return out.empty() ? "." : out;
 }
 
 // PurePath.is_relative_to.
@@ -190,32 +209,34 @@ Result<Value> ValidatePath(const SchemaType& type, const Value& input, const Val
          ValidationIssue{"string_type", {Value("str")}, "Input should be a valid string", input, Value()}});
   }
   const std::filesystem::path given(input.as_string());
+  const std::string shown = PurePathText(input.as_string());
   std::error_code ec;
   if (type.kind() == SchemaType::Kind::kInputPath) {
     const auto root = Resolved(options.input_path.empty() ? "." : options.input_path);
-    const auto resolved = Resolved(root / given);
-    if (!Inside(resolved, root)) {
-      return PathValueError(input, "Invalid input file reference: " + given.string() +
-                                       ". Expected path to be relative to " + root.string() + ", but got " +
-                                       resolved.string() +
+    const auto resolved = root ? Resolved(*root / given) : std::nullopt;
+    if (!resolved || !Inside(*resolved, *root)) {
+      const std::string got = resolved ? resolved->string() : (std::filesystem::absolute(given, ec)).string();
+      return PathValueError(input, "Invalid input file reference: " + shown +
+                                       ". Expected path to be relative to " +
+                                       (root ? root->string() : options.input_path) + ", but got " + got +
                                        ". File references have to be relative to --input-path.");
     }
-    if (!std::filesystem::exists(resolved, ec)) {
-      return PathValueError(input, "Input path " + resolved.string() + " does not exist.");
+    if (!std::filesystem::exists(*resolved, ec)) {
+      return PathValueError(input, "Input path " + resolved->string() + " does not exist.");
     }
-    return Value(resolved.string());
+    return Value(resolved->string());
   }
   const auto root = Resolved(options.output_path.empty() ? "." : options.output_path);
-  const auto resolved = Resolved(given.is_absolute() ? given : root / given);
-  if (!Inside(resolved, root)) {
-    return PathValueError(
-        input, "Output path " + given.string() + " escapes output directory " + root.string() + ".");
+  const auto resolved = root ? Resolved(given.is_absolute() ? given : *root / given) : std::nullopt;
+  if (!resolved || !Inside(*resolved, *root)) {
+    return PathValueError(input, "Output path " + shown + " escapes output directory " +
+                                     (root ? root->string() : options.output_path) + ".");
   }
-  if (!std::filesystem::exists(resolved, ec)) {
-    return PathValueError(input, "Output path " + resolved.string() + " does not exist inside Tesseract");
+  if (!std::filesystem::exists(*resolved, ec)) {
+    return PathValueError(input, "Output path " + resolved->string() + " does not exist inside Tesseract");
   }
-  return Value(options.relative_output_paths ? resolved.lexically_relative(root).string()
-                                             : resolved.string());
+  return Value(options.relative_output_paths ? resolved->lexically_relative(*root).string()
+                                             : resolved->string());
 }
 
 }  // namespace

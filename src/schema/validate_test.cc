@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "core/status_matchers.h"
 #include "tesscpp/internal/json.h"
@@ -25,6 +29,30 @@ Value Valid(const SchemaType& type, std::string_view json) {
 }
 
 // pydantic 2's lax rules, as printed by pydantic itself for the same inputs.
+// A name too long to resolve behind a symlink out of the input directory:
+// refused, where folding ".." lexically would step back inside.
+TEST(Validate, InputPathsThatCannotBeResolvedAreRefused) {
+  const auto root = std::filesystem::temp_directory_path() / ("tesscpp_paths_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "in");
+  std::filesystem::create_directory_symlink("/etc", root / "in" / "ext");
+  schema::ValidateOptions options;
+  options.input_path = (root / "in").string();
+  const std::string sneaky = "ext/" + std::string(300, 'A') + "/../hostname";
+  auto refused = schema::ValidateValue(SchemaType::InputPath(), Value(sneaky), options);
+  ASSERT_FALSE(refused.ok());
+  const ValidationDetail* detail = GetValidationDetail(refused.status());
+  ASSERT_NE(detail, nullptr);
+  EXPECT_EQ(detail->issues()[0].type, "value_error");
+  EXPECT_NE(detail->issues()[0].msg.find("Invalid input file reference"), std::string::npos)
+      << detail->issues()[0].msg;
+  std::ofstream(root / "in" / "a.txt") << "x";
+  auto accepted = schema::ValidateValue(SchemaType::InputPath(), Value("./a.txt"), options);
+  ASSERT_TRUE(accepted.ok()) << accepted.status().message();
+  EXPECT_EQ(accepted->as_string(), (root / "in" / "a.txt").string());
+  std::filesystem::remove_all(root);
+}
+
 TEST(Validate, IntsLikePydantic) {
   const SchemaType t = SchemaType::Int();
   EXPECT_EQ(Valid(t, "true").as_int(), 1);

@@ -61,8 +61,9 @@ def main() -> int:
     rng = np.random.default_rng(0)
     u, w = (torch.tensor(rng.standard_normal(args.cells), device="cuda") for _ in range(2))
     inputs = {"u": u, "nu": 0.05, "dt": 1e-4, "dx": 1e-2, "steps": 1}
+    u32 = u.float()
     calls = {
-        "devid apply": lambda: devid.apply({"a": u.float()}),
+        "devid apply": lambda: devid.apply({"a": u32}),
         "array apply": lambda: arrays.apply(inputs),
         "array vjp": lambda: arrays.vector_jacobian_product(inputs, ["u"], OUTPUTS, {"u_next": w, "energy": 1.0}),
     }

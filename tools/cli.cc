@@ -65,6 +65,7 @@ struct CommonOptions {
   std::optional<std::string> output_file;
   std::optional<std::string> gpu_transport;
   bool debug = false;
+  bool one_shot = false;  // a one-shot endpoint command (RuntimeConfig::one_shot)
 };
 
 void AddCommonOptions(CLI::App* command, CommonOptions& o) {
@@ -114,6 +115,7 @@ Result<Opened> MakeRuntime(const CommonOptions& o) {
     config.output_path = std::filesystem::absolute(*o.output_path).lexically_normal().string();
   if (o.input_path) config.input_path = std::filesystem::absolute(*o.input_path).lexically_normal().string();
   if (o.output_file) config.output_file = *o.output_file;
+  config.one_shot = o.one_shot;
   if (o.debug) config.debug = true;
   if (o.gpu_transport) config.gpu_transport = *o.gpu_transport;
   Opened opened;
@@ -212,8 +214,18 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
     request.body = tesscpp::Buffer::FromString(*std::move(payload));
     request.accept = "application/" + runtime->config().output_format;
     request.content_type = "application/json";
+    // As tesseract-runtime: the output directory is made, and the call's
+    // logs/ go into it.
+    std::error_code ec;
+    std::filesystem::create_directories(runtime->config().output_path, ec);
   }
   const tesscpp::RuntimeResponse response = runtime->Handle(request);
+  // tesseract-runtime streams the run's log to stderr as well.
+  if (const auto log = std::filesystem::path(runtime->config().output_path) / "logs" / "tesseract.log";
+      request.method == "POST" && std::filesystem::exists(log)) {
+    std::ifstream text(log, std::ios::binary);
+    std::cerr << text.rdbuf();
+  }
   const std::string_view body = response.body.string_view();
   if (response.status != 200) {
     std::cerr << "tesscpp: " << endpoint << " failed with HTTP status " << response.status << ":\n"
@@ -586,6 +598,7 @@ void AddEndpointCommands(CLI::App& app) {
         std::exit(Fail(named) + 1);  // a usage error, as a missing argument is
       }
       if (shot->endpoint->id == core::EndpointId::kTest) shot->options.debug = true;
+      shot->options.one_shot = true;
       std::exit(RunOnce(shot->options, name, shot->payload));
     });
   }

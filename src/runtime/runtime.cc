@@ -299,7 +299,11 @@ std::optional<RuntimeResponse> Runtime::Impl::InvalidRunId(const std::string& ru
 
 Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
                                                const runtime::PreparedCall& call) const {
-  const std::string run_dir = (std::filesystem::path(config.output_path) / ("run_" + run_id)).string();
+  // A one-shot command's run is the output directory itself, as with
+  // tesseract-runtime's CLI; a server's is run_<id> inside it.
+  const std::string run_dir = config.one_shot
+                                  ? config.output_path
+                                  : (std::filesystem::path(config.output_path) / ("run_" + run_id)).string();
   auto log = runtime::CreateRunDirectory(run_dir, config.mlflow_tracking_uri.empty());
   platform::PhaseTrace::Mark("run_dir");
   if (!log.ok()) return OsError(log.status());
@@ -332,7 +336,7 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   if (auto refused = InvalidRunId(run_id)) return *std::move(refused);
 
   auto outputs = RunInRunDirectory(endpoint, run_id, call);
-  BinrefWriter binref(config.output_path, "run_" + run_id);
+  BinrefWriter binref(config.output_path, config.one_shot ? "" : "run_" + run_id);
   if (encoding->format == OutputFormat::kJsonBinref) binref.set_file_source(BinrefFiles());
   Result<Buffer> body = Status::Internal("not written");
   if (outputs.ok()) {

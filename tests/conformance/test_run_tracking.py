@@ -7,6 +7,7 @@ store) records for both, queried back through MLflow's own client."""
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -17,9 +18,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import _clean_env, free_port, start_server
+from conftest import _clean_env, _tool, free_port, python_module, start_server
 
 INPUTS = {"inputs": {"x0": 0.5, "v0": 0.25, "omega": 2.0, "dt": 0.01, "steps": 25}}
+
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?$")
 MLFLOW_STARTUP_S = 120
 
@@ -80,6 +82,40 @@ def test_run_directory_is_written_as_tesseract_runtime_writes_it(ours, tmp_path)
     # The default step counts a key's earlier values; explicit steps are kept.
     assert [r.split(",")[0::2] for r in rows[:3]] == [["energy", "0"], ["position", "0"], ["energy", "1"]]
     assert [r for r in rows if r.startswith("position,")][-1].endswith(",20")
+
+
+def _one_shot(command: list[str], output: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    env = {**_clean_env(), **env, "TESSERACT_OUTPUT_PATH": str(output), "TESSERACT_OUTPUT_FORMAT": "json+binref"}
+    done = subprocess.run([*command, json.dumps(INPUTS)], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=output.parent, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_one_shot_commands_write_the_output_directory_as_tesseract_runtime_does(ours, tmp_path):
+    """`tesscpp apply` next to `tesseract-runtime apply`: logs/ and the binref
+    file straight in the output directory (not in a run_<id>/), which is made."""
+    module = python_module("oscillator")
+    target = str(_tool("TESSCPP_EXAMPLES_DIR") / "liboscillator.so") if ours == "tesscpp" else str(module)
+    mine = tmp_path / "ours" / "out"
+    reference = tmp_path / "reference" / "out"
+    mine.parent.mkdir()
+    reference.parent.mkdir()
+    env = {"TESSCPP_PYTHON": sys.executable}
+    _one_shot([str(_tool("TESSCPP_CLI")), "apply", target], mine, env)
+    runtime = str(Path(sys.executable).parent / "tesseract-runtime")
+    _one_shot([runtime, "apply"], reference, {"TESSERACT_API_PATH": str(module)})
+    mine_files, reference_files = _files(mine), _files(reference)
+    bins = lambda files: sorted(k for k in files if k.endswith(".bin"))  # noqa: E731
+    assert len(bins(mine_files)) == len(bins(reference_files)) == 1
+    assert sorted(k for k in mine_files if not k.endswith(".bin")) == sorted(
+        k for k in reference_files if not k.endswith(".bin")
+    )
+    assert mine_files[bins(mine_files)[0]] == reference_files[bins(reference_files)[0]]
+    assert mine_files["logs/parameters.json"] == reference_files["logs/parameters.json"]
+    assert _metrics_without_timestamps(mine_files["logs/metrics.csv"]) == _metrics_without_timestamps(
+        reference_files["logs/metrics.csv"]
+    )
 
 
 @pytest.fixture(scope="module")

@@ -43,6 +43,10 @@ struct RuntimeConfig {
   /// files for large json+binref answers, kept in `output_path` (0: none;
   /// docs/serving.md).
   int64_t binref_output_pool_mb = 0;
+  /// tesscpp's, set by the one-shot commands (not from the environment): a
+  /// call's run directory is `output_path` itself (logs/ and binref files
+  /// there), as tesseract-runtime's CLI writes them, not `run_<id>/`.
+  bool one_shot = false;
   /// TESSERACT_MLFLOW_TRACKING_URI: runs are tracked on this MLflow server
   /// (empty: in the run directories; docs/run-tracking.md).
   std::string mlflow_tracking_uri;

@@ -254,8 +254,15 @@ Result<Tensor> ToTensor(Float values, std::vector<int64_t> dims, Dtype dtype) {
   if (count == 0) return tensor;
   auto copy = [&](const auto& array) {
     drjit::eval(array);
-    // Synchronous: the bytes are in place when it returns.
-    jit_memcpy(drjit::backend_v<Float>, tensor.data(), array.data(), static_cast<size_t>(tensor.nbytes()));
+    if constexpr (kOnCuda<Float>) {
+      // Ordered on Dr.Jit's stream, which OnBackend synchronises before the
+      // call returns (Dr.Jit frees `array` in stream order after the copy).
+      jit_memcpy_async(drjit::backend_v<Float>, tensor.data(), array.data(),
+                       static_cast<size_t>(tensor.nbytes()));
+    } else {
+      // Synchronous: the bytes are in place when it returns.
+      jit_memcpy(drjit::backend_v<Float>, tensor.data(), array.data(), static_cast<size_t>(tensor.nbytes()));
+    }
   };
   if (dtype == Dtype::kFloat64) {
     copy(values);
@@ -307,6 +314,13 @@ Status OnBackend(std::optional<int> cuda_device, Body body) {
 template <typename Float>
 Status CollectGradients(ArrayContext<Float>& ctx, const PathSet& names,
                         const std::map<std::string, Dtype>& fields, TensorMap& into) {
+  // Scheduled together, the gradients are computed by one launch (the first
+  // ToTensor's evaluation) rather than one each.
+  for (const std::string& name : names) {
+    if (auto found = ctx.inputs_by_name().find(name); found != ctx.inputs_by_name().end()) {
+      drjit::schedule(drjit::grad(found->second.values));
+    }
+  }
   for (const std::string& name : names) {
     auto found = ctx.inputs_by_name().find(name);
     if (found == ctx.inputs_by_name().end()) continue;
@@ -325,6 +339,8 @@ void DeriveArrayApply(Component& c, const Fn& fn, const std::map<std::string, Dt
       [=](const ModelView& in, Record& out) -> Status {
         return OnBackend(CudaDeviceOf({}, in.value(), input_fields), [&]<typename Float>() -> Status {
           TESS_ASSIGN_OR_RETURN(auto ctx, Run<Float>(fn, in, input_fields, output_fields, NoPreparation{}));
+          // One launch for all outputs (the first ToTensor's evaluation).
+          for (auto& [name, array] : ctx.outputs()) drjit::schedule(array.values);
           for (auto& [name, array] : ctx.outputs()) {
             TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, output_fields.at(name)));
             out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));

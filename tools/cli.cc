@@ -128,14 +128,8 @@ Result<Opened> MakeRuntime(const CommonOptions& o) {
                           process.host->open_module(o.library, config));
     opened.name = module->name();
     opened.forkable = module->Forkable();
-    // A module's endpoints log through tesseract-core, its MLflow client
-    // included: the runtime's loggers are for C++ endpoints only.
-    tesscpp::component::RunLoggerFactory through_tesseract_core = [](const std::string&) {
-      return tesscpp::Result<std::unique_ptr<tesscpp::component::RunLogger>>(
-          tesscpp::Status::Unimplemented("a Python module's runs are tracked by tesseract-core"));
-    };
-    TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(module), std::move(config),
-                                                                 std::move(through_tesseract_core)));
+    // A module's endpoints log through tesseract-core (TracksRunsItself).
+    TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(module), std::move(config)));
     return opened;
   }
   std::shared_ptr<const tesscpp::ComponentLibrary> library;

@@ -75,6 +75,8 @@ class PythonComponent final : public ServedComponent {
   std::string name() const override { return name_; }
   // tesseract-core reports a body's undecodable arrays itself (validate()).
   bool ValidatesUndecodedArrays() const override { return true; }
+  // tesseract-core's log_metric and friends, through the host's _run_tracking.
+  bool TracksRunsItself() const override { return true; }
   // Threads the module's import left running would not exist in a forked
   // worker, where calls that need them (a torch or JAX pool) hang.
   Status Forkable() const override {

@@ -1,5 +1,6 @@
 #include "tesscpp/internal/mlflow_runs.h"
 
+#include <curl/curl.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -47,9 +48,10 @@ std::string WriteJsonText(const Value& answer) {
   return text.ok() ? std::string(text->string_view()) : "(unprintable)";
 }
 
-// The dict at `keys` of an MLflow answer; a RuntimeError naming the keys
-// when the answer is not shaped so (a proxy's, another server's).
-Result<Value::Dict> DictAt(const Value& answer, std::initializer_list<const char*> keys) {
+// The value at `keys` of an MLflow answer, of `kind`; a RuntimeError naming
+// the keys when the answer is not shaped so (a proxy's, another server's).
+Result<const Value*> AnswerAt(const Value& answer, std::initializer_list<const char*> keys,
+                              Value::Kind kind) {
   const Value* v = &answer;
   std::string path;
   for (const char* key : keys) {
@@ -57,28 +59,19 @@ Result<Value::Dict> DictAt(const Value& answer, std::initializer_list<const char
     v = v->is_dict() ? v->as_dict().find(key) : nullptr;
     if (v == nullptr) break;
   }
-  if (v == nullptr || !v->is_dict()) {
+  if (v == nullptr || v->kind() != kind) {
     return AsRuntimeError(Status::Unavailable("MLflow answered without ", path, ": ", WriteJsonText(answer)));
   }
-  return v->as_dict();
+  return v;
 }
 
-Result<std::string> StringAt(const Value& answer, std::initializer_list<const char*> keys) {
-  std::vector<const char*> parents(keys.begin(), keys.end() - 1);
-  Value::Dict parent;
-  if (parents.empty()) {
-    if (!answer.is_dict())
-      return AsRuntimeError(Status::Unavailable("MLflow answered ", WriteJsonText(answer)));
-    parent = answer.as_dict();
-  } else {
-    TESS_ASSIGN_OR_RETURN(parent, DictAt(answer, {parents[0]}));
-  }
-  const Value* v = parent.find(*(keys.end() - 1));
-  if (v == nullptr || !v->is_string()) {
-    return AsRuntimeError(
-        Status::Unavailable("MLflow answered without ", *(keys.end() - 1), ": ", WriteJsonText(answer)));
-  }
-  return v->as_string();
+// URL-encoded `text`, by libcurl.
+std::string UrlEncode(const std::string& text) {
+  char* escaped = curl_easy_escape(nullptr, text.c_str(), static_cast<int>(text.size()));
+  if (escaped == nullptr) return text;
+  std::string out(escaped);
+  curl_free(escaped);
+  return out;
 }
 
 std::string Env(const char* name) {
@@ -368,10 +361,14 @@ class MlflowServer : public std::enable_shared_from_this<MlflowServer> {
         const Value request(Value::Dict{{"name", Value(name)}});
         auto got = Call("GET", "experiments/get-by-name?experiment_name=" + UrlEncode(name), nullptr);
         if (got.ok()) {
-          TESS_ASSIGN_OR_RETURN(id, StringAt(*got, {"experiment", "experiment_id"}));
+          TESS_ASSIGN_OR_RETURN(const Value* found,
+                                AnswerAt(*got, {"experiment", "experiment_id"}, Value::Kind::kString));
+          id = found->as_string();
         } else if (got.status().code() == StatusCode::kNotFound) {
           TESS_ASSIGN_OR_RETURN(Value made, Call("POST", "experiments/create", &request));
-          TESS_ASSIGN_OR_RETURN(id, StringAt(made, {"experiment_id"}));
+          TESS_ASSIGN_OR_RETURN(const Value* made_id,
+                                AnswerAt(made, {"experiment_id"}, Value::Kind::kString));
+          id = made_id->as_string();
         } else {
           return got.status();
         }
@@ -381,22 +378,6 @@ class MlflowServer : public std::enable_shared_from_this<MlflowServer> {
     }
     experiment_id_ = id.empty() ? "0" : id;
     return experiment_id_;
-  }
-
-  static std::string UrlEncode(std::string_view text) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    std::string out;
-    for (const char c : text) {
-      const auto u = static_cast<unsigned char>(c);
-      if (std::isalnum(u) || c == '-' || c == '_' || c == '.' || c == '~') {
-        out += c;
-      } else {
-        out += '%';
-        out += kHex[u >> 4];
-        out += kHex[u & 15];
-      }
-    }
-    return out;
   }
 
   friend class MlflowRun;
@@ -475,7 +456,8 @@ Result<std::unique_ptr<component::RunLogger>> MlflowServer::StartRun() {
       const Value batch(Value::Dict{{"run_id", Value(a.run_id)}, {"tags", Value(tags)}});
       TESS_RETURN_IF_ERROR(Call("POST", "runs/log-batch", &batch).status());
     }
-    TESS_ASSIGN_OR_RETURN(info, DictAt(updated, {"run_info"}));
+    TESS_ASSIGN_OR_RETURN(const Value* resumed, AnswerAt(updated, {"run_info"}, Value::Kind::kDict));
+    info = resumed->as_dict();
   } else {
     if (!a.parent_run_id.empty()) tag("mlflow.parentRunId", a.parent_run_id);
     if (!a.run_name.empty()) tag("mlflow.runName", a.run_name);
@@ -492,7 +474,8 @@ Result<std::unique_ptr<component::RunLogger>> MlflowServer::StartRun() {
     if (!a.run_name.empty()) create.set("run_name", Value(a.run_name));
     const Value body(create);
     TESS_ASSIGN_OR_RETURN(Value made, Call("POST", "runs/create", &body));
-    TESS_ASSIGN_OR_RETURN(info, DictAt(made, {"run", "info"}));
+    TESS_ASSIGN_OR_RETURN(const Value* created, AnswerAt(made, {"run", "info"}, Value::Kind::kDict));
+    info = created->as_dict();
   }
   const Value* run_id = info.find("run_id");
   const Value* artifact_uri = info.find("artifact_uri");

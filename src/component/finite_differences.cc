@@ -32,15 +32,17 @@ struct Numbers {
   size_t size() const { return values.size(); }
 };
 
-Result<Value*> Locate(Value& root, const std::string& path, std::string_view side) {
+// The value at `path` of `root` (a Value or a const Value).
+template <typename V>
+Result<V*> Locate(V& root, const std::string& path, std::string_view side) {
   TESS_ASSIGN_OR_RETURN(Path parsed, Path::Parse(path));
-  Value* v = parsed.Find(root);
+  V* v = parsed.Find(root);
   if (v == nullptr) return Status::InvalidArgument("finite differences: no ", side, " at '", path, "'");
   return v;
 }
 
 Result<Numbers> NumbersAt(const Value& root, const std::string& path, std::string_view side) {
-  TESS_ASSIGN_OR_RETURN(Value * v, Locate(const_cast<Value&>(root), path, side));
+  TESS_ASSIGN_OR_RETURN(const Value* v, Locate(root, path, side));
   if (v->is_number()) return Numbers{{}, {v->as_number()}, std::nullopt};
   if (!v->is_tensor() || !v->as_tensor().device().host_accessible()) {
     return Status::InvalidArgument("finite differences: the ", side, " at '", path,

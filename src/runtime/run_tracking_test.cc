@@ -12,6 +12,7 @@
 #include "runtime/file_run_logger.h"
 #include "runtime/py_text.h"
 #include "runtime/run_dir.h"
+#include "support/test_files.h"
 #include "tesscpp/component.h"
 #include "tesscpp/internal/run_logger.h"
 #include "tesscpp/internal/runtime.h"
@@ -20,12 +21,7 @@
 namespace tesscpp::runtime {
 namespace {
 
-std::string Read(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string Read(const std::filesystem::path& path) { return testing::ReadFile(path.string()); }
 
 class RunTracking : public ::testing::Test {
  protected:

@@ -573,7 +573,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedCompo
   if (!component->Implements(EndpointId::kApply)) {
     return Status::InvalidArgument("component '", component->name(), "' has no apply endpoint");
   }
-  if (!config.mlflow_tracking_uri.empty() && !mlflow_runs) {
+  if (!config.mlflow_tracking_uri.empty() && !mlflow_runs && !component->TracksRunsItself()) {
     return Status::InvalidArgument(
         "TESSERACT_MLFLOW_TRACKING_URI is set, but this runtime has no MLflow client");
   }

@@ -98,7 +98,8 @@ class Runtime {
   /// kInvalidArgument for a config that does not validate.
   /// `mlflow_runs` makes the runs of C++ endpoints when
   /// config.mlflow_tracking_uri is set (the client layer's MlflowRunLoggers;
-  /// kInvalidArgument when it is set and none is given).
+  /// kInvalidArgument when it is set and none is given, unless the component
+  /// tracks its runs itself).
   static Result<std::unique_ptr<Runtime>> Make(std::shared_ptr<const Component> component,
                                                RuntimeConfig config,
                                                component::RunLoggerFactory mlflow_runs = nullptr);

@@ -140,6 +140,10 @@ class ServedComponent {
   /// Prepare (its arrays left as JSON) rather than getting the runtime's 422:
   /// for a kind whose own validation must report it.
   virtual bool ValidatesUndecodedArrays() const { return false; }
+  /// \brief Whether its endpoints track their runs through their own
+  /// framework (a Python module through tesseract-core, MLflow's client
+  /// included) and never use CallContext::run_loggers.
+  virtual bool TracksRunsItself() const { return false; }
   /// \brief OK when worker processes forked from this one may serve it; an
   /// error saying why not (threads it started, which a fork leaves behind).
   virtual Status Forkable() const { return Status::OK(); }

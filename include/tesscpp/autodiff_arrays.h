@@ -309,21 +309,21 @@ Status OnBackend(std::optional<int> cuda_device, Body body) {
   return status;
 }
 
-// The tensors of the requested inputs' gradients (zeros where an input does
-// not reach the outputs).
-template <typename Float>
-Status CollectGradients(ArrayContext<Float>& ctx, const PathSet& names,
+// The tensors of the gradients of `arrays` named in `names`: the inputs'
+// after a backward pass (zeros where an input does not reach the outputs),
+// the outputs' after a forward one; names not there are skipped.
+template <typename Array>
+Status CollectGradients(std::map<std::string, Array>& arrays, const PathSet& names,
                         const std::map<std::string, Dtype>& fields, TensorMap& into) {
   // Scheduled together, the gradients are computed by one launch (the first
   // ToTensor's evaluation) rather than one each.
   for (const std::string& name : names) {
-    if (auto found = ctx.inputs_by_name().find(name); found != ctx.inputs_by_name().end()) {
+    if (auto found = arrays.find(name); found != arrays.end())
       drjit::schedule(drjit::grad(found->second.values));
-    }
   }
   for (const std::string& name : names) {
-    auto found = ctx.inputs_by_name().find(name);
-    if (found == ctx.inputs_by_name().end()) continue;
+    auto found = arrays.find(name);
+    if (found == arrays.end()) continue;
     TESS_ASSIGN_OR_RETURN(Tensor t,
                           ToTensor(drjit::grad(found->second.values), found->second.dims, fields.at(name)));
     into.insert_or_assign(name, std::move(t));
@@ -415,14 +415,7 @@ void DeriveArrayJvp(Component& c, const Fn& fn, const std::map<std::string, Dtyp
       };
       TESS_ASSIGN_OR_RETURN(auto ctx,
                             ForwardPass<Float>(fn, in, input_fields, output_fields, jvp_inputs, along));
-      for (const std::string& name : jvp_outputs) {
-        auto found = ctx.outputs().find(name);
-        if (found == ctx.outputs().end()) continue;
-        TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(drjit::grad(found->second.values), found->second.dims,
-                                                 output_fields.at(name)));
-        jvp.insert_or_assign(name, std::move(t));
-      }
-      return Status::OK();
+      return CollectGradients(ctx.outputs(), jvp_outputs, output_fields, jvp);
     });
   });
 }
@@ -460,7 +453,7 @@ void DeriveArrayVjp(Component& c, const Fn& fn, const std::map<std::string, Dtyp
         drjit::enqueue(drjit::ADMode::Backward, found->second.values);
       }
       drjit::traverse(drjit::ADMode::Backward);
-      return CollectGradients(ctx, vjp_inputs, input_fields, vjp);
+      return CollectGradients(ctx.inputs_by_name(), vjp_inputs, input_fields, vjp);
     });
   });
 }

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
-from conftest import in_process_or_served, required_dir
+from conftest import in_process_or_served, required_dir, vjps_at_once
 from tesscpp import Tesseract
 
 POINTS = [
@@ -87,12 +86,7 @@ def test_derived_endpoints_are_served_and_documented(pair):
 def test_vjp_from_eight_threads_at_once(pair):
     derived, hand = pair
     points = [as_inputs({"x": 0.1 * i - 1.0, "y": 0.05 * i, "a": 1.0, "b": 10.0 + i}) for i in range(64)]
-
-    def vjp(point):
-        return derived.vector_jacobian_product(point, ["x", "y"], ["result"], {"result": np.float32(1.0)})
-
-    with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(vjp, points))
+    results = vjps_at_once(derived, points, ["x", "y"], ["result"], {"result": np.float32(1.0)})
     for point, got in zip(points, results, strict=True):
         want = hand.vector_jacobian_product(point, ["x", "y"], ["result"], {"result": np.float32(1.0)})
         close(got["x"], want["x"])

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import in_process_or_served, required_dir
+from conftest import in_process_or_served, required_dir, vjps_at_once
 from tesscpp import Tesseract
 
 
@@ -115,12 +114,7 @@ def test_burgers_abstract_eval_and_bad_shapes(burgers):
 def test_burgers_from_eight_threads_at_once(burgers):
     arrays, scalar = burgers
     points = [{**BURGERS, "u": BURGERS["u"] * (0.5 + 0.1 * i), "nu": 0.01 * (i + 1)} for i in range(32)]
-
-    def vjp(point):
-        return arrays.vector_jacobian_product(point, ["u", "nu"], ["energy"], {"energy": np.float64(1.0)})
-
-    with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(vjp, points))
+    results = vjps_at_once(arrays, points, ["u", "nu"], ["energy"], {"energy": np.float64(1.0)})
     for point, got in zip(points, results, strict=True):
         want = scalar.vector_jacobian_product(point, ["u", "nu"], ["energy"], {"energy": np.float64(1.0)})
         same(got["u"], want["u"])

@@ -1,7 +1,7 @@
 // burgers_array: examples/burgers_ad written over whole arrays with Dr.Jit
 // (tesscpp/autodiff_arrays.h): the same fields and the same explicit steps of
-// the 1-D viscous Burgers equation, as gathers of the neighbours and a select
-// for the upwind branch; all derivative endpoints are derived.
+// the 1-D viscous Burgers equation, as scatters into neighbour arrays and a
+// select for the upwind branch; all derivative endpoints are derived.
 #include "tesscpp/autodiff_arrays.h"
 
 using namespace tesscpp;  // NOLINT(google-build-using-namespace): an example reads better without prefixes
@@ -30,18 +30,29 @@ Component MakeBurgers() {
     // Every value that differs between calls is a kernel parameter, so one
     // compiled kernel serves every grid size, step and spacing.
     const Float h = ctx.Param(ctx.inputs()[dt]), step = ctx.Param(ctx.inputs()[dx]);
+    // The periodic neighbours by select, not `%`: integer division has no
+    // vector instruction, and two of them per cell tripled the apply.
     const UInt32 size = ctx.Index(n), i = drjit::arange<UInt32>(n);
-    const UInt32 left = (i + size - 1) % size, right = (i + 1) % size;
+    const UInt32 left = drjit::select(i == 0u, size - 1u, i - 1u);
+    const UInt32 right = drjit::select(i + 1u == size, UInt32(0u), i + 1u);
     // The time loop is C++: Dr.Jit records each step (its reverse mode goes
-    // back through all of them); each step reads its neighbours by gather,
-    // which evaluates the step before.
+    // back through all of them). Each step places every cell into its
+    // neighbours' arrays by scatter, not the neighbours into each cell by
+    // gather: the two read the same values, but a gather's reverse is a
+    // scatter-add (atomic, for cells whose gradients collide), a scatter's a
+    // plain gather. Permute says every element is written exactly once.
     for (int64_t s = 0; s < ctx.inputs()[steps]; ++s) {
-      const Float l = drjit::gather<Float>(u, left), r = drjit::gather<Float>(u, right);
+      Float l = drjit::zeros<Float>(n), r = drjit::zeros<Float>(n);
+      drjit::scatter(l, u, right, true, ReduceMode::Permute);  // l[i + 1] = u[i]
+      drjit::scatter(r, u, left, true, ReduceMode::Permute);   // r[i - 1] = u[i]
       // Upwind: the difference on the side the flow comes from.
       const Float advection = drjit::select(u > 0.0, u * (u - l) / step, u * (r - u) / step);
       const Float diffusion = nu * (r - 2.0 * u + l) / (step * step);
       u = u - h * advection + h * diffusion;
     }
+    // A reduction evaluates its operand in a kernel of its own: without u
+    // evaluated first, that kernel would compute the steps a second time.
+    drjit::eval(u);
     const Float energy = drjit::sum(0.5 * u * u * step);
     TESS_RETURN_IF_ERROR(ctx.Output("u_next", u, {n}));
     return ctx.Output("energy", energy, {});

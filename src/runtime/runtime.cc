@@ -30,6 +30,7 @@
 #include "runtime/json_error.h"
 #include "runtime/negotiate.h"
 #include "runtime/run_dir.h"
+#include "runtime/run_dir_pool.h"
 #include "runtime/test_endpoint.h"
 #include "schema/validate.h"
 #include "tesscpp/internal/endpoint_table.h"
@@ -214,6 +215,10 @@ struct Runtime::Impl {
   // made by the first binref answer: one-shot commands never need them.
   mutable std::once_flag binref_pool_once;
   mutable std::unique_ptr<runtime::BinrefOutputPool> binref_pool;
+  // Spare run directories for calls without a run_id, made by the first
+  // such call (after a server forked its workers: each has its own).
+  mutable std::once_flag run_pool_once;
+  mutable std::unique_ptr<runtime::RunDirectoryPool> run_pool;
 
   bool gpu_transport_enabled() const { return transport != nullptr; }
   bool Serves(EndpointId id) const { return is_served[static_cast<int>(id)]; }
@@ -232,9 +237,18 @@ struct Runtime::Impl {
                              const runtime::PreparedCall& call,
                              std::unique_ptr<gpu_transport::ServerCall> gpu) const;
   RuntimeResponse Failure(const std::string& endpoint, const EndpointFailure& failure) const;
-  // Creates the run directory, captures stdio into its log and runs `call`.
-  Result<Value> RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
-                                  const runtime::PreparedCall& call) const;
+  // The run directory of a call: the given run_id's, made now, or a spare
+  // under a fresh uuid4; a one-shot command's is the output directory.
+  Result<runtime::RunDirectoryPool::PreparedRun> OpenRun(
+      const std::optional<std::string>& given_run_id) const;
+  runtime::RunDirectoryPool* RunPool() const;
+  struct RunOutcome {
+    std::string run_id;
+    Result<Value> outputs = Status::Internal("not run");
+  };
+  // Opens the run directory, captures stdio into its log and runs `call`.
+  RunOutcome RunInRunDirectory(const std::string& endpoint, const std::optional<std::string>& given_run_id,
+                               const runtime::PreparedCall& call) const;
   // The 422 for a run_id that would leave the output directory, if it does.
   static std::optional<RuntimeResponse> InvalidRunId(const std::string& run_id);
   Result<Value> CallInProcess(std::string_view endpoint, const Value& payload,
@@ -297,23 +311,55 @@ std::optional<RuntimeResponse> Runtime::Impl::InvalidRunId(const std::string& ru
   return JsonResponse(422, ValidationIssuesToJson({RunIdIssue(run_id)}, {}));
 }
 
-Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, const std::string& run_id,
-                                               const runtime::PreparedCall& call) const {
+runtime::RunDirectoryPool* Runtime::Impl::RunPool() const {
+  std::call_once(run_pool_once, [this] {
+    auto pool = runtime::RunDirectoryPool::Create(config.output_path, config.mlflow_tracking_uri.empty());
+    if (pool.ok()) {
+      run_pool = *std::move(pool);
+    } else {
+      std::cerr << "tesscpp: run directories are made during each call: " << pool.status().message() << "\n";
+    }
+  });
+  return run_pool.get();
+}
+
+Result<runtime::RunDirectoryPool::PreparedRun> Runtime::Impl::OpenRun(
+    const std::optional<std::string>& given_run_id) const {
+  if (!given_run_id && !config.one_shot) {
+    if (runtime::RunDirectoryPool* pool = RunPool()) {
+      if (auto run = pool->Take()) return *std::move(run);
+    }
+  }
   // A one-shot command's run is the output directory itself, as with
   // tesseract-runtime's CLI; a server's is run_<id> inside it.
-  const std::string run_dir = config.one_shot
-                                  ? config.output_path
-                                  : (std::filesystem::path(config.output_path) / ("run_" + run_id)).string();
-  auto log = runtime::CreateRunDirectory(run_dir, config.mlflow_tracking_uri.empty());
+  runtime::RunDirectoryPool::PreparedRun run;
+  run.id = given_run_id.value_or(platform::NewUuid4());
+  run.dir = config.one_shot ? config.output_path
+                            : (std::filesystem::path(config.output_path) / ("run_" + run.id)).string();
+  TESS_ASSIGN_OR_RETURN(run.log, runtime::CreateRunDirectory(run.dir, config.mlflow_tracking_uri.empty()));
+  return run;
+}
+
+Runtime::Impl::RunOutcome Runtime::Impl::RunInRunDirectory(const std::string& endpoint,
+                                                           const std::optional<std::string>& given_run_id,
+                                                           const runtime::PreparedCall& call) const {
+  RunOutcome outcome;
+  auto run = OpenRun(given_run_id);
   platform::PhaseTrace::Mark("run_dir");
-  if (!log.ok()) return OsError(log.status());
-  Result<Value> outputs = Status::Internal("not run");
+  if (!run.ok()) {
+    outcome.outputs = OsError(run.status());
+    return outcome;
+  }
+  outcome.run_id = run->id;
   {
-    auto capture = runtime::StdioCapture::Start(*std::move(log));
-    if (!capture.ok()) return OsError(capture.status());
+    auto capture = runtime::StdioCapture::Start(std::move(run->log));
+    if (!capture.ok()) {
+      outcome.outputs = OsError(capture.status());
+      return outcome;
+    }
     platform::PhaseTrace::Mark("capture");
     const auto start = std::chrono::steady_clock::now();
-    outputs = Guarded(call, runtime::CallContext{run_dir, &run_loggers});
+    outcome.outputs = Guarded(call, runtime::CallContext{run->dir, &run_loggers});
     platform::PhaseTrace::Mark("apply");
     if (config.profiling) {
       std::printf("\n--- Profiling Statistics ---\n%s: %.6f s (validation of outputs included)\n",
@@ -321,7 +367,7 @@ Result<Value> Runtime::Impl::RunInRunDirectory(const std::string& endpoint, cons
     }
   }
   platform::PhaseTrace::Mark("capture");  // restoring stdio
-  return outputs;
+  return outcome;
 }
 
 RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
@@ -331,11 +377,12 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   const std::optional<Encoding> encoding = runtime::NegotiateEncoding(request.accept, offer);
   if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
 
-  std::optional<std::string> given_run_id = QueryParam(query, "run_id");
-  const std::string run_id = given_run_id ? *std::move(given_run_id) : platform::NewUuid4();
-  if (auto refused = InvalidRunId(run_id)) return *std::move(refused);
+  const std::optional<std::string> given_run_id = QueryParam(query, "run_id");
+  if (given_run_id) {
+    if (auto refused = InvalidRunId(*given_run_id)) return *std::move(refused);
+  }
 
-  auto outputs = RunInRunDirectory(endpoint, run_id, call);
+  auto [run_id, outputs] = RunInRunDirectory(endpoint, given_run_id, call);
   BinrefWriter binref(config.output_path, config.one_shot ? "" : "run_" + run_id);
   if (encoding->format == OutputFormat::kJsonBinref) binref.set_file_source(BinrefFiles());
   Result<Buffer> body = Status::Internal("not written");
@@ -414,9 +461,8 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
   // in-process client reports them.
   Result<Value> outputs = Status::Internal("not run");
   if (core::Endpoint(*id).kind == core::EndpointKind::kWrapped) {
-    const std::string run_id = given_run_id.value_or(platform::NewUuid4());
-    if (InvalidRunId(run_id)) return ValidationFailure({RunIdIssue(run_id)});
-    outputs = RunInRunDirectory(name, run_id, call);
+    if (given_run_id && InvalidRunId(*given_run_id)) return ValidationFailure({RunIdIssue(*given_run_id)});
+    outputs = RunInRunDirectory(name, given_run_id, call).outputs;
   } else {
     outputs = Guarded(call);
   }

@@ -1,0 +1,79 @@
+// run_dir_pool.h: run directories made before the calls that use them.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tesscpp/internal/file.h"
+#include "tesscpp/result.h"
+
+namespace tesscpp::runtime {
+
+/// \brief Spare run directories, so a call without a run_id costs one
+/// rename(2) instead of creating its directory tree.
+///
+/// Every call of a wrapped endpoint gets `run_<uuid4>/logs/` with its files
+/// (CreateRunDirectory): three mkdirs and two file creations, 20-70 µs of a
+/// call that may take 50 µs in all (docs/serving.md, "Run directories"). A
+/// call that names no run_id cannot tell when its directory was made, so a
+/// background thread makes a few ahead, under fresh uuid4s, in a hidden
+/// directory of the output path (`.tesscpp-run-pool-<pid>`, on the same
+/// filesystem, so renaming one out is atomic and cheap). Spares nobody took
+/// are removed with the pool; so are the pools of processes that are gone
+/// (killed before they could clean up) when a new one starts.
+class RunDirectoryPool {
+ public:
+  /// Spare directories kept ready.
+  static constexpr size_t kSpares = 2;
+
+  /// \brief A pool for `output_path` (which must exist), whose spares are made
+  /// as CreateRunDirectory(dir, tracked_in_files) makes them.
+  static Result<std::unique_ptr<RunDirectoryPool>> Create(const std::string& output_path,
+                                                          bool tracked_in_files);
+  ~RunDirectoryPool();
+  RunDirectoryPool(const RunDirectoryPool&) = delete;
+  RunDirectoryPool& operator=(const RunDirectoryPool&) = delete;
+
+  /// \brief A run directory taken out of the pool.
+  struct PreparedRun {
+    std::string id;    // its uuid4, the run_id
+    std::string dir;   // <output_path>/run_<id>
+    platform::Fd log;  // its logs/tesseract.log, open for appending
+  };
+  /// \brief A spare, now `<output_path>/run_<id>` and the caller's; nullopt
+  /// when none is ready (the caller makes its own, and the pool makes more).
+  std::optional<PreparedRun> Take();
+
+  /// \brief Spares ready now (for tests).
+  size_t spares() const;
+  /// \brief Blocks until the background thread has made every spare it will.
+  void WaitIdle() const;
+
+ private:
+  RunDirectoryPool(std::string output_path, std::string dir, bool tracked_in_files);
+  // The background thread: keeps kSpares spares ready.
+  void Fill();
+
+  struct Spare {
+    std::string id;
+    platform::Fd log;
+  };
+
+  const std::string output_path_;
+  const std::string dir_;
+  const bool tracked_in_files_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::vector<Spare> ready_;
+  bool failed_ = false;  // making a spare failed: wait for the next Take before trying again
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tesscpp::runtime

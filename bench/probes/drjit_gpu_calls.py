@@ -34,6 +34,10 @@ def phases(trace: Path, since: int) -> dict[str, float]:
     }
 
 
+def us(seconds: list[float]) -> str:
+    return f"{statistics.median(seconds) * 1e6:.0f}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
@@ -67,18 +71,30 @@ def main() -> int:
         "array apply": lambda: arrays.apply(inputs),
         "array vjp": lambda: arrays.vector_jacobian_product(inputs, ["u"], OUTPUTS, {"u_next": w, "energy": 1.0}),
     }
+    dlpack = []
+    for _ in range(args.calls):
+        start = time.perf_counter()
+        u.__dlpack__(stream=1)
+        dlpack.append(time.perf_counter() - start)
+    print(f"torch's __dlpack__(stream=1) on a CUDA tensor (each input pays it): median {us(dlpack)} µs")
     for name, call in calls.items():
         call()  # compiles
         since = len(trace.read_text().splitlines()) if trace.exists() else 0
-        times = []
+        times, returned, dropped = [], [], []
         for _ in range(args.calls):
             torch.cuda.synchronize()
             start = time.perf_counter()
             result = call()
+            returned.append(time.perf_counter() - start)
             torch.cuda.synchronize()
             times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            del result
+            dropped.append(time.perf_counter() - start)
+        result = call()
         where = {k: getattr(v, "device", "host") for k, v in result.items()}
-        print(f"{name} at {args.cells} cells: median {statistics.median(times) * 1e6:.0f} µs; outputs on {where}")
+        print(f"{name} at {args.cells} cells: median {us(times)} µs; outputs on {where}")
+        print(f"  returned after {us(returned)} µs; dropping the answer {us(dropped)} µs")
         print("  phases (µs, median): " + ", ".join(f"{k} {v:.0f}" for k, v in phases(trace, since).items()))
         logs = sorted(out.glob("run_*/logs/tesseract.log"), key=lambda p: p.stat().st_mtime)
         if args.drjit_log and logs:

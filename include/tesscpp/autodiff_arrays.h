@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "tesscpp/autodiff_fields.h"
+#include "tesscpp/autodiff_replay.h"
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/model.h"
@@ -272,18 +273,57 @@ Result<Tensor> ToTensor(Float values, std::vector<int64_t> dims, Dtype dtype) {
   return tensor;
 }
 
-// The function run once: its context (inputs, outputs) for the caller to
-// differentiate. `prepare` runs on the inputs before the function sees them
-// (enabling gradients, setting tangents).
+// The function run once on `inputs` (the differentiable arrays): its context
+// (inputs, outputs) for the caller to differentiate. `prepare` runs on the
+// inputs before the function sees them (enabling gradients, setting tangents).
+template <typename Float, typename Fn, typename Prepare>
+Result<ArrayContext<Float>> RunOn(const Fn& fn, const ModelView& in, Arrays<Float> inputs,
+                                  const std::map<std::string, Dtype>& output_fields, Prepare prepare) {
+  ArrayContext<Float> ctx(in, std::move(inputs), output_fields);
+  TESS_RETURN_IF_ERROR(prepare(ctx.inputs_by_name()));
+  TESS_RETURN_IF_ERROR(fn(ctx));
+  return ctx;
+}
+
+// RunOn the model's own differentiable arrays.
 template <typename Float, typename Fn, typename Prepare>
 Result<ArrayContext<Float>> Run(const Fn& fn, const ModelView& in,
                                 const std::map<std::string, Dtype>& input_fields,
                                 const std::map<std::string, Dtype>& output_fields, Prepare prepare) {
   TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
-  ArrayContext<Float> ctx(in, std::move(inputs), output_fields);
-  TESS_RETURN_IF_ERROR(prepare(ctx.inputs_by_name()));
-  TESS_RETURN_IF_ERROR(fn(ctx));
-  return ctx;
+  return RunOn<Float>(fn, in, std::move(inputs), output_fields, prepare);
+}
+
+// The arrays a recorded call reads: the differentiable inputs, then the
+// tangents or cotangents.
+template <typename Float>
+std::vector<Float*> RecordedInputs(Arrays<Float>& inputs, std::map<std::string, Float>& vectors) {
+  std::vector<Float*> all;
+  for (auto& [name, array] : inputs) all.push_back(&array.values);
+  for (auto& [name, array] : vectors) all.push_back(&array);
+  return all;
+}
+
+// `tensors` as arrays of Float's backend.
+template <typename Float>
+Result<std::map<std::string, Float>> ReadVectors(const TensorMap& tensors) {
+  std::map<std::string, Float> arrays;
+  for (const auto& [name, tensor] : tensors) {
+    TESS_ASSIGN_OR_RETURN(Float values, ToArray<Float>(tensor));
+    arrays.emplace(name, std::move(values));
+  }
+  return arrays;
+}
+
+// Named arrays as tensors of their fields' dtypes, into `into`.
+template <typename Float>
+Status StoreTensors(const NamedArrays<Float>& arrays, const std::map<std::string, Dtype>& fields,
+                    TensorMap& into) {
+  for (const auto& [name, array] : arrays) {
+    TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, fields.at(name)));
+    into.insert_or_assign(name, std::move(t));
+  }
+  return Status::OK();
 }
 
 struct NoPreparation {
@@ -309,26 +349,21 @@ Status OnBackend(std::optional<int> cuda_device, Body body) {
   return status;
 }
 
-// The tensors of the gradients of `arrays` named in `names`: the inputs'
-// after a backward pass (zeros where an input does not reach the outputs),
-// the outputs' after a forward one; names not there are skipped.
-template <typename Array>
-Status CollectGradients(std::map<std::string, Array>& arrays, const PathSet& names,
-                        const std::map<std::string, Dtype>& fields, TensorMap& into) {
-  // Scheduled together, the gradients are computed by one launch (the first
-  // ToTensor's evaluation) rather than one each.
-  for (const std::string& name : names) {
-    if (auto found = arrays.find(name); found != arrays.end())
-      drjit::schedule(drjit::grad(found->second.values));
-  }
+// The gradients of `arrays` named in `names` (names not there are skipped),
+// detached and widened to their shapes: the inputs' after a backward pass
+// (zeros where an input does not reach the outputs), the outputs' after a
+// forward one.
+template <typename Float>
+NamedArrays<Float> GradientArrays(Arrays<Float>& arrays, const PathSet& names) {
+  NamedArrays<Float> gradients;
   for (const std::string& name : names) {
     auto found = arrays.find(name);
     if (found == arrays.end()) continue;
-    TESS_ASSIGN_OR_RETURN(Tensor t,
-                          ToTensor(drjit::grad(found->second.values), found->second.dims, fields.at(name)));
-    into.insert_or_assign(name, std::move(t));
+    const Field<Float>& array = found->second;
+    gradients.emplace_back(name,
+                           Field<Float>{array.dims, Widened(drjit::grad(array.values), CountOf(array.dims))});
   }
-  return Status::OK();
+  return gradients;
 }
 
 template <typename Fn>
@@ -336,12 +371,22 @@ void DeriveArrayApply(Component& c, const Fn& fn, const std::map<std::string, Dt
                       const std::map<std::string, Dtype>& output_fields, const std::string& apply_doc) {
   if (c.apply()) return;
   c.Apply(
-      [=](const ModelView& in, Record& out) -> Status {
+      [=, replays = std::make_shared<Replays>()](const ModelView& in, Record& out) -> Status {
         return OnBackend(CudaDeviceOf({}, in.value(), input_fields), [&]<typename Float>() -> Status {
-          TESS_ASSIGN_OR_RETURN(auto ctx, Run<Float>(fn, in, input_fields, output_fields, NoPreparation{}));
-          // One launch for all outputs (the first ToTensor's evaluation).
-          for (auto& [name, array] : ctx.outputs()) drjit::schedule(array.values);
-          for (auto& [name, array] : ctx.outputs()) {
+          TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
+          std::map<std::string, Float> none;
+          auto body = [&]() -> Result<NamedArrays<Float>> {
+            TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, inputs, output_fields, NoPreparation{}));
+            NamedArrays<Float> outputs;
+            for (auto& [name, array] : ctx.outputs()) {
+              outputs.emplace_back(
+                  name, Field<Float>{array.dims, Widened(drjit::detach(array.values), CountOf(array.dims))});
+            }
+            return outputs;
+          };
+          TESS_ASSIGN_OR_RETURN(auto outputs, Replayed<Float>(*replays, ModelKey(in.value(), input_fields),
+                                                              RecordedInputs(inputs, none), body));
+          for (const auto& [name, array] : outputs) {
             TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, output_fields.at(name)));
             out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
           }
@@ -374,14 +419,13 @@ void DeriveArrayAbstractEval(Component& c, const Fn& fn, const std::map<std::str
 // Dr.Jit's default flags would clear before it is read. The recording goes
 // with the returned context.
 template <typename Float, typename Fn, typename Direction>
-Result<ArrayContext<Float>> ForwardPass(const Fn& fn, const ModelView& in,
-                                        const std::map<std::string, Dtype>& input_fields,
+Result<ArrayContext<Float>> ForwardPass(const Fn& fn, const ModelView& in, Arrays<Float> inputs,
                                         const std::map<std::string, Dtype>& output_fields,
                                         const PathSet& names, Direction direction) {
-  auto seed = [&](Arrays<Float>& inputs) -> Status {
+  auto seed = [&](Arrays<Float>& seeded) -> Status {
     for (const std::string& name : names) {
-      auto input = inputs.find(name);
-      if (input == inputs.end()) continue;
+      auto input = seeded.find(name);
+      if (input == seeded.end()) continue;
       TESS_ASSIGN_OR_RETURN(std::optional<Float> along, direction(name, input->second));
       if (!along) continue;
       drjit::enable_grad(input->second.values);
@@ -389,7 +433,7 @@ Result<ArrayContext<Float>> ForwardPass(const Fn& fn, const ModelView& in,
     }
     return Status::OK();
   };
-  TESS_ASSIGN_OR_RETURN(auto ctx, Run<Float>(fn, in, input_fields, output_fields, seed));
+  TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, std::move(inputs), output_fields, seed));
   for (const std::string& name : names) {
     auto input = ctx.inputs_by_name().find(name);
     if (input != ctx.inputs_by_name().end()) drjit::enqueue(drjit::ADMode::Forward, input->second.values);
@@ -404,18 +448,25 @@ template <typename Fn>
 void DeriveArrayJvp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
                     const std::map<std::string, Dtype>& output_fields) {
   if (c.jacobian_vector_product()) return;
-  c.JacobianVectorProduct([=](const ModelView& in, const PathSet& jvp_inputs, const PathSet& jvp_outputs,
+  c.JacobianVectorProduct([=, replays = std::make_shared<Replays>()](
+                              const ModelView& in, const PathSet& jvp_inputs, const PathSet& jvp_outputs,
                               const TensorMap& tangent, TensorMap& jvp) -> Status {
     return OnBackend(CudaDeviceOf({&tangent}, in.value(), input_fields), [&]<typename Float>() -> Status {
+      TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
+      TESS_ASSIGN_OR_RETURN(auto tangents, ReadVectors<Float>(tangent));
       auto along = [&](const std::string& name, const auto&) -> Result<std::optional<Float>> {
-        auto t = tangent.find(name);
-        if (t == tangent.end()) return std::optional<Float>();
-        TESS_ASSIGN_OR_RETURN(Float direction, ToArray<Float>(t->second));
-        return std::optional<Float>(std::move(direction));
+        auto t = tangents.find(name);
+        return t == tangents.end() ? std::optional<Float>() : std::optional<Float>(t->second);
       };
-      TESS_ASSIGN_OR_RETURN(auto ctx,
-                            ForwardPass<Float>(fn, in, input_fields, output_fields, jvp_inputs, along));
-      return CollectGradients(ctx.outputs(), jvp_outputs, output_fields, jvp);
+      auto body = [&]() -> Result<NamedArrays<Float>> {
+        TESS_ASSIGN_OR_RETURN(auto ctx, ForwardPass<Float>(fn, in, inputs, output_fields, jvp_inputs, along));
+        return GradientArrays<Float>(ctx.outputs(), jvp_outputs);
+      };
+      TESS_ASSIGN_OR_RETURN(
+          auto products,
+          Replayed<Float>(*replays, DerivativeKey(in.value(), input_fields, jvp_inputs, jvp_outputs, tangent),
+                          RecordedInputs(inputs, tangents), body));
+      return StoreTensors(products, output_fields, jvp);
     });
   });
 }
@@ -439,21 +490,30 @@ template <typename Fn>
 void DeriveArrayVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
                     const std::map<std::string, Dtype>& output_fields) {
   if (c.vector_jacobian_product()) return;
-  c.VectorJacobianProduct([=](const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
+  c.VectorJacobianProduct([=, replays = std::make_shared<Replays>()](
+                              const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
                               const TensorMap& cotangent, TensorMap& vjp) -> Status {
     return OnBackend(CudaDeviceOf({&cotangent}, in.value(), input_fields), [&]<typename Float>() -> Status {
-      TESS_ASSIGN_OR_RETURN(auto ctx, Run<Float>(fn, in, input_fields, output_fields, Watch{vjp_inputs}));
-      for (const std::string& name : vjp_outputs) {
-        auto found = ctx.outputs().find(name);
-        auto w = cotangent.find(name);
-        if (found == ctx.outputs().end() || w == cotangent.end()) continue;
-        TESS_ASSIGN_OR_RETURN(Float weights, ToArray<Float>(w->second));
-        // Accumulated: two outputs may be the same array.
-        drjit::accum_grad(found->second.values, weights);
-        drjit::enqueue(drjit::ADMode::Backward, found->second.values);
-      }
-      drjit::traverse(drjit::ADMode::Backward);
-      return CollectGradients(ctx.inputs_by_name(), vjp_inputs, input_fields, vjp);
+      TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
+      TESS_ASSIGN_OR_RETURN(auto weights, ReadVectors<Float>(cotangent));
+      auto body = [&]() -> Result<NamedArrays<Float>> {
+        TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, inputs, output_fields, Watch{vjp_inputs}));
+        for (const std::string& name : vjp_outputs) {
+          auto found = ctx.outputs().find(name);
+          auto w = weights.find(name);
+          if (found == ctx.outputs().end() || w == weights.end()) continue;
+          // Accumulated: two outputs may be the same array.
+          drjit::accum_grad(found->second.values, w->second);
+          drjit::enqueue(drjit::ADMode::Backward, found->second.values);
+        }
+        drjit::traverse(drjit::ADMode::Backward);
+        return GradientArrays<Float>(ctx.inputs_by_name(), vjp_inputs);
+      };
+      TESS_ASSIGN_OR_RETURN(auto products, Replayed<Float>(*replays,
+                                                           DerivativeKey(in.value(), input_fields, vjp_inputs,
+                                                                         vjp_outputs, cotangent),
+                                                           RecordedInputs(inputs, weights), body));
+      return StoreTensors(products, input_fields, vjp);
     });
   });
 }
@@ -525,8 +585,9 @@ Result<Blocks> JacobianByColumns(const Fn& fn, const ModelView& in,
       auto along = [&](const std::string& name, const auto&) -> Result<std::optional<Float>> {
         return UnitOf<Float>(ins, name, offset + col);
       };
+      TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
       TESS_ASSIGN_OR_RETURN(auto ctx,
-                            ForwardPass<Float>(fn, in, input_fields, output_fields, jac_inputs, along));
+                            ForwardPass<Float>(fn, in, std::move(inputs), output_fields, jac_inputs, along));
       for (size_t o = 0; o < outs.size(); ++o) {
         const std::vector<double> column = HostGradient(ctx.outputs().at(outs[o].name).values, outs[o].count);
         for (int64_t row = 0; row < outs[o].count; ++row)

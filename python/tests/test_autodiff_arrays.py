@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -194,3 +195,60 @@ def test_the_torch_bridge_trains_through_the_array_form():
         paths.append(xy.detach().numpy())
     np.testing.assert_allclose(paths[0], paths[1], rtol=1e-5)
     assert not np.allclose(paths[0], [-1.2, 1.0])  # it moved
+
+
+# A process with Dr.Jit's log at Info level (StartDrJit reads it once per
+# process): each traced call logs the kernels it launches, a replayed one
+# launches them without tracing and logs nothing.
+LOGGED_CALLS = """
+import json, sys
+import numpy as np
+from tesscpp import Tesseract
+library, out, how, points = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+t = Tesseract.from_library(library, output_path=out)
+answers = []
+for i, point in enumerate(points):
+    inputs = {k: np.asarray(v) if isinstance(v, list) else v for k, v in point.items()}
+    w = {"u_next": np.ones(len(inputs[how])), "energy": 1.0} if how == "u" else {"y": np.ones(len(inputs[how]))}
+    answers.append(t.vector_jacobian_product(inputs, [how], list(w), w, run_id=f"call{i}")[how].tolist())
+print(json.dumps(answers))
+"""
+
+
+def logged_vjps(tmp_path: Path, library: Path, wrt: str, points: list) -> tuple[list, list[str]]:
+    """VJPs at `points` in a fresh process: the answers and each call's Dr.Jit log."""
+    env = {**os.environ, "TESSCPP_DRJIT_LOG": "info"}
+    payload = json.dumps([{k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in p.items()} for p in points])
+    done = subprocess.run(
+        [sys.executable, "-c", LOGGED_CALLS, str(library), str(tmp_path), wrt, payload],
+        capture_output=True, text=True, timeout=300, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    logs = [(tmp_path / f"run_call{i}" / "logs" / "tesseract.log").read_text() for i in range(len(points))]
+    return json.loads(done.stdout), logs
+
+
+def test_repeated_calls_replay_the_first_ones_recording(tmp_path):
+    """Same shapes and parameters, new values: the first VJP is traced, the
+    others replay its recording, and every answer is the scalar form's."""
+    points = [{**BURGERS, "u": BURGERS["u"] * s, "nu": 0.05 * s} for s in (1.0, -0.5, 2.0)]
+    answers, logs = logged_vjps(tmp_path, example("burgers_array"), "u", points)
+    assert "launching" in logs[0]
+    assert all("launching" not in log for log in logs[1:]), logs
+    scalar = Tesseract.from_library(example("burgers_ad"))
+    for point, got in zip(points, answers, strict=True):
+        w = {"u_next": np.ones(64), "energy": np.float64(1.0)}
+        same(np.asarray(got), scalar.vector_jacobian_product(point, ["u"], OUTPUTS, w)["u"])
+
+
+@pytest.mark.parametrize("how", [0, 1], ids=["reads-on-the-host", "loads-a-table"])
+def test_what_cannot_be_recorded_is_traced_every_time(tmp_path, how):
+    """A branch on a value read on the host, or a table loaded from host
+    memory, would be baked into a recording: such calls are traced each time
+    (each one's log shows its kernels) and follow their own inputs."""
+    xs = [np.array([1.5, -2.0, 0.5]), np.array([-1.0, 4.0, 2.0]), np.array([3.0, 1.0, -1.0])]
+    answers, logs = logged_vjps(tmp_path, fixture("branch_array"), "x", [{"x": x, "how": how} for x in xs])
+    assert all("launching" in log for log in logs), logs
+    for x, got in zip(xs, answers, strict=True):
+        factor = (2.0 if x[0] > 0 else -3.0) if how == 0 else np.arange(1.0, 4.0)
+        np.testing.assert_array_equal(got, factor * np.ones(3))

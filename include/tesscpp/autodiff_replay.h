@@ -1,0 +1,260 @@
+// autodiff_replay.h: array-form calls replayed from Dr.Jit recordings
+// instead of traced again (docs/autodiff.md, "Replayed calls"). For
+// tesscpp/autodiff_arrays.h, which includes it.
+//
+// Tracing a call (running the function over Dr.Jit's arrays, building and
+// traversing the derivative graph, looking up the compiled kernels) costs the
+// same whatever the size: 60-250 µs per call, most of a call on the GPU.
+// Dr.Jit can record the kernel launches and copies of a call and replay them
+// on other arrays of the same shapes (jit_freeze_*, what its Python
+// `dr.freeze` is built on). A recording depends on everything but the values
+// of its input arrays: the other inputs (literals of its kernels, counts of
+// its loop), the shapes, the requested paths. Those make the key; a call
+// whose key was recorded is replayed. Dr.Jit refuses what a replay could not
+// reproduce: reading an array on the host (a branch on a value) throws while
+// recording, and an array made outside the recording that is not one of its
+// inputs (a host array loaded by the function) fails the recording's end.
+// Such a key is then traced on every call, never replayed.
+#pragma once
+
+#include <drjit-core/jit.h>
+#include <drjit/autodiff.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tesscpp/autodiff_fields.h"
+#include "tesscpp/dtype.h"
+#include "tesscpp/result.h"
+#include "tesscpp/tensor.h"
+#include "tesscpp/value.h"
+
+namespace tesscpp::autodiff::internal {
+
+/// \brief Arrays a call produces, by name, in the order it produced them.
+template <typename Float>
+using NamedArrays = std::vector<std::pair<std::string, Field<Float>>>;
+
+/// Arrays of more bytes than this among the inputs that are not
+/// differentiable keep a call from being recorded (they would be compared,
+/// and kept, whole).
+inline constexpr int64_t kMaxKeyArrayBytes = 64 * 1024;
+
+/// \brief `value` as part of a key: a copy that owns its arrays (the
+/// request's may be borrowed memory); nullopt where it holds an array on a
+/// device or one of more than kMaxKeyArrayBytes.
+inline std::optional<Value> KeyValue(const Value& value) {
+  if (value.is_tensor()) {
+    const Tensor& tensor = value.as_tensor();
+    if (!tensor.device().host_accessible() || tensor.nbytes() > kMaxKeyArrayBytes) return std::nullopt;
+    auto copy = Tensor::Allocate(tensor.dtype(), tensor.shape());
+    if (!copy.ok()) return std::nullopt;
+    if (tensor.nbytes() > 0) std::memcpy(copy->data(), tensor.data(), static_cast<size_t>(tensor.nbytes()));
+    return Value(*std::move(copy));
+  }
+  if (value.is_list()) {
+    Value::List items;
+    for (const Value& item : value.as_list()) {
+      std::optional<Value> key = KeyValue(item);
+      if (!key) return std::nullopt;
+      items.push_back(*std::move(key));
+    }
+    return Value(std::move(items));
+  }
+  if (value.is_dict()) {
+    Value::Dict items;
+    for (const auto& [name, item] : value.as_dict()) {
+      std::optional<Value> key = KeyValue(item);
+      if (!key) return std::nullopt;
+      items.set(name, *std::move(key));
+    }
+    return Value(std::move(items));
+  }
+  return value;
+}
+
+/// \brief What a recording depends on of a tensor: its shape, dtype and device.
+inline Value LayoutKey(const Tensor& tensor) {
+  Value::List dims;
+  for (const int64_t d : tensor.shape().dims()) dims.emplace_back(d);
+  return Value::Dict{{"dims", Value(std::move(dims))},
+                     {"dtype", Value(DtypeName(tensor.dtype()))},
+                     {"device", Value(tensor.device().ToString())}};
+}
+
+/// \brief The key part of an input model: the differentiable arrays (`fields`)
+/// by layout, everything else by value (KeyValue).
+inline std::optional<Value> ModelKey(const Value& model, const std::map<std::string, Dtype>& fields) {
+  Value::Dict key;
+  for (const auto& [name, value] : model.as_dict()) {
+    if (value.is_tensor() && fields.contains(name)) {
+      key.set(name, LayoutKey(value.as_tensor()));
+    } else {
+      std::optional<Value> part = KeyValue(value);
+      if (!part) return std::nullopt;
+      key.set(name, *std::move(part));
+    }
+  }
+  return Value(std::move(key));
+}
+
+/// \brief ModelKey with the requested paths and the layouts of the tangents
+/// or cotangents of a derivative call.
+inline std::optional<Value> DerivativeKey(const Value& model, const std::map<std::string, Dtype>& fields,
+                                          const PathSet& wrt, const PathSet& of, const TensorMap& vectors) {
+  std::optional<Value> inputs = ModelKey(model, fields);
+  if (!inputs) return std::nullopt;
+  Value::List from(wrt.begin(), wrt.end()), to(of.begin(), of.end());
+  Value::Dict layouts;
+  for (const auto& [name, tensor] : vectors) layouts.set(name, LayoutKey(tensor));
+  return Value::Dict{{"inputs", *std::move(inputs)},
+                     {"wrt", Value(std::move(from))},
+                     {"of", Value(std::move(to))},
+                     {"vectors", Value(std::move(layouts))}};
+}
+
+/// \brief The recordings of one derived endpoint, the most recently used first.
+class Replays {
+ public:
+  /// Recordings kept per endpoint (a new key beyond them drops the oldest).
+  static constexpr size_t kKept = 8;
+
+  /// \brief TESSCPP_DRJIT_REPLAY=0 traces every call (for comparison, and a
+  /// way out should a recording ever misbehave).
+  static bool Enabled() {
+    static const bool enabled = [] {
+      const char* value = std::getenv("TESSCPP_DRJIT_REPLAY");
+      return value == nullptr || std::string_view(value) != "0";
+    }();
+    return enabled;
+  }
+
+  struct Entry {
+    Value key;
+    JitBackend backend = JitBackend::None;
+    Recording* recording = nullptr;  // null: this key is traced on every call
+    std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;
+  };
+
+  Replays() = default;
+  Replays(const Replays&) = delete;
+  Replays& operator=(const Replays&) = delete;
+  ~Replays() {
+    for (Entry& entry : entries_) {
+      // A component destroyed after Dr.Jit shut down (at exit) has nothing left to free.
+      if (entry.recording != nullptr && jit_has_backend(entry.backend) != 0)
+        jit_freeze_destroy(entry.recording);
+    }
+  }
+
+  std::mutex& mutex() { return mutex_; }
+
+  /// \brief The entry of `key`, now the most recent; null when there is none.
+  Entry* Find(const Value& key) {
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->key == key) {
+        entries_.splice(entries_.begin(), entries_, it);
+        return &entries_.front();
+      }
+    }
+    return nullptr;
+  }
+
+  void Add(Entry entry) {
+    entries_.push_front(std::move(entry));
+    if (entries_.size() > kKept) {
+      Entry& oldest = entries_.back();
+      if (oldest.recording != nullptr) jit_freeze_destroy(oldest.recording);
+      entries_.pop_back();
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::list<Entry> entries_;
+};
+
+// Evaluates `arrays` in one launch: what a recording ends on.
+template <typename Float>
+void EvaluateAll(NamedArrays<Float>& arrays) {
+  for (auto& [name, array] : arrays) drjit::schedule(array.values);
+  drjit::eval();
+}
+
+/// \brief `body()` (the Dr.Jit work of a call: from `inputs`, the arrays it
+/// reads, to the arrays it returns), recorded the first time `key` is seen
+/// and replayed on later calls with that key. Calls without a key, and keys
+/// whose recording Dr.Jit refused, run `body` as it is. One call of an
+/// endpoint at a time runs here (a recording is not replayed concurrently).
+template <typename Float, typename Body>
+Result<NamedArrays<Float>> Replayed(Replays& replays, std::optional<Value> key,
+                                    const std::vector<Float*>& inputs, const Body& body) {
+  auto traced = [&]() -> Result<NamedArrays<Float>> {
+    TESS_ASSIGN_OR_RETURN(NamedArrays<Float> arrays, body());
+    EvaluateAll(arrays);
+    return arrays;
+  };
+  if (!key || !Replays::Enabled()) return traced();
+  constexpr JitBackend kBackend = drjit::backend_v<Float>;
+  // A recording starts from evaluated variables (a float32 input is a
+  // conversion until then).
+  std::vector<uint32_t> indices;
+  for (Float* input : inputs) {
+    drjit::eval(*input);
+    indices.push_back(static_cast<uint32_t>(input->index()));
+  }
+  std::lock_guard lock(replays.mutex());
+  if (Replays::Entry* entry = replays.Find(*key)) {
+    if (entry->recording == nullptr) return traced();
+    std::vector<uint32_t> produced(entry->outputs.size());
+    jit_freeze_replay(entry->recording, indices.data(), produced.data());
+    NamedArrays<Float> arrays;
+    for (size_t i = 0; i < produced.size(); ++i) {
+      arrays.emplace_back(entry->outputs[i].first,
+                          Field<Float>{entry->outputs[i].second, Float::steal(produced[i])});
+    }
+    return arrays;
+  }
+  Replays::Entry entry{*std::move(key), kBackend, nullptr, {}};
+  Result<NamedArrays<Float>> arrays = Status::Internal("not run");
+  jit_freeze_start(kBackend, indices.data(), static_cast<uint32_t>(indices.size()));
+  try {
+    arrays = traced();
+  } catch (const std::exception&) {
+    // Most likely an array read on the host: never recorded, traced from now
+    // on (an exception of the function's own comes again, to the runtime).
+    jit_freeze_abort(kBackend);
+    replays.Add(std::move(entry));
+    return traced();
+  }
+  if (!arrays.ok()) {  // a refusal is the call's answer, not recorded
+    jit_freeze_abort(kBackend);
+    return arrays;
+  }
+  std::vector<uint32_t> produced;
+  for (const auto& [name, array] : *arrays) {
+    produced.push_back(static_cast<uint32_t>(array.values.index()));
+    entry.outputs.emplace_back(name, array.dims);
+  }
+  try {
+    entry.recording = jit_freeze_stop(kBackend, produced.data(), static_cast<uint32_t>(produced.size()));
+  } catch (const std::exception&) {
+    // An array from outside that is not an input: this call's arrays are
+    // right (the work was done), but the key is traced from now on.
+    entry.recording = nullptr;
+  }
+  replays.Add(std::move(entry));
+  return arrays;
+}
+
+}  // namespace tesscpp::autodiff::internal

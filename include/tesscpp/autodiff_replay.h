@@ -17,8 +17,8 @@
 // Such a key is then traced on every call, never replayed.
 #pragma once
 
-#include <drjit-core/jit.h>
 #include <drjit/autodiff.h>
+#include <drjit/jit.h>
 
 #include <cstdint>
 #include <cstdlib>

@@ -80,6 +80,14 @@ inline std::optional<Value> KeyValue(const Value& value) {
     }
     return Value(std::move(items));
   }
+  if (value.is_float()) {
+    // By its bits: 0.0 and -0.0 compare equal but bake different kernels
+    // (1 / dt), and a NaN equals nothing but would bake the same.
+    const double number = value.as_number();
+    uint64_t bits = 0;
+    std::memcpy(&bits, &number, sizeof bits);
+    return Value::List{Value("float64 bits"), Value(bits)};
+  }
   return value;
 }
 
@@ -170,6 +178,24 @@ class Replays {
     return nullptr;
   }
 
+  /// \brief Whether a call with a key not seen before is worth recording:
+  /// not after kKept new keys in a row (a time step that changes every call
+  /// would record every call and evict every recording). A replay resets it.
+  bool Recording() const { return misses_in_a_row_ < kKept; }
+  void CountHit() { misses_in_a_row_ = 0; }
+  void CountMiss() { ++misses_in_a_row_; }
+
+  /// \brief Drops the entry of `key` (a recording that failed to replay).
+  void Forget(const Value& key) {
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->key == key) {
+        if (it->recording != nullptr) jit_freeze_destroy(it->recording);
+        entries_.erase(it);
+        return;
+      }
+    }
+  }
+
   void Add(Entry entry) {
     entries_.push_front(std::move(entry));
     if (entries_.size() > kKept) {
@@ -182,55 +208,51 @@ class Replays {
  private:
   std::mutex mutex_;
   std::list<Entry> entries_;
+  size_t misses_in_a_row_ = 0;
 };
 
-// Evaluates `arrays` in one launch: what a recording ends on.
+// Evaluates `arrays` into memory, what a recording ends on: the computed
+// ones in one launch, then the constants (a gradient that is zero
+// everywhere), which Dr.Jit would otherwise keep as literals without memory.
 template <typename Float>
 void EvaluateAll(NamedArrays<Float>& arrays) {
   for (auto& [name, array] : arrays) drjit::schedule(array.values);
   drjit::eval();
+  for (auto& [name, array] : arrays) drjit::make_opaque(array.values);
 }
 
-/// \brief `body()` (the Dr.Jit work of a call: from `inputs`, the arrays it
-/// reads, to the arrays it returns), recorded the first time `key` is seen
-/// and replayed on later calls with that key. Calls without a key, and keys
-/// whose recording Dr.Jit refused, run `body` as it is. One call of an
-/// endpoint at a time runs here (a recording is not replayed concurrently).
-template <typename Float, typename Body>
-Result<NamedArrays<Float>> Replayed(Replays& replays, std::optional<Value> key,
-                                    const std::vector<Float*>& inputs, const Body& body) {
-  auto traced = [&]() -> Result<NamedArrays<Float>> {
-    TESS_ASSIGN_OR_RETURN(NamedArrays<Float> arrays, body());
-    EvaluateAll(arrays);
-    return arrays;
-  };
-  if (!key || !Replays::Enabled()) return traced();
-  constexpr JitBackend kBackend = drjit::backend_v<Float>;
-  // A recording starts from evaluated variables (a float32 input is a
-  // conversion until then).
-  std::vector<uint32_t> indices;
-  for (Float* input : inputs) {
-    drjit::eval(*input);
-    indices.push_back(static_cast<uint32_t>(input->index()));
-  }
-  std::lock_guard lock(replays.mutex());
-  if (Replays::Entry* entry = replays.Find(*key)) {
-    if (entry->recording == nullptr) return traced();
-    std::vector<uint32_t> produced(entry->outputs.size());
-    jit_freeze_replay(entry->recording, indices.data(), produced.data());
-    NamedArrays<Float> arrays;
-    for (size_t i = 0; i < produced.size(); ++i) {
-      arrays.emplace_back(entry->outputs[i].first,
-                          Field<Float>{entry->outputs[i].second, Float::steal(produced[i])});
+// Which earlier input each input's memory is (its own position when none):
+// Dr.Jit knows recorded inputs by their memory, so a call that passed one
+// array twice is recorded with one input where a later call may have two.
+// The pattern is part of the key.
+template <typename Float>
+Value AliasKey(const std::vector<Float*>& inputs) {
+  Value::List firsts;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    size_t first = i;
+    for (size_t j = 0; j < i; ++j) {
+      if (inputs[j]->data() == inputs[i]->data()) {
+        first = j;
+        break;
+      }
     }
-    return arrays;
+    firsts.emplace_back(first);
   }
-  Replays::Entry entry{*std::move(key), kBackend, nullptr, {}};
+  return Value(std::move(firsts));
+}
+
+// The first call of `key`: `traced()` recorded, the recording kept for the
+// calls after it. What Dr.Jit refuses to record leaves the key traced.
+template <typename Float, typename Traced>
+Result<NamedArrays<Float>> Recorded(Replays& replays, Value key, const std::vector<uint32_t>& indices,
+                                    const Traced& traced) {
+  constexpr JitBackend kBackend = drjit::backend_v<Float>;
+  Replays::Entry entry{std::move(key), kBackend, nullptr, {}};
   Result<NamedArrays<Float>> arrays = Status::Internal("not run");
   jit_freeze_start(kBackend, indices.data(), static_cast<uint32_t>(indices.size()));
   try {
     arrays = traced();
-  } catch (const std::exception&) {
+  } catch (...) {
     // Most likely an array read on the host: never recorded, traced from now
     // on (an exception of the function's own comes again, to the runtime).
     jit_freeze_abort(kBackend);
@@ -248,13 +270,67 @@ Result<NamedArrays<Float>> Replayed(Replays& replays, std::optional<Value> key,
   }
   try {
     entry.recording = jit_freeze_stop(kBackend, produced.data(), static_cast<uint32_t>(produced.size()));
-  } catch (const std::exception&) {
-    // An array from outside that is not an input: this call's arrays are
-    // right (the work was done), but the key is traced from now on.
+  } catch (...) {
+    // An array from outside that is not an input. Aborting makes sure this
+    // thread has left recording mode, which every later recording and replay
+    // on it needs (drjit 1.5.0 has already left it; abort then does nothing).
+    // This call's arrays are right (the work was done); the key is traced
+    // from now on.
+    jit_freeze_abort(kBackend);
     entry.recording = nullptr;
   }
   replays.Add(std::move(entry));
   return arrays;
+}
+
+/// \brief `body()` (the Dr.Jit work of a call: from `inputs`, the arrays it
+/// reads, to the arrays it returns), recorded the first time `key` is seen
+/// and replayed on later calls with that key. Calls without a key, and keys
+/// whose recording Dr.Jit refused, run `body` as it is. One call of an
+/// endpoint at a time runs here (a recording is not replayed concurrently).
+template <typename Float, typename Body>
+Result<NamedArrays<Float>> Replayed(Replays& replays, std::optional<Value> key,
+                                    const std::vector<Float*>& inputs, const Body& body) {
+  auto traced = [&]() -> Result<NamedArrays<Float>> {
+    TESS_ASSIGN_OR_RETURN(NamedArrays<Float> arrays, body());
+    EvaluateAll(arrays);
+    return arrays;
+  };
+  if (!key || !Replays::Enabled()) return traced();
+  // A recording starts from evaluated variables (a float32 input is a
+  // conversion until then).
+  std::vector<uint32_t> indices;
+  for (Float* input : inputs) {
+    drjit::eval(*input);
+    indices.push_back(static_cast<uint32_t>(input->index()));
+  }
+  key = Value::List{*std::move(key), AliasKey(inputs)};
+  std::lock_guard lock(replays.mutex());
+  if (Replays::Entry* entry = replays.Find(*key)) {
+    if (entry->recording == nullptr) return traced();
+    replays.CountHit();
+    std::vector<uint32_t> produced(entry->outputs.size());
+    try {
+      // The dry run says whether the recording still fits (Dr.Jit's kernel
+      // cache, the widths); Dr.Jit's own frozen functions check it first too.
+      if (jit_freeze_dry_run(entry->recording, indices.data()) != 0) {
+        jit_freeze_replay(entry->recording, indices.data(), produced.data());
+        NamedArrays<Float> arrays;
+        for (size_t i = 0; i < produced.size(); ++i) {
+          arrays.emplace_back(entry->outputs[i].first,
+                              Field<Float>{entry->outputs[i].second, Float::steal(produced[i])});
+        }
+        return arrays;
+      }
+    } catch (const std::exception&) {
+      // Recorded again below.
+    }
+    replays.Forget(*key);
+  } else {
+    replays.CountMiss();
+    if (!replays.Recording()) return traced();
+  }
+  return Recorded<Float>(replays, *std::move(key), indices, traced);
 }
 
 }  // namespace tesscpp::autodiff::internal

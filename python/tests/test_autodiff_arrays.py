@@ -199,56 +199,113 @@ def test_the_torch_bridge_trains_through_the_array_form():
 
 # A process with Dr.Jit's log at Info level (StartDrJit reads it once per
 # process): each traced call logs the kernels it launches, a replayed one
-# launches them without tracing and logs nothing.
+# launches them without tracing and logs nothing. Calls come as JSON: the
+# library, the VJP's inputs and outputs, the input point, and the cotangent of
+# each output: "ones" (an array like the first input), a number, or "input"
+# (the first input array itself, the same memory).
 LOGGED_CALLS = """
 import json, sys
 import numpy as np
 from tesscpp import Tesseract
-library, out, how, points = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-t = Tesseract.from_library(library, output_path=out)
-answers = []
-for i, point in enumerate(points):
-    inputs = {k: np.asarray(v) if isinstance(v, list) else v for k, v in point.items()}
-    w = {"u_next": np.ones(len(inputs[how])), "energy": 1.0} if how == "u" else {"y": np.ones(len(inputs[how]))}
-    answers.append(t.vector_jacobian_product(inputs, [how], list(w), w, run_id=f"call{i}")[how].tolist())
+out, calls = sys.argv[1], json.loads(sys.argv[2])
+loaded, answers = {}, []
+def aligned(values):  # 128-byte aligned memory is mapped, not copied
+    raw = np.empty(len(values) + 16)
+    start = (-raw.ctypes.data % 128) // 8
+    array = raw[start:start + len(values)]
+    array[:] = values
+    return array
+for i, call in enumerate(calls):
+    t = loaded.setdefault(call["library"], Tesseract.from_library(call["library"], output_path=out))
+    inputs = {k: aligned(v) if isinstance(v, list) else v for k, v in call["point"].items()}
+    first = next(v for v in inputs.values() if isinstance(v, np.ndarray))
+    cotangent = {k: first if w == "input" else aligned(np.ones(len(first))) if w == "ones" else w
+                 for k, w in call["cotangent"].items()}
+    vjp = t.vector_jacobian_product(inputs, call["wrt"], list(cotangent), cotangent, run_id=f"call{i}")
+    answers.append({k: np.asarray(v).tolist() for k, v in vjp.items()})
 print(json.dumps(answers))
 """
 
 
-def logged_vjps(tmp_path: Path, library: Path, wrt: str, points: list) -> tuple[list, list[str]]:
-    """VJPs at `points` in a fresh process: the answers and each call's Dr.Jit log."""
+def logged_vjps(tmp_path: Path, calls: list[dict]) -> tuple[list, list[str]]:
+    """The VJPs `calls` describe, in order in one fresh process: the answers
+    and each call's Dr.Jit log."""
     env = {**os.environ, "TESSCPP_DRJIT_LOG": "info"}
-    payload = json.dumps([{k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in p.items()} for p in points])
+    for call in calls:
+        call["library"] = str(call["library"])
+        call["point"] = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in call["point"].items()}
     done = subprocess.run(
-        [sys.executable, "-c", LOGGED_CALLS, str(library), str(tmp_path), wrt, payload],
+        [sys.executable, "-c", LOGGED_CALLS, str(tmp_path), json.dumps(calls)],
         capture_output=True, text=True, timeout=300, env=env, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    logs = [(tmp_path / f"run_call{i}" / "logs" / "tesseract.log").read_text() for i in range(len(points))]
+    logs = [(tmp_path / f"run_call{i}" / "logs" / "tesseract.log").read_text() for i in range(len(calls))]
     return json.loads(done.stdout), logs
+
+
+def burgers_vjp_calls(points: list, wrt: list, cotangent: dict) -> list[dict]:
+    return [{"library": example("burgers_array"), "point": p, "wrt": wrt, "cotangent": cotangent} for p in points]
+
+
+def assert_scalar_form_vjps(calls: list[dict], answers: list) -> None:
+    scalar = Tesseract.from_library(example("burgers_ad"))
+    for call, got in zip(calls, answers, strict=True):
+        point = {k: np.asarray(v) if isinstance(v, list) else v for k, v in call["point"].items()}
+        cotangent = {
+            k: point["u"] if w == "input" else np.ones(len(point["u"])) if w == "ones" else np.float64(w)
+            for k, w in call["cotangent"].items()
+        }
+        want = scalar.vector_jacobian_product(point, call["wrt"], list(cotangent), cotangent)
+        for name in call["wrt"]:
+            same(np.asarray(got[name]), want[name])
 
 
 def test_repeated_calls_replay_the_first_ones_recording(tmp_path):
     """Same shapes and parameters, new values: the first VJP is traced, the
-    others replay its recording, and every answer is the scalar form's."""
+    others replay its recording, and every answer is the scalar form's. A
+    gradient that is zero everywhere (nu's, with no steps) is an output too."""
     points = [{**BURGERS, "u": BURGERS["u"] * s, "nu": 0.05 * s} for s in (1.0, -0.5, 2.0)]
-    answers, logs = logged_vjps(tmp_path, example("burgers_array"), "u", points)
-    assert "launching" in logs[0]
-    assert all("launching" not in log for log in logs[1:]), logs
-    scalar = Tesseract.from_library(example("burgers_ad"))
-    for point, got in zip(points, answers, strict=True):
-        w = {"u_next": np.ones(64), "energy": np.float64(1.0)}
-        same(np.asarray(got), scalar.vector_jacobian_product(point, ["u"], OUTPUTS, w)["u"])
+    still = [{**p, "steps": 0} for p in points]
+    calls = burgers_vjp_calls(points, ["u", "nu"], {"u_next": "ones", "energy": 1.0}) + burgers_vjp_calls(
+        still, ["u", "nu"], {"u_next": "ones"}
+    )
+    answers, logs = logged_vjps(tmp_path, calls)
+    assert "launching" in logs[0] and "launching" in logs[3]
+    assert all("launching" not in log for log in logs[1:3] + logs[4:]), logs
+    assert_scalar_form_vjps(calls, answers)
+    assert all(answer["nu"] == 0.0 for answer in answers[3:])
+
+
+def test_one_array_passed_twice_is_its_own_recording(tmp_path):
+    """u's memory as u_next's cotangent too: Dr.Jit knows recorded inputs by
+    their memory, so that call must not be replayed for calls with two
+    arrays, nor they for it."""
+    point = {**BURGERS, "u": BURGERS["u"]}
+    calls = burgers_vjp_calls([point], ["u"], {"u_next": "input"}) + burgers_vjp_calls(
+        [point, point], ["u"], {"u_next": "ones"}
+    )
+    answers, logs = logged_vjps(tmp_path, calls)
+    assert "launching" in logs[0] and "launching" in logs[1] and "launching" not in logs[2], logs
+    assert_scalar_form_vjps(calls, answers)
 
 
 @pytest.mark.parametrize("how", [0, 1], ids=["reads-on-the-host", "loads-a-table"])
 def test_what_cannot_be_recorded_is_traced_every_time(tmp_path, how):
     """A branch on a value read on the host, or a table loaded from host
     memory, would be baked into a recording: such calls are traced each time
-    (each one's log shows its kernels) and follow their own inputs."""
+    (each one's log shows its kernels) and follow their own inputs. Recording
+    and replaying work on the same thread afterwards."""
     xs = [np.array([1.5, -2.0, 0.5]), np.array([-1.0, 4.0, 2.0]), np.array([3.0, 1.0, -1.0])]
-    answers, logs = logged_vjps(tmp_path, fixture("branch_array"), "x", [{"x": x, "how": how} for x in xs])
-    assert all("launching" in log for log in logs), logs
-    for x, got in zip(xs, answers, strict=True):
+    refused = [
+        {"library": fixture("branch_array"), "point": {"x": x, "how": how}, "wrt": ["x"], "cotangent": {"y": "ones"}}
+        for x in xs
+    ]
+    points = [{**BURGERS, "u": BURGERS["u"] * s} for s in (1.0, 2.0)]
+    calls = refused + burgers_vjp_calls(points, ["u"], {"u_next": "ones", "energy": 1.0})
+    answers, logs = logged_vjps(tmp_path, calls)
+    assert all("launching" in log for log in logs[:3]), logs
+    for x, got in zip(xs, answers[:3], strict=True):
         factor = (2.0 if x[0] > 0 else -3.0) if how == 0 else np.arange(1.0, 4.0)
-        np.testing.assert_array_equal(got, factor * np.ones(3))
+        np.testing.assert_array_equal(got["x"], factor * np.ones(3))
+    assert "launching" in logs[3] and "launching" not in logs[4], logs
+    assert_scalar_form_vjps(calls[3:], answers[3:])

@@ -1,6 +1,8 @@
 // run_dir_pool.h: run directories made before the calls that use them.
 #pragma once
 
+#include <sys/types.h>
+
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
@@ -21,12 +23,14 @@ namespace tesscpp::runtime {
 /// Every call of a wrapped endpoint gets `run_<uuid4>/logs/` with its files
 /// (CreateRunDirectory): three mkdirs and two file creations, 20-70 µs of a
 /// call that may take 50 µs in all (docs/serving.md, "Run directories"). A
-/// call that names no run_id cannot tell when its directory was made, so a
+/// call that names no run_id does not care when its directory was made, so a
 /// background thread makes a few ahead, under fresh uuid4s, in a hidden
-/// directory of the output path (`.tesscpp-run-pool-<pid>`, on the same
+/// directory of the output path (`.tesscpp-run-pool-<pid>-<id>`, on the same
 /// filesystem, so renaming one out is atomic and cheap). Spares nobody took
-/// are removed with the pool; so are the pools of processes that are gone
-/// (killed before they could clean up) when a new one starts.
+/// are removed with the pool. A pool's owner holds a flock on its lock file;
+/// a new pool removes the pools whose lock it can take (their owner is gone:
+/// killed, or a server worker ended with _Exit). A forked child does not use
+/// or remove its parent's pool (Take answers nullopt there).
 class RunDirectoryPool {
  public:
   /// Spare directories kept ready.
@@ -56,7 +60,7 @@ class RunDirectoryPool {
   void WaitIdle() const;
 
  private:
-  RunDirectoryPool(std::string output_path, std::string dir, bool tracked_in_files);
+  RunDirectoryPool(std::string output_path, std::string dir, bool tracked_in_files, platform::Fd lock);
   // The background thread: keeps kSpares spares ready.
   void Fill();
 
@@ -64,16 +68,27 @@ class RunDirectoryPool {
     std::string id;
     platform::Fd log;
   };
+  // What the thread shares with the callers. On the heap so that a forked
+  // child can drop it unfinished: its mutex and condition variable are
+  // copies of the parent's, which may be held or waited on there, and
+  // destroying them in the child could block for ever.
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<Spare> ready;
+    bool failed = false;  // making a spare failed: wait for the next Take before trying again
+    bool stopping = false;
+  };
 
   const std::string output_path_;
   const std::string dir_;
   const bool tracked_in_files_;
-  mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
-  std::vector<Spare> ready_;
-  bool failed_ = false;  // making a spare failed: wait for the next Take before trying again
-  bool stopping_ = false;
-  std::thread thread_;
+  const platform::Fd lock_;  // flock'ed while this pool lives
+  const pid_t owner_;        // the process that made the pool
+  std::unique_ptr<Shared> shared_ = std::make_unique<Shared>();
+  // A pointer so that a forked child can drop it without join (the thread
+  // does not exist there).
+  std::unique_ptr<std::thread> thread_;
 };
 
 }  // namespace tesscpp::runtime

@@ -1,6 +1,7 @@
 // run_dir_pool_test.cc: spares are whole run directories, handed out once
 // under distinct run_ids, renamed into the output path, and removed with the
-// pool; orphaned pools of dead processes are removed, live ones kept.
+// pool; pools nobody holds are removed, held ones kept; a forked child leaves
+// its parent's pool alone.
 #include "runtime/run_dir_pool.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -28,12 +30,12 @@ class RunDirectoryPoolTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(out_); }
 
-  // Names in the output path, the pool's own directory left out.
-  std::set<std::string> Entries() const {
+  // Names in the output path: the runs, and the pools apart.
+  std::set<std::string> Entries(bool pools = false) const {
     std::set<std::string> names;
     for (const auto& entry : fs::directory_iterator(out_)) {
       const std::string name = entry.path().filename().string();
-      if (name != ".tesscpp-run-pool-" + std::to_string(::getpid())) names.insert(name);
+      if ((name.rfind(".tesscpp-run-pool-", 0) == 0) == pools) names.insert(name);
     }
     return names;
   }
@@ -67,7 +69,7 @@ TEST_F(RunDirectoryPoolTest, HandsOutWholeRunDirectoriesOnce) {
   EXPECT_EQ(Entries().size(), 5u);
   pool.reset();
   EXPECT_EQ(Entries().size(), 5u) << "taken runs stay";
-  EXPECT_FALSE(fs::exists(out_ / (".tesscpp-run-pool-" + std::to_string(::getpid()))));
+  EXPECT_TRUE(Entries(/*pools=*/true).empty()) << "the pool and its spares go with it";
 }
 
 TEST_F(RunDirectoryPoolTest, MlflowRunsGetOnlyTheirLog) {
@@ -80,19 +82,42 @@ TEST_F(RunDirectoryPoolTest, MlflowRunsGetOnlyTheirLog) {
   EXPECT_FALSE(fs::exists(run->dir + "/logs/artifacts"));
 }
 
-TEST_F(RunDirectoryPoolTest, RemovesPoolsOfProcessesThatAreGone) {
-  // A pid that certainly ran and is gone: a child that has been reaped.
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  ASSERT_GT(child, 0);
-  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
-  const fs::path orphan = out_ / (".tesscpp-run-pool-" + std::to_string(child)) / "spare/logs";
-  const fs::path alive = out_ / (".tesscpp-run-pool-" + std::to_string(::getppid())) / "spare/logs";
-  fs::create_directories(orphan);
-  fs::create_directories(alive);
+TEST_F(RunDirectoryPoolTest, RemovesPoolsNobodyHolds) {
+  // A pool whose owner is gone: its lock file, unlocked.
+  const fs::path orphan = out_ / ".tesscpp-run-pool-999999-dead";
+  fs::create_directories(orphan / "spare/logs");
+  { std::ofstream(orphan / "lock").put('x'); }
+  // Not a pool of ours (no lock file): never touched.
+  const fs::path foreign = out_ / ".tesscpp-run-pool-other";
+  fs::create_directories(foreign);
+  auto held = *RunDirectoryPool::Create(out_.string(), true);
+  held->WaitIdle();
   auto pool = *RunDirectoryPool::Create(out_.string(), true);
-  EXPECT_FALSE(fs::exists(orphan.parent_path().parent_path()));
-  EXPECT_TRUE(fs::exists(alive));
+  pool->WaitIdle();  // the clean-up runs on the pool's thread, before its spares
+  EXPECT_FALSE(fs::exists(orphan));
+  EXPECT_TRUE(fs::exists(foreign));
+  EXPECT_EQ(Entries(/*pools=*/true).size(), 3u) << "the held pool, the new one and the foreign directory";
+  EXPECT_TRUE(held->Take().has_value()) << "a held pool keeps working";
+}
+
+TEST_F(RunDirectoryPoolTest, AForkedChildLeavesItsParentsPoolAlone) {
+  auto pool = *RunDirectoryPool::Create(out_.string(), true);
+  pool->WaitIdle();
+  const std::set<std::string> pools = Entries(/*pools=*/true);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // No spare for the child, and its copy goes without joining a thread
+    // it does not have or removing the parent's files.
+    const bool refused = !pool->Take().has_value();
+    pool.reset();
+    ::_exit(refused ? 0 : 1);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_EQ(Entries(/*pools=*/true), pools);
+  EXPECT_TRUE(pool->Take().has_value());
 }
 
 TEST_F(RunDirectoryPoolTest, StopsMakingSparesWhenTheOutputPathGoes) {

@@ -216,9 +216,11 @@ struct Runtime::Impl {
   mutable std::once_flag binref_pool_once;
   mutable std::unique_ptr<runtime::BinrefOutputPool> binref_pool;
   // Spare run directories for calls without a run_id, made by the first
-  // such call (after a server forked its workers: each has its own).
-  mutable std::once_flag run_pool_once;
+  // such call of each process (a server's forked workers, or a child forked
+  // by a user of the in-process client, make their own).
+  mutable std::mutex run_pool_mutex;
   mutable std::unique_ptr<runtime::RunDirectoryPool> run_pool;
+  mutable pid_t run_pool_pid = 0;  // the process run_pool was made (or failed) in
 
   bool gpu_transport_enabled() const { return transport != nullptr; }
   bool Serves(EndpointId id) const { return is_served[static_cast<int>(id)]; }
@@ -312,14 +314,17 @@ std::optional<RuntimeResponse> Runtime::Impl::InvalidRunId(const std::string& ru
 }
 
 runtime::RunDirectoryPool* Runtime::Impl::RunPool() const {
-  std::call_once(run_pool_once, [this] {
+  std::lock_guard lock(run_pool_mutex);
+  if (run_pool_pid != ::getpid()) {
+    run_pool_pid = ::getpid();
+    run_pool.reset();  // a parent's, inherited by fork: it leaves the parent's files alone
     auto pool = runtime::RunDirectoryPool::Create(config.output_path, config.mlflow_tracking_uri.empty());
     if (pool.ok()) {
       run_pool = *std::move(pool);
     } else {
       std::cerr << "tesscpp: run directories are made during each call: " << pool.status().message() << "\n";
     }
-  });
+  }
   return run_pool.get();
 }
 

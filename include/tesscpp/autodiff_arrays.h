@@ -233,9 +233,9 @@ Float Widened(Float values, int64_t count) {
   return values + drjit::zeros<Float>(count);
 }
 
-// `values` (evaluated here) as a tensor of `dtype` and `dims` in the
-// backend's memory (a CUDA tensor on Dr.Jit's current device for the CUDA
-// backend); width 1 is broadcast. Copied: on the device into memory that
+// `values` (as wide as `dims`, see Widened) as a tensor of `dtype` and `dims`
+// in the backend's memory (a CUDA tensor on Dr.Jit's current device for the
+// CUDA backend). Copied: on the device into memory that
 // cuda_ipc can name by handle (Dr.Jit allocates from a stream-ordered pool,
 // which legacy IPC cannot); on the host, handing the tensor Dr.Jit's own
 // buffer gave wrong gradients under concurrent calls, so that is not done.
@@ -243,7 +243,6 @@ template <typename Float>
 Result<Tensor> ToTensor(Float values, std::vector<int64_t> dims, Dtype dtype) {
   TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(std::move(dims)));
   const int64_t count = shape.num_elements();
-  values = Widened(std::move(values), count);
   auto allocate = [&]() -> Result<Tensor> {
     if constexpr (kOnCuda<Float>) {
       return cuda::AllocateDevice(dtype, std::move(shape), jit_cuda_device_raw());
@@ -297,10 +296,12 @@ Result<ArrayContext<Float>> Run(const Fn& fn, const ModelView& in,
 // The arrays a recorded call reads: the differentiable inputs, then the
 // tangents or cotangents.
 template <typename Float>
-std::vector<Float*> RecordedInputs(Arrays<Float>& inputs, std::map<std::string, Float>& vectors) {
+std::vector<Float*> RecordedInputs(Arrays<Float>& inputs, std::map<std::string, Float>* vectors = nullptr) {
   std::vector<Float*> all;
   for (auto& [name, array] : inputs) all.push_back(&array.values);
-  for (auto& [name, array] : vectors) all.push_back(&array);
+  if (vectors != nullptr) {
+    for (auto& [name, array] : *vectors) all.push_back(&array);
+  }
   return all;
 }
 
@@ -374,7 +375,6 @@ void DeriveArrayApply(Component& c, const Fn& fn, const std::map<std::string, Dt
       [=, replays = std::make_shared<Replays>()](const ModelView& in, Record& out) -> Status {
         return OnBackend(CudaDeviceOf({}, in.value(), input_fields), [&]<typename Float>() -> Status {
           TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
-          std::map<std::string, Float> none;
           auto body = [&]() -> Result<NamedArrays<Float>> {
             TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, inputs, output_fields, NoPreparation{}));
             NamedArrays<Float> outputs;
@@ -385,7 +385,7 @@ void DeriveArrayApply(Component& c, const Fn& fn, const std::map<std::string, Dt
             return outputs;
           };
           TESS_ASSIGN_OR_RETURN(auto outputs, Replayed<Float>(*replays, ModelKey(in.value(), input_fields),
-                                                              RecordedInputs(inputs, none), body));
+                                                              RecordedInputs<Float>(inputs), body));
           for (const auto& [name, array] : outputs) {
             TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, output_fields.at(name)));
             out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
@@ -465,7 +465,7 @@ void DeriveArrayJvp(Component& c, const Fn& fn, const std::map<std::string, Dtyp
       TESS_ASSIGN_OR_RETURN(
           auto products,
           Replayed<Float>(*replays, DerivativeKey(in.value(), input_fields, jvp_inputs, jvp_outputs, tangent),
-                          RecordedInputs(inputs, tangents), body));
+                          RecordedInputs<Float>(inputs, &tangents), body));
       return StoreTensors(products, output_fields, jvp);
     });
   });
@@ -512,7 +512,7 @@ void DeriveArrayVjp(Component& c, const Fn& fn, const std::map<std::string, Dtyp
       TESS_ASSIGN_OR_RETURN(auto products, Replayed<Float>(*replays,
                                                            DerivativeKey(in.value(), input_fields, vjp_inputs,
                                                                          vjp_outputs, cotangent),
-                                                           RecordedInputs(inputs, weights), body));
+                                                           RecordedInputs<Float>(inputs, &weights), body));
       return StoreTensors(products, input_fields, vjp);
     });
   });

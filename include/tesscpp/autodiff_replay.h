@@ -50,13 +50,15 @@ using NamedArrays = std::vector<std::pair<std::string, Field<Float>>>;
 /// and kept, whole).
 inline constexpr int64_t kMaxKeyArrayBytes = 64 * 1024;
 
-/// \brief `value` as part of a key: a copy that owns its arrays (the
-/// request's may be borrowed memory); nullopt where it holds an array on a
-/// device or one of more than kMaxKeyArrayBytes.
-inline std::optional<Value> KeyValue(const Value& value) {
+/// \brief `value` as part of a key; nullopt where it holds an array on a
+/// device or one of more than kMaxKeyArrayBytes. A key looked up shares the
+/// request's arrays (Tensor equality compares their bytes); `own` copies
+/// them, for a key that is kept (the request's may be borrowed memory).
+inline std::optional<Value> KeyValue(const Value& value, bool own = false) {
   if (value.is_tensor()) {
     const Tensor& tensor = value.as_tensor();
     if (!tensor.device().host_accessible() || tensor.nbytes() > kMaxKeyArrayBytes) return std::nullopt;
+    if (!own) return value;
     auto copy = Tensor::Allocate(tensor.dtype(), tensor.shape());
     if (!copy.ok()) return std::nullopt;
     if (tensor.nbytes() > 0) std::memcpy(copy->data(), tensor.data(), static_cast<size_t>(tensor.nbytes()));
@@ -65,7 +67,7 @@ inline std::optional<Value> KeyValue(const Value& value) {
   if (value.is_list()) {
     Value::List items;
     for (const Value& item : value.as_list()) {
-      std::optional<Value> key = KeyValue(item);
+      std::optional<Value> key = KeyValue(item, own);
       if (!key) return std::nullopt;
       items.push_back(*std::move(key));
     }
@@ -74,7 +76,7 @@ inline std::optional<Value> KeyValue(const Value& value) {
   if (value.is_dict()) {
     Value::Dict items;
     for (const auto& [name, item] : value.as_dict()) {
-      std::optional<Value> key = KeyValue(item);
+      std::optional<Value> key = KeyValue(item, own);
       if (!key) return std::nullopt;
       items.set(name, *std::move(key));
     }
@@ -147,23 +149,24 @@ class Replays {
     return enabled;
   }
 
+  struct DestroyRecording {
+    void operator()(Recording* recording) const {
+      // A component destroyed after Dr.Jit shut down (at exit) has nothing left to free.
+      if (jit_has_backend(JitBackend::LLVM) != 0 || jit_has_backend(JitBackend::CUDA) != 0)
+        jit_freeze_destroy(recording);
+    }
+  };
+  using RecordingPtr = std::unique_ptr<Recording, DestroyRecording>;
+
   struct Entry {
-    Value key;
-    JitBackend backend = JitBackend::None;
-    Recording* recording = nullptr;  // null: this key is traced on every call
+    Value key;               // owns its arrays (KeyValue with `own`)
+    RecordingPtr recording;  // null: this key is traced on every call
     std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;
   };
 
   Replays() = default;
   Replays(const Replays&) = delete;
   Replays& operator=(const Replays&) = delete;
-  ~Replays() {
-    for (Entry& entry : entries_) {
-      // A component destroyed after Dr.Jit shut down (at exit) has nothing left to free.
-      if (entry.recording != nullptr && jit_has_backend(entry.backend) != 0)
-        jit_freeze_destroy(entry.recording);
-    }
-  }
 
   std::mutex& mutex() { return mutex_; }
 
@@ -181,7 +184,7 @@ class Replays {
   /// \brief Whether a call with a key not seen before is worth recording:
   /// not after kKept new keys in a row (a time step that changes every call
   /// would record every call and evict every recording). A replay resets it.
-  bool Recording() const { return misses_in_a_row_ < kKept; }
+  bool RecordsNewKeys() const { return misses_in_a_row_ < kKept; }
   void CountHit() { misses_in_a_row_ = 0; }
   void CountMiss() { ++misses_in_a_row_; }
 
@@ -189,7 +192,6 @@ class Replays {
   void Forget(const Value& key) {
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if (it->key == key) {
-        if (it->recording != nullptr) jit_freeze_destroy(it->recording);
         entries_.erase(it);
         return;
       }
@@ -198,11 +200,7 @@ class Replays {
 
   void Add(Entry entry) {
     entries_.push_front(std::move(entry));
-    if (entries_.size() > kKept) {
-      Entry& oldest = entries_.back();
-      if (oldest.recording != nullptr) jit_freeze_destroy(oldest.recording);
-      entries_.pop_back();
-    }
+    if (entries_.size() > kKept) entries_.pop_back();
   }
 
  private:
@@ -244,10 +242,10 @@ Value AliasKey(const std::vector<Float*>& inputs) {
 // The first call of `key`: `traced()` recorded, the recording kept for the
 // calls after it. What Dr.Jit refuses to record leaves the key traced.
 template <typename Float, typename Traced>
-Result<NamedArrays<Float>> Recorded(Replays& replays, Value key, const std::vector<uint32_t>& indices,
+Result<NamedArrays<Float>> Recorded(Replays& replays, const Value& key, const std::vector<uint32_t>& indices,
                                     const Traced& traced) {
   constexpr JitBackend kBackend = drjit::backend_v<Float>;
-  Replays::Entry entry{std::move(key), kBackend, nullptr, {}};
+  Replays::Entry entry{*KeyValue(key, /*own=*/true), nullptr, {}};
   Result<NamedArrays<Float>> arrays = Status::Internal("not run");
   jit_freeze_start(kBackend, indices.data(), static_cast<uint32_t>(indices.size()));
   try {
@@ -269,7 +267,7 @@ Result<NamedArrays<Float>> Recorded(Replays& replays, Value key, const std::vect
     entry.outputs.emplace_back(name, array.dims);
   }
   try {
-    entry.recording = jit_freeze_stop(kBackend, produced.data(), static_cast<uint32_t>(produced.size()));
+    entry.recording.reset(jit_freeze_stop(kBackend, produced.data(), static_cast<uint32_t>(produced.size())));
   } catch (...) {
     // An array from outside that is not an input. Aborting makes sure this
     // thread has left recording mode, which every later recording and replay
@@ -277,7 +275,6 @@ Result<NamedArrays<Float>> Recorded(Replays& replays, Value key, const std::vect
     // This call's arrays are right (the work was done); the key is traced
     // from now on.
     jit_freeze_abort(kBackend);
-    entry.recording = nullptr;
   }
   replays.Add(std::move(entry));
   return arrays;
@@ -313,8 +310,8 @@ Result<NamedArrays<Float>> Replayed(Replays& replays, std::optional<Value> key,
     try {
       // The dry run says whether the recording still fits (Dr.Jit's kernel
       // cache, the widths); Dr.Jit's own frozen functions check it first too.
-      if (jit_freeze_dry_run(entry->recording, indices.data()) != 0) {
-        jit_freeze_replay(entry->recording, indices.data(), produced.data());
+      if (jit_freeze_dry_run(entry->recording.get(), indices.data()) != 0) {
+        jit_freeze_replay(entry->recording.get(), indices.data(), produced.data());
         NamedArrays<Float> arrays;
         for (size_t i = 0; i < produced.size(); ++i) {
           arrays.emplace_back(entry->outputs[i].first,
@@ -328,9 +325,9 @@ Result<NamedArrays<Float>> Replayed(Replays& replays, std::optional<Value> key,
     replays.Forget(*key);
   } else {
     replays.CountMiss();
-    if (!replays.Recording()) return traced();
+    if (!replays.RecordsNewKeys()) return traced();
   }
-  return Recorded<Float>(replays, *std::move(key), indices, traced);
+  return Recorded<Float>(replays, *key, indices, traced);
 }
 
 }  // namespace tesscpp::autodiff::internal

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "dlpack_exchange.h"
 #include "gil_calls.h"
 #include "python_errors.h"
 #include "tesscpp/cuda.h"
@@ -187,6 +188,9 @@ Tensor ImportArray(nb::handle handle, const std::vector<std::string>& path) {
     // A tensor that requires grad refuses DLPack; its values are what is sent.
     object = object.attr("detach")();
   }
+  Result<std::optional<Tensor>> exchanged = ImportByExchangeApi(object, CudaUsable());
+  if (!exchanged.ok()) RaiseType(path, exchanged.status().message());
+  if (*exchanged) return **std::move(exchanged);
   BorrowedArray array;
   bool borrowed = CastArray(object, path, array);
   if (!borrowed && nb::hasattr(object, "__cuda_array_interface__") && CudaUsable())

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <memory>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 
 #include "tesscpp/cuda.h"
@@ -61,13 +60,15 @@ struct DLPackExchangeAPI {
 constexpr uint8_t kDLComplex = 5;
 
 // The table named by a type attribute: a capsule "dlpack_exchange_api" (the
-// standard), or the table's address as an int (torch's first release of it).
+// standard), or the table's address as an int (torch's first release of it;
+// anything below a page is no address).
 const DLPackExchangeAPI* TableOf(PyObject* attribute) {
   void* pointer = nullptr;
   if (PyCapsule_CheckExact(attribute)) {
     pointer = PyCapsule_GetPointer(attribute, "dlpack_exchange_api");
-  } else if (PyLong_Check(attribute)) {
+  } else if (PyLong_CheckExact(attribute)) {
     pointer = PyLong_AsVoidPtr(attribute);
+    if (reinterpret_cast<uintptr_t>(pointer) < 4096) pointer = nullptr;
   }
   if (pointer == nullptr) {
     PyErr_Clear();
@@ -79,11 +80,11 @@ const DLPackExchangeAPI* TableOf(PyObject* attribute) {
   return usable ? api : nullptr;
 }
 
-// The exchange table `type` defines itself, looked up once per type (the
-// GIL guards the cache; each cached type is kept alive so that its address
-// is never reused). An inherited table is not used: a subclass may export
-// its arrays its own way (a wrapper subclass has no storage of its own), and
-// its `__dlpack__` says how.
+// The exchange table `type` defines itself. An inherited table is not used:
+// a subclass may export its arrays its own way (a wrapper subclass has no
+// storage of its own), and its `__dlpack__` says how. Looked up on every
+// call (two lookups in the type's own dict) rather than cached per type: a
+// cache would keep every class it saw alive, and miss a table set later.
 const DLPackExchangeAPI* ExchangeApiOf(PyTypeObject* type) {
   // TESSCPP_DLPACK_EXCHANGE=0 takes every array the `__dlpack__` way (an
   // escape hatch should a framework's table misbehave, and the A/B switch).
@@ -92,19 +93,23 @@ const DLPackExchangeAPI* ExchangeApiOf(PyTypeObject* type) {
     return setting == nullptr || std::string_view(setting) != "0";
   }();
   if (!enabled) return nullptr;
-  static auto* tables = new std::unordered_map<PyTypeObject*, const DLPackExchangeAPI*>();
-  auto found = tables->find(type);
-  if (found != tables->end()) return found->second;
-  const DLPackExchangeAPI* api = nullptr;
-  nb::object own = nb::borrow(reinterpret_cast<PyObject*>(type)).attr("__dict__");
-  for (const char* name : {"__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__"}) {
-    nb::object attribute = own.attr("get")(name);
-    if (!attribute.is_none()) api = TableOf(attribute.ptr());
-    if (api != nullptr) break;
+  static PyObject* const names[] = {PyUnicode_InternFromString("__dlpack_c_exchange_api__"),
+                                    PyUnicode_InternFromString("__c_dlpack_exchange_api__")};
+#if PY_VERSION_HEX >= 0x030C0000
+  nb::object own = nb::steal(PyType_GetDict(type));
+#else
+  nb::object own = nb::borrow(type->tp_dict);
+#endif
+  if (!own.is_valid()) return nullptr;
+  for (PyObject* name : names) {
+    PyObject* attribute = PyDict_GetItemWithError(own.ptr(), name);  // borrowed
+    if (attribute == nullptr) {
+      PyErr_Clear();
+      continue;
+    }
+    if (const DLPackExchangeAPI* api = TableOf(attribute)) return api;
   }
-  Py_INCREF(type);
-  tables->emplace(type, api);
-  return api;
+  return nullptr;
 }
 
 bool IsCContiguous(const DLTensor& tensor) {
@@ -119,8 +124,9 @@ bool IsCContiguous(const DLTensor& tensor) {
 
 // Orders tesscpp's consumer stream (the legacy default stream) after the
 // framework's current one on the GPU, as `__dlpack__(stream=1)` does: nothing
-// when that is the legacy stream (0 or 1), a device synchronisation for a
-// per-thread default stream (2), which cannot be named from this thread.
+// when that is the legacy stream (0 or 1), else an event; a per-thread
+// default stream (2, which torch never reports) gets the defensive device
+// synchronisation the CUDA array interface path gives it.
 Status OrderAfterWorkStream(const DLPackExchangeAPI& api, int32_t ordinal, bool& asked) {
   void* stream = nullptr;
   asked = api.current_work_stream(kDLCUDA, ordinal, &stream) == 0;

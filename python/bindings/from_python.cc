@@ -188,6 +188,11 @@ Tensor ImportArray(nb::handle handle, const std::vector<std::string>& path) {
     // A tensor that requires grad refuses DLPack; its values are what is sent.
     object = object.attr("detach")();
   }
+  if (nb::hasattr(object, "is_neg") && nb::cast<bool>(object.attr("is_neg")())) {
+    // A lazily negated torch view (the imaginary part of a conjugate): its
+    // memory holds the values without the sign, and DLPack has no bit for it.
+    object = object.attr("resolve_neg")();
+  }
   Result<std::optional<Tensor>> exchanged = ImportByExchangeApi(object, CudaUsable());
   if (!exchanged.ok()) RaiseType(path, exchanged.status().message());
   if (*exchanged) return **std::move(exchanged);

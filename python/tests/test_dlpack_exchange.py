@@ -18,11 +18,14 @@ import torch
 from conftest import required_dir
 from tesscpp import Tesseract
 
-pytestmark = pytest.mark.skipif(
-    "__dlpack_c_exchange_api__" not in torch.Tensor.__dict__
-    and "__c_dlpack_exchange_api__" not in torch.Tensor.__dict__,
-    reason="this torch has no DLPack exchange table",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        "__dlpack_c_exchange_api__" not in torch.Tensor.__dict__
+        and "__c_dlpack_exchange_api__" not in torch.Tensor.__dict__,
+        reason="this torch has no DLPack exchange table",
+    ),
+    pytest.mark.skipif(os.environ.get("TESSCPP_DLPACK_EXCHANGE") == "0", reason="TESSCPP_DLPACK_EXCHANGE=0"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +90,21 @@ def test_what_the_table_does_not_take_goes_the_dunder_dlpack_way(vectoradd, dlpa
     np.testing.assert_array_equal(result(vectoradd, strided, b), expected(strided, b))
     np.testing.assert_array_equal(result(vectoradd, sub, b), expected(sub, b))
     assert len(dlpack_calls) >= 2
+
+
+def test_a_lazily_negated_view_arrives_with_its_sign(vectoradd) -> None:
+    """The imaginary part of a conjugate is a view whose memory lacks the
+    sign (torch's neg bit); DLPack cannot say so, so it is resolved first."""
+    a = torch.tensor([1 + 2j, 3 - 4j, 5 + 6j]).conj().imag
+    assert a.is_neg()
+    b = torch.zeros(3)
+    np.testing.assert_array_equal(result(vectoradd, a, b), [-4.0, 8.0, -12.0])
+
+
+def test_a_sparse_tensor_is_refused_naming_its_field(vectoradd) -> None:
+    """The table refuses sparse tensors; the `__dlpack__` way then says why."""
+    with pytest.raises(TypeError, match="^a: cannot read this array"):
+        vectoradd.apply({"a": torch.eye(3)[0].to_sparse(), "b": torch.zeros(3), "s": 1.0})
 
 
 def test_the_switch_turns_the_table_off(tmp_path) -> None:

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <string_view>
 
 #include "tesscpp/internal/file.h"
 
@@ -12,117 +13,124 @@ namespace tesscpp::runtime {
 
 namespace fs = std::filesystem;
 
-Result<std::unique_ptr<BinrefOutputPool>> BinrefOutputPool::Create(std::string dir, int64_t max_bytes) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Status::IoError("cannot create the binref pool directory '", dir, "': ", ec.message());
+namespace {
+
+constexpr std::string_view kPoolPrefix = ".tesscpp-binref-pool-";
+
+}  // namespace
+
+Result<std::unique_ptr<BinrefOutputPool>> BinrefOutputPool::Create(const std::string& output_path,
+                                                                   int64_t max_bytes) {
+  TESS_ASSIGN_OR_RETURN(PoolDirectory dir, PoolDirectory::Create(output_path, kPoolPrefix, "binref pool"));
   return std::unique_ptr<BinrefOutputPool>(new BinrefOutputPool(std::move(dir), max_bytes));
 }
 
-BinrefOutputPool::BinrefOutputPool(std::string dir, int64_t max_bytes)
-    : dir_(std::move(dir)), max_bytes_(max_bytes), thread_([this] { Run(); }) {}
+BinrefOutputPool::BinrefOutputPool(PoolDirectory dir, int64_t max_bytes)
+    : dir_(std::move(dir)), max_bytes_(max_bytes) {}
 
 BinrefOutputPool::~BinrefOutputPool() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  changed_.notify_all();
-  thread_.join();
-  std::error_code ec;
-  fs::remove_all(dir_, ec);  // spares nobody took; nothing else lives there
+  worker_.Stop();
+  dir_.Remove();  // spares nobody took (a no-op in a forked child: they are the parent's)
 }
 
 std::optional<std::string> BinrefOutputPool::Take(int64_t size) {
+  if (!dir_.Owned()) return std::nullopt;  // a forked child: not its spares
   std::optional<std::string> taken;
+  Shared& s = worker_.shared();
   {
-    std::lock_guard lock(mutex_);
-    recent_.erase(std::remove(recent_.begin(), recent_.end(), size), recent_.end());
-    recent_.push_front(size);
-    if (recent_.size() > kSizes) recent_.pop_back();
+    std::lock_guard lock(s.mutex);
+    s.recent.erase(std::remove(s.recent.begin(), s.recent.end(), size), s.recent.end());
+    s.recent.push_front(size);
+    if (s.recent.size() > kSizes) s.recent.pop_back();
     // The smallest spare that fits; more than twice the size would allocate
     // pages only to cut them off again.
-    auto best = ready_.end();
-    for (auto it = ready_.begin(); it != ready_.end(); ++it) {
-      if (it->size >= size && it->size <= 2 * size && (best == ready_.end() || it->size < best->size))
+    auto best = s.ready.end();
+    for (auto it = s.ready.begin(); it != s.ready.end(); ++it) {
+      if (it->size >= size && it->size <= 2 * size && (best == s.ready.end() || it->size < best->size))
         best = it;
     }
-    if (best != ready_.end()) {
+    if (best != s.ready.end()) {
       taken = std::move(best->path);
-      ready_bytes_ -= best->size;
-      ready_.erase(best);
+      s.ready_bytes -= best->size;
+      s.ready.erase(best);
     }
   }
-  changed_.notify_all();
+  s.changed.notify_all();
   return taken;
 }
 
 BinrefOutputPool::Spares BinrefOutputPool::spares() const {
-  std::lock_guard lock(mutex_);
-  return {ready_.size(), ready_bytes_};
+  std::lock_guard lock(worker_.shared().mutex);
+  return {worker_.shared().ready.size(), worker_.shared().ready_bytes};
 }
 
 void BinrefOutputPool::WaitIdle() const {
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [this] { return stopping_ || (!busy_ && NextSize() == 0 && !HasStale()); });
+  Shared& s = worker_.shared();
+  std::unique_lock lock(s.mutex);
+  s.changed.wait(lock,
+                 [&] { return s.stopping || (!s.busy && s.NextSize(max_bytes_) == 0 && !s.HasStale()); });
 }
 
-int64_t BinrefOutputPool::NextSize() const {
-  for (const int64_t size : recent_) {
+int64_t BinrefOutputPool::Shared::NextSize(int64_t max_bytes) const {
+  for (const int64_t size : recent) {
     const auto have =
-        std::count_if(ready_.begin(), ready_.end(), [size](const Spare& s) { return s.size == size; });
-    if (have < kSparesPerSize && ready_bytes_ + size <= max_bytes_) return size;
+        std::count_if(ready.begin(), ready.end(), [size](const Spare& s) { return s.size == size; });
+    if (have < kSparesPerSize && ready_bytes + size <= max_bytes) return size;
   }
   return 0;
 }
 
-bool BinrefOutputPool::HasStale() const {
-  return std::any_of(ready_.begin(), ready_.end(), [this](const Spare& s) {
-    return std::find(recent_.begin(), recent_.end(), s.size) == recent_.end();
+bool BinrefOutputPool::Shared::HasStale() const {
+  return std::any_of(ready.begin(), ready.end(), [this](const Spare& s) {
+    return std::find(recent.begin(), recent.end(), s.size) == recent.end();
   });
 }
 
 void BinrefOutputPool::Run() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
+  // Here rather than in Create: an output path that keeps many runs takes a
+  // while to list, and the first answer should not wait for it.
+  dir_.RemoveOrphans();
+  Shared& s = worker_.shared();
+  std::unique_lock lock(s.mutex);
+  while (!s.stopping) {
     // Spares of sizes nobody asked for lately make room for the ones in demand.
     std::vector<std::string> stale;
-    std::erase_if(ready_, [&](Spare& s) {
-      if (std::find(recent_.begin(), recent_.end(), s.size) != recent_.end()) return false;
-      ready_bytes_ -= s.size;
-      stale.push_back(std::move(s.path));
+    std::erase_if(s.ready, [&](Spare& spare) {
+      if (std::find(s.recent.begin(), s.recent.end(), spare.size) != s.recent.end()) return false;
+      s.ready_bytes -= spare.size;
+      stale.push_back(std::move(spare.path));
       return true;
     });
-    const int64_t size = NextSize();
+    const int64_t size = s.NextSize(max_bytes_);
     if (stale.empty() && size == 0) {
-      changed_.notify_all();  // idle
-      changed_.wait(lock);
+      s.changed.notify_all();  // idle
+      s.changed.wait(lock);
       continue;
     }
-    busy_ = true;
-    const std::string path = dir_ + "/spare-" + std::to_string(next_id_++) + ".bin";
+    s.busy = true;
+    const std::string path = dir_.path() + "/spare-" + std::to_string(s.next_id++) + ".bin";
     lock.unlock();
     std::error_code ec;
     for (const std::string& file : stale) fs::remove(file, ec);
     bool made = false;
     if (size > 0) {
-      auto file = platform::Fd::Open(path, O_RDWR | O_CREAT | O_EXCL);
+      auto file = platform::Fd::Open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC);
       made = file.ok() && file->Reserve(0, size).ok();
       if (!made) fs::remove(path, ec);
     }
     lock.lock();
-    busy_ = false;
-    if (stopping_) {
+    s.busy = false;
+    if (s.stopping) {
       if (made) fs::remove(path, ec);
       return;
     }
     if (made) {
-      ready_.push_back({path, size});
-      ready_bytes_ += size;
+      s.ready.push_back({path, size});
+      s.ready_bytes += size;
     } else if (size > 0) {
       // Out of space (or the directory went away): stop preparing this size
       // until an answer asks for it again, rather than retrying in a loop.
-      recent_.erase(std::remove(recent_.begin(), recent_.end(), size), recent_.end());
+      s.recent.erase(std::remove(s.recent.begin(), s.recent.end(), size), s.recent.end());
     }
   }
 }

@@ -8,9 +8,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "runtime/pool_dir.h"
+#include "runtime/pool_worker.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::runtime {
@@ -22,7 +23,10 @@ namespace tesscpp::runtime {
 /// time of a large answer (docs/serving.md). This pool keeps spare files of the
 /// sizes recent answers took, allocated by a background thread, and gives one
 /// to BinrefWriter, which renames it into the run directory. Spare bytes stay
-/// within a budget; the files and their directory are removed with the pool.
+/// within a budget. The files live in the process's own hidden directory of
+/// the output path (`.tesscpp-binref-pool-<pid>-<id>`, a PoolDirectory): they
+/// are removed with the pool, a new pool removes those whose owner is gone,
+/// and a forked child neither takes nor removes its parent's spares.
 class BinrefOutputPool {
  public:
   /// Spare files kept per recent size.
@@ -30,16 +34,17 @@ class BinrefOutputPool {
   /// Recent sizes (distinct) the pool keeps spares of.
   static constexpr size_t kSizes = 4;
 
-  /// \brief A pool in `dir` (created; it must be on the filesystem the answers
-  /// are written to) holding at most `max_bytes` of spare files.
-  static Result<std::unique_ptr<BinrefOutputPool>> Create(std::string dir, int64_t max_bytes);
+  /// \brief A pool in `output_path` (which must exist; the answers' files are
+  /// renamed from the pool into its run directories) holding at most
+  /// `max_bytes` of spare files.
+  static Result<std::unique_ptr<BinrefOutputPool>> Create(const std::string& output_path, int64_t max_bytes);
   ~BinrefOutputPool();
   BinrefOutputPool(const BinrefOutputPool&) = delete;
   BinrefOutputPool& operator=(const BinrefOutputPool&) = delete;
 
   /// \brief The path of a spare file of `size` to `2 * size` bytes, now the
   /// caller's, or nullopt when none is ready (the pool prepares some for
-  /// next time). A BinrefWriter::FileSource.
+  /// next time) or in a forked child. A BinrefWriter::FileSource.
   std::optional<std::string> Take(int64_t size);
 
   /// \brief Spare files ready now and their bytes (for tests and metrics).
@@ -48,34 +53,41 @@ class BinrefOutputPool {
     int64_t bytes = 0;
   };
   Spares spares() const;
+  /// \brief The pool's directory (for tests).
+  const std::string& dir() const { return dir_.path(); }
 
   /// \brief Blocks until the background thread has nothing left to prepare or remove.
   void WaitIdle() const;
 
  private:
-  BinrefOutputPool(std::string dir, int64_t max_bytes);
+  BinrefOutputPool(PoolDirectory dir, int64_t max_bytes);
   void Run();
-  // What the thread should prepare next (0: nothing); called with mutex_ held.
-  int64_t NextSize() const;
-  // Whether spares of sizes no longer asked for wait to be removed; mutex_ held.
-  bool HasStale() const;
 
   struct Spare {
     std::string path;
     int64_t size;
   };
+  // What the thread shares with the callers (PoolWorker).
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<Spare> ready;
+    std::deque<int64_t> recent;  // most recent first, distinct
+    int64_t ready_bytes = 0;
+    bool busy = false;
+    bool stopping = false;
+    uint64_t next_id = 0;
+    // What the thread should prepare next (0: nothing), within `max_bytes`;
+    // called with `mutex` held.
+    int64_t NextSize(int64_t max_bytes) const;
+    // Whether spares of sizes no longer asked for wait to be removed; `mutex` held.
+    bool HasStale() const;
+  };
 
-  const std::string dir_;
+  const PoolDirectory dir_;
   const int64_t max_bytes_;
-  mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
-  std::vector<Spare> ready_;
-  std::deque<int64_t> recent_;  // most recent first, distinct
-  int64_t ready_bytes_ = 0;
-  bool busy_ = false;
-  bool stopping_ = false;
-  uint64_t next_id_ = 0;
-  std::thread thread_;
+  // Last: its thread starts in its constructor and reads the members above.
+  PoolWorker<Shared> worker_{[this] { Run(); }};
 };
 
 }  // namespace tesscpp::runtime

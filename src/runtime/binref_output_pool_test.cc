@@ -1,5 +1,6 @@
 // binref_output_pool_test.cc: spares are prepared, handed out once, kept
-// within the budget and removed with the pool.
+// within the budget and removed with the pool; pools nobody holds are
+// removed; a forked child takes none of its parent's.
 #include "runtime/binref_output_pool.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 #include <set>
 #include <thread>
 #include <vector>
+
+#include "support/in_child.h"
 
 namespace tesscpp::runtime {
 namespace {
@@ -29,7 +32,7 @@ class BinrefOutputPoolTest : public ::testing::Test {
     scratch_ = pattern;
   }
   void TearDown() override { fs::remove_all(scratch_); }
-  std::string dir() const { return (scratch_ / "pool").string(); }
+  std::string out() const { return scratch_.string(); }
 
   fs::path scratch_;
 };
@@ -42,7 +45,7 @@ int64_t AllocatedBytes(const std::string& path) {
 }
 
 TEST_F(BinrefOutputPoolTest, PreparesSparesOfTheSizesAskedFor) {
-  auto pool = *BinrefOutputPool::Create(dir(), 64 * kMiB);
+  auto pool = *BinrefOutputPool::Create(out(), 64 * kMiB);
   // Nothing is ready before the first answer says what size it needs.
   EXPECT_EQ(pool->Take(2 * kMiB), std::nullopt);
   pool->WaitIdle();
@@ -60,7 +63,7 @@ TEST_F(BinrefOutputPoolTest, PreparesSparesOfTheSizesAskedFor) {
 }
 
 TEST_F(BinrefOutputPoolTest, HandsOutOnlySparesThatFit) {
-  auto pool = *BinrefOutputPool::Create(dir(), 64 * kMiB);
+  auto pool = *BinrefOutputPool::Create(out(), 64 * kMiB);
   EXPECT_EQ(pool->Take(4 * kMiB), std::nullopt);
   pool->WaitIdle();
   // Too small for 5 MiB, and more than twice 1 MiB.
@@ -73,7 +76,7 @@ TEST_F(BinrefOutputPoolTest, HandsOutOnlySparesThatFit) {
 }
 
 TEST_F(BinrefOutputPoolTest, KeepsSparesWithinTheBudget) {
-  auto pool = *BinrefOutputPool::Create(dir(), 5 * kMiB);
+  auto pool = *BinrefOutputPool::Create(out(), 5 * kMiB);
   // A taken file is the taker's; these takers drop theirs.
   auto take = [&pool](int64_t size) {
     if (auto path = pool->Take(size)) fs::remove(*path);
@@ -83,20 +86,22 @@ TEST_F(BinrefOutputPoolTest, KeepsSparesWithinTheBudget) {
     pool->WaitIdle();
     EXPECT_LE(pool->spares().bytes, 5 * kMiB);
     int64_t on_disk = 0;
-    for (const auto& entry : fs::directory_iterator(dir()))
+    for (const auto& entry : fs::directory_iterator(pool->dir()))
       on_disk += static_cast<int64_t>(entry.file_size());
     EXPECT_EQ(on_disk, pool->spares().bytes);
   }
   // Sizes nobody asked for lately make way: only the 4 most recent are kept.
   for (const int64_t size : {kMiB / 8, kMiB / 4, kMiB / 2, kMiB / 16}) take(size);
   pool->WaitIdle();
-  for (const auto& entry : fs::directory_iterator(dir())) EXPECT_LT(entry.file_size(), uint64_t{kMiB});
+  for (const auto& entry : fs::directory_iterator(pool->dir())) EXPECT_LT(entry.file_size(), uint64_t{kMiB});
 }
 
 TEST_F(BinrefOutputPoolTest, RemovesItsFilesButNotTakenOnes) {
   std::string kept;
+  std::string where;
   {
-    auto pool = *BinrefOutputPool::Create(dir(), 16 * kMiB);
+    auto pool = *BinrefOutputPool::Create(out(), 16 * kMiB);
+    where = pool->dir();
     (void)pool->Take(kMiB);
     pool->WaitIdle();
     const std::optional<std::string> taken = pool->Take(kMiB);
@@ -104,12 +109,12 @@ TEST_F(BinrefOutputPoolTest, RemovesItsFilesButNotTakenOnes) {
     kept = (scratch_ / "answer.bin").string();
     fs::rename(*taken, kept);  // what BinrefWriter does with it
   }
-  EXPECT_FALSE(fs::exists(dir()));
+  EXPECT_FALSE(fs::exists(where));
   EXPECT_TRUE(fs::exists(kept));
 }
 
 TEST_F(BinrefOutputPoolTest, HandsEachSpareToOneTaker) {
-  auto pool = *BinrefOutputPool::Create(dir(), 32 * kMiB);
+  auto pool = *BinrefOutputPool::Create(out(), 32 * kMiB);
   // Spares ready before the race (more may be made while it runs).
   (void)pool->Take(kMiB / 4);
   pool->WaitIdle();
@@ -134,10 +139,46 @@ TEST_F(BinrefOutputPoolTest, HandsEachSpareToOneTaker) {
   EXPECT_EQ(distinct.size(), total);
 }
 
+TEST_F(BinrefOutputPoolTest, RemovesPoolsNobodyHolds) {
+  // A pool whose owner is gone (a worker ended with _Exit): an unlocked lock
+  // file and a spare nobody will take.
+  const fs::path orphan = scratch_ / ".tesscpp-binref-pool-999999-dead";
+  fs::create_directories(orphan);
+  { std::ofstream(orphan / "lock").put('x'); }
+  { std::ofstream(orphan / "spare-0.bin") << std::string(4096, 'x'); }
+  auto held = *BinrefOutputPool::Create(out(), 16 * kMiB);
+  auto pool = *BinrefOutputPool::Create(out(), 16 * kMiB);
+  (void)pool->Take(kMiB);
+  pool->WaitIdle();  // the clean-up runs on the pool's thread, before its spares
+  EXPECT_FALSE(fs::exists(orphan));
+  EXPECT_TRUE(fs::exists(held->dir())) << "a pool whose owner lives is kept";
+}
+
+TEST_F(BinrefOutputPoolTest, AForkedChildTakesNoneOfItsParentsSpares) {
+  auto pool = *BinrefOutputPool::Create(out(), 16 * kMiB);
+  (void)pool->Take(kMiB);
+  pool->WaitIdle();
+  ASSERT_EQ(pool->spares().files, size_t{BinrefOutputPool::kSparesPerSize});
+  // Two processes handing out the same file would write two answers into
+  // it; the child's copy also goes without joining a thread it does not have
+  // or removing the parent's files.
+  EXPECT_EQ(testing::FailureInChild([&pool] {
+              const bool refused = !pool->Take(kMiB).has_value();
+              pool.reset();
+              return refused;
+            }),
+            "");
+  EXPECT_TRUE(fs::exists(pool->dir()));
+  EXPECT_EQ(pool->spares().files, size_t{BinrefOutputPool::kSparesPerSize});
+  const std::optional<std::string> taken = pool->Take(kMiB);
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_TRUE(fs::exists(*taken));
+}
+
 TEST_F(BinrefOutputPoolTest, ReportsADirectoryItCannotCreate) {
   const std::string file = (scratch_ / "a-file").string();
   { std::ofstream(file) << "x"; }
-  auto pool = BinrefOutputPool::Create(file + "/pool", kMiB);
+  auto pool = BinrefOutputPool::Create(file, kMiB);
   ASSERT_FALSE(pool.ok());
   EXPECT_NE(pool.status().message().find("binref pool directory"), std::string::npos);
 }

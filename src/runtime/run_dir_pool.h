@@ -1,17 +1,16 @@
 // run_dir_pool.h: run directories made before the calls that use them.
 #pragma once
 
-#include <sys/types.h>
-
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "runtime/pool_dir.h"
+#include "runtime/pool_worker.h"
 #include "tesscpp/internal/file.h"
 #include "tesscpp/result.h"
 
@@ -26,11 +25,10 @@ namespace tesscpp::runtime {
 /// call that names no run_id does not care when its directory was made, so a
 /// background thread makes a few ahead, under fresh uuid4s, in a hidden
 /// directory of the output path (`.tesscpp-run-pool-<pid>-<id>`, on the same
-/// filesystem, so renaming one out is atomic and cheap). Spares nobody took
-/// are removed with the pool. A pool's owner holds a flock on its lock file;
-/// a new pool removes the pools whose lock it can take (their owner is gone:
-/// killed, or a server worker ended with _Exit). A forked child does not use
-/// or remove its parent's pool (Take answers nullopt there).
+/// filesystem, so renaming one out is atomic and cheap; PoolDirectory). Spares
+/// nobody took are removed with the pool, and a new pool removes those whose
+/// owner is gone. A forked child does not use or remove its parent's pool
+/// (Take answers nullopt there).
 class RunDirectoryPool {
  public:
   /// Spare directories kept ready.
@@ -60,7 +58,7 @@ class RunDirectoryPool {
   void WaitIdle() const;
 
  private:
-  RunDirectoryPool(std::string output_path, std::string dir, bool tracked_in_files, platform::Fd lock);
+  RunDirectoryPool(std::string output_path, PoolDirectory dir, bool tracked_in_files);
   // The background thread: keeps kSpares spares ready.
   void Fill();
 
@@ -68,10 +66,7 @@ class RunDirectoryPool {
     std::string id;
     platform::Fd log;
   };
-  // What the thread shares with the callers. On the heap so that a forked
-  // child can drop it unfinished: its mutex and condition variable are
-  // copies of the parent's, which may be held or waited on there, and
-  // destroying them in the child could block for ever.
+  // What the thread shares with the callers (PoolWorker).
   struct Shared {
     std::mutex mutex;
     std::condition_variable changed;
@@ -81,14 +76,10 @@ class RunDirectoryPool {
   };
 
   const std::string output_path_;
-  const std::string dir_;
+  const PoolDirectory dir_;
   const bool tracked_in_files_;
-  const platform::Fd lock_;  // flock'ed while this pool lives
-  const pid_t owner_;        // the process that made the pool
-  std::unique_ptr<Shared> shared_ = std::make_unique<Shared>();
-  // A pointer so that a forked child can drop it without join (the thread
-  // does not exist there).
-  std::unique_ptr<std::thread> thread_;
+  // Last: its thread starts in its constructor and reads the members above.
+  PoolWorker<Shared> worker_{[this] { Fill(); }};
 };
 
 }  // namespace tesscpp::runtime

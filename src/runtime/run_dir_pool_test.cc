@@ -6,14 +6,13 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 
+#include "support/in_child.h"
 #include "support/test_files.h"
 
 namespace tesscpp::runtime {
@@ -104,18 +103,14 @@ TEST_F(RunDirectoryPoolTest, AForkedChildLeavesItsParentsPoolAlone) {
   auto pool = *RunDirectoryPool::Create(out_.string(), true);
   pool->WaitIdle();
   const std::set<std::string> pools = Entries(/*pools=*/true);
-  const pid_t child = ::fork();
-  if (child == 0) {
-    // No spare for the child, and its copy goes without joining a thread
-    // it does not have or removing the parent's files.
-    const bool refused = !pool->Take().has_value();
-    pool.reset();
-    ::_exit(refused ? 0 : 1);
-  }
-  ASSERT_GT(child, 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  // No spare for the child, and its copy goes without joining a thread it
+  // does not have or removing the parent's files.
+  EXPECT_EQ(testing::FailureInChild([&pool] {
+              const bool refused = !pool->Take().has_value();
+              pool.reset();
+              return refused;
+            }),
+            "");
   EXPECT_EQ(Entries(/*pools=*/true), pools);
   EXPECT_TRUE(pool->Take().has_value());
 }

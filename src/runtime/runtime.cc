@@ -29,6 +29,7 @@
 #include "runtime/file_run_logger.h"
 #include "runtime/json_error.h"
 #include "runtime/negotiate.h"
+#include "runtime/per_process.h"
 #include "runtime/run_dir.h"
 #include "runtime/run_dir_pool.h"
 #include "runtime/test_endpoint.h"
@@ -44,6 +45,14 @@ using core::EndpointId;
 using runtime::Encoding;
 
 namespace {
+
+// What Create made, or null after saying on stderr what goes without it.
+template <typename T>
+std::unique_ptr<T> OrWarned(Result<std::unique_ptr<T>> made, const char* without) {
+  if (made.ok()) return *std::move(made);
+  std::cerr << "tesscpp: " << without << ": " << made.status().message() << "\n";
+  return nullptr;
+}
 
 RuntimeResponse JsonResponse(int status, const Value& body, std::string content_type = "application/json") {
   RuntimeResponse r;
@@ -212,15 +221,12 @@ struct Runtime::Impl {
   component::RunLoggerFactory run_loggers;
 
   // Spare files for large json+binref answers (TESSERACT_BINREF_OUTPUT_POOL_MB),
-  // made by the first binref answer: one-shot commands never need them.
-  mutable std::once_flag binref_pool_once;
-  mutable std::unique_ptr<runtime::BinrefOutputPool> binref_pool;
+  // made by the first binref answer of each process: one-shot commands never
+  // need them.
+  mutable runtime::PerProcess<runtime::BinrefOutputPool> binref_pool;
   // Spare run directories for calls without a run_id, made by the first
-  // such call of each process (a server's forked workers, or a child forked
-  // by a user of the in-process client, make their own).
-  mutable std::mutex run_pool_mutex;
-  mutable std::unique_ptr<runtime::RunDirectoryPool> run_pool;
-  mutable pid_t run_pool_pid = 0;  // the process run_pool was made (or failed) in
+  // such call of each process.
+  mutable runtime::PerProcess<runtime::RunDirectoryPool> run_pool;
 
   bool gpu_transport_enabled() const { return transport != nullptr; }
   bool Serves(EndpointId id) const { return is_served[static_cast<int>(id)]; }
@@ -314,18 +320,10 @@ std::optional<RuntimeResponse> Runtime::Impl::InvalidRunId(const std::string& ru
 }
 
 runtime::RunDirectoryPool* Runtime::Impl::RunPool() const {
-  std::lock_guard lock(run_pool_mutex);
-  if (run_pool_pid != ::getpid()) {
-    run_pool_pid = ::getpid();
-    run_pool.reset();  // a parent's, inherited by fork: it leaves the parent's files alone
-    auto pool = runtime::RunDirectoryPool::Create(config.output_path, config.mlflow_tracking_uri.empty());
-    if (pool.ok()) {
-      run_pool = *std::move(pool);
-    } else {
-      std::cerr << "tesscpp: run directories are made during each call: " << pool.status().message() << "\n";
-    }
-  }
-  return run_pool.get();
+  return run_pool.Get([this] {
+    return OrWarned(runtime::RunDirectoryPool::Create(config.output_path, config.mlflow_tracking_uri.empty()),
+                    "run directories are made during each call");
+  });
 }
 
 Result<runtime::RunDirectoryPool::PreparedRun> Runtime::Impl::OpenRun(
@@ -418,19 +416,12 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
 
 BinrefWriter::FileSource Runtime::Impl::BinrefFiles() const {
   if (config.binref_output_pool_mb == 0) return nullptr;
-  std::call_once(binref_pool_once, [this] {
-    // One pool per process: workers of one server share the output path.
-    auto pool = runtime::BinrefOutputPool::Create(
-        config.output_path + "/.tesscpp-binref-pool-" + std::to_string(::getpid()),
-        config.binref_output_pool_mb << 20);
-    if (pool.ok()) {
-      binref_pool = *std::move(pool);
-    } else {
-      std::cerr << "tesscpp: answers are written without a binref pool: " << pool.status().message() << "\n";
-    }
+  runtime::BinrefOutputPool* pool = binref_pool.Get([this] {
+    return OrWarned(runtime::BinrefOutputPool::Create(config.output_path, config.binref_output_pool_mb << 20),
+                    "answers are written without a binref pool");
   });
-  if (binref_pool == nullptr) return nullptr;
-  return [pool = binref_pool.get()](int64_t size) { return pool->Take(size); };
+  if (pool == nullptr) return nullptr;
+  return [pool](int64_t size) { return pool->Take(size); };
 }
 
 RuntimeResponse Runtime::Impl::CheckGpuTransport(const RuntimeRequest& request) const {

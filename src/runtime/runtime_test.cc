@@ -270,7 +270,15 @@ TEST(Runtime, LargeBinrefAnswersUseThePool) {
   list += "]";
   const std::string body = R"({"inputs":{"a":)" + list + R"(,"b":)" + list + "}}";
   const std::filesystem::path out = runtime->config().output_path;
-  const std::filesystem::path pool = out / (".tesscpp-binref-pool-" + std::to_string(::getpid()));
+  // The process's pool: .tesscpp-binref-pool-<pid>-<id>.
+  auto pool_dir = [&out]() -> std::filesystem::path {
+    const std::string prefix = ".tesscpp-binref-pool-" + std::to_string(::getpid()) + "-";
+    for (const auto& entry : std::filesystem::directory_iterator(out)) {
+      if (entry.path().filename().string().rfind(prefix, 0) == 0) return entry.path();
+    }
+    return {};
+  };
+  std::filesystem::path pool;
   for (int call = 0; call < 3; ++call) {
     RuntimeResponse r = Post(*runtime, "/apply", body, "application/json+binref");
     ASSERT_EQ(r.status, 200) << r.body.string_view();
@@ -282,6 +290,7 @@ TEST(Runtime, LargeBinrefAnswersUseThePool) {
     const Tensor& result = answer->as_dict().at("result").as_tensor();
     ASSERT_EQ(result.num_elements(), n);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(result.data_as<double>()[i], 2.0) << i;
+    pool = pool_dir();
     EXPECT_TRUE(std::filesystem::is_directory(pool));
   }
   runtime.reset();

@@ -579,15 +579,15 @@ Result<Blocks> JacobianByColumns(const Fn& fn, const ModelView& in,
                                  const std::map<std::string, Dtype>& output_fields, const PathSet& jac_inputs,
                                  const std::vector<Side>& ins, const std::vector<Side>& outs) {
   Blocks blocks = ZeroBlocks(ins, outs);
+  // Read once (a host array goes to the device once); each pass seeds a copy.
+  TESS_ASSIGN_OR_RETURN(const auto inputs, ReadArrays<Float>(in.value(), input_fields));
   int64_t offset = 0;  // of input i's elements among all of them
   for (size_t i = 0; i < ins.size(); offset += ins[i++].count) {
     for (int64_t col = 0; col < ins[i].count; ++col) {
       auto along = [&](const std::string& name, const auto&) -> Result<std::optional<Float>> {
         return UnitOf<Float>(ins, name, offset + col);
       };
-      TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
-      TESS_ASSIGN_OR_RETURN(auto ctx,
-                            ForwardPass<Float>(fn, in, std::move(inputs), output_fields, jac_inputs, along));
+      TESS_ASSIGN_OR_RETURN(auto ctx, ForwardPass<Float>(fn, in, inputs, output_fields, jac_inputs, along));
       for (size_t o = 0; o < outs.size(); ++o) {
         const std::vector<double> column = HostGradient(ctx.outputs().at(outs[o].name).values, outs[o].count);
         for (int64_t row = 0; row < outs[o].count; ++row)

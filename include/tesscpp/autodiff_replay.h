@@ -188,15 +188,9 @@ class Replays {
   void CountHit() { misses_in_a_row_ = 0; }
   void CountMiss() { ++misses_in_a_row_; }
 
-  /// \brief Drops the entry of `key` (a recording that failed to replay).
-  void Forget(const Value& key) {
-    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->key == key) {
-        entries_.erase(it);
-        return;
-      }
-    }
-  }
+  /// \brief Drops the entry Find returned last (a recording that failed to
+  /// replay; Find made it the most recent).
+  void ForgetFound() { entries_.pop_front(); }
 
   void Add(Entry entry) {
     entries_.push_front(std::move(entry));
@@ -322,7 +316,7 @@ Result<NamedArrays<Float>> Replayed(Replays& replays, std::optional<Value> key,
     } catch (const std::exception&) {
       // Recorded again below.
     }
-    replays.Forget(*key);
+    replays.ForgetFound();
   } else {
     replays.CountMiss();
     if (!replays.RecordsNewKeys()) return traced();

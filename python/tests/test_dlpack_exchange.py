@@ -87,9 +87,12 @@ def test_what_the_table_does_not_take_goes_the_dunder_dlpack_way(vectoradd, dlpa
     strided = torch.arange(30, dtype=torch.float32)[::3]
     sub = torch.arange(10, dtype=torch.float32).as_subclass(Marked)
     b = torch.ones(10, dtype=torch.float32)
+    # `b` takes the table; each of the others asks `__dlpack__` itself.
     np.testing.assert_array_equal(result(vectoradd, strided, b), expected(strided, b))
+    assert len(dlpack_calls) >= 1
+    dlpack_calls.clear()
     np.testing.assert_array_equal(result(vectoradd, sub, b), expected(sub, b))
-    assert len(dlpack_calls) >= 2
+    assert len(dlpack_calls) >= 1
 
 
 def test_a_lazily_negated_view_arrives_with_its_sign(vectoradd) -> None:

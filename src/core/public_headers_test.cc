@@ -4,8 +4,8 @@
 // by design: autodiff.h and autodiff_arrays.h (with autodiff_replay.h, which
 // only it includes), the optional headers that bring their AD libraries
 // (ADOL-C and Sacado; Dr.Jit, and dlfcn.h to keep it loaded) to the
-// components that include them, and are not part of tesscpp.h. The in-tree headers of internal/ may include
-// installed and internal ones, never src/.
+// components that include them, and are not part of tesscpp.h. The in-tree
+// headers of internal/ may include installed and internal ones, never src/.
 #include "tesscpp/tesscpp.h"
 
 #include <gtest/gtest.h>

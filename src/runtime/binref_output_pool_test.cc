@@ -4,7 +4,6 @@
 #include "runtime/binref_output_pool.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "support/in_child.h"
+#include "tesscpp/internal/file.h"
 
 namespace tesscpp::runtime {
 namespace {
@@ -26,10 +26,9 @@ class BinrefOutputPoolTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // tmpfs where there is one: that is where the pool is meant to be used.
-    const fs::path parent = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    std::string pattern = (parent / "tesscpp-pool-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    scratch_ = pattern;
+    auto made = platform::MakeScratchDir("tesscpp-pool-test-");
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    scratch_ = *made;
   }
   void TearDown() override { fs::remove_all(scratch_); }
   std::string out() const { return scratch_.string(); }

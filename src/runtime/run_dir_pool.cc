@@ -45,16 +45,17 @@ RunDirectoryPool::~RunDirectoryPool() {
 
 std::optional<RunDirectoryPool::PreparedRun> RunDirectoryPool::Take() {
   if (!dir_.Owned()) return std::nullopt;  // a forked child: not its pool
+  Shared& s = worker_.shared();
   std::optional<Spare> spare;
   {
-    std::lock_guard lock(worker_.shared().mutex);
-    worker_.shared().failed = false;
-    if (!worker_.shared().ready.empty()) {
-      spare = std::move(worker_.shared().ready.back());
-      worker_.shared().ready.pop_back();
+    std::lock_guard lock(s.mutex);
+    s.failed = false;
+    if (!s.ready.empty()) {
+      spare = std::move(s.ready.back());
+      s.ready.pop_back();
     }
   }
-  worker_.shared().changed.notify_all();
+  s.changed.notify_all();
   if (!spare) return std::nullopt;
   PreparedRun run{spare->id, output_path_ + "/run_" + spare->id, std::move(spare->log)};
   // The open log follows its directory through the rename.
@@ -73,10 +74,9 @@ size_t RunDirectoryPool::spares() const {
 }
 
 void RunDirectoryPool::WaitIdle() const {
-  std::unique_lock lock(worker_.shared().mutex);
-  worker_.shared().changed.wait(lock, [this] {
-    return worker_.shared().stopping || worker_.shared().failed || worker_.shared().ready.size() >= kSpares;
-  });
+  Shared& s = worker_.shared();
+  std::unique_lock lock(s.mutex);
+  s.changed.wait(lock, [&s] { return s.stopping || s.failed || s.ready.size() >= kSpares; });
 }
 
 void RunDirectoryPool::Fill() {
@@ -86,10 +86,11 @@ void RunDirectoryPool::Fill() {
   // Here rather than in Create: an output path that keeps many runs takes a
   // while to list, and the first call should not wait for it.
   dir_.RemoveOrphans();
-  std::unique_lock lock(worker_.shared().mutex);
-  while (!worker_.shared().stopping) {
-    if (worker_.shared().failed || worker_.shared().ready.size() >= kSpares) {
-      worker_.shared().changed.wait(lock);
+  Shared& s = worker_.shared();
+  std::unique_lock lock(s.mutex);
+  while (!s.stopping) {
+    if (s.failed || s.ready.size() >= kSpares) {
+      s.changed.wait(lock);
       continue;
     }
     lock.unlock();
@@ -101,11 +102,11 @@ void RunDirectoryPool::Fill() {
     }
     lock.lock();
     if (log.ok()) {
-      worker_.shared().ready.push_back({std::move(id), *std::move(log)});
+      s.ready.push_back({std::move(id), *std::move(log)});
     } else {
-      worker_.shared().failed = true;  // out of space, or the output path went away
+      s.failed = true;  // out of space, or the output path went away
     }
-    worker_.shared().changed.notify_all();
+    s.changed.notify_all();
   }
 }
 

@@ -5,7 +5,6 @@
 #include "runtime/run_dir_pool.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +13,7 @@
 
 #include "support/in_child.h"
 #include "support/test_files.h"
+#include "tesscpp/internal/file.h"
 
 namespace tesscpp::runtime {
 namespace {
@@ -23,9 +23,9 @@ namespace fs = std::filesystem;
 class RunDirectoryPoolTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "tesscpp-run-pool-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    out_ = pattern;
+    auto made = platform::MakeTempDir("tesscpp-run-pool-test-");
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    out_ = *made;
   }
   void TearDown() override { fs::remove_all(out_); }
 

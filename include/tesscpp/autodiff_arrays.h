@@ -47,6 +47,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -78,10 +79,11 @@ class ArrayContext : public internal::ContextBase<FloatT> {
   /// mistake in the component.
   const Float& Input(const std::string& name) const { return this->Find(name).values; }
   /// \brief `value` as an opaque kernel parameter of width 1: a new value
-  /// next call reuses the compiled kernel.
-  Float Param(double value) const { return drjit::opaque<Float>(value); }
-  /// \brief An index parameter (a size, a count), opaque likewise.
-  UInt32 Index(uint32_t value) const { return drjit::opaque<UInt32>(value); }
+  /// next call reuses the compiled kernel. In a recorded call it is kept in
+  /// the recording's memory (internal::ParamSlots): a replay sets nothing.
+  Float Param(double value) const { return Parameter<Float>(value); }
+  /// \brief An index parameter (a size, a count), likewise.
+  UInt32 Index(uint32_t value) const { return Parameter<UInt32>(value); }
 
   /// \brief Sets the differentiable output `name` to `values` with shape
   /// `dims` (row-major; width 1 is broadcast to the shape).
@@ -100,10 +102,39 @@ class ArrayContext : public internal::ContextBase<FloatT> {
     return Status::OK();
   }
 
+  /// \brief Sets the scalar differentiable output `name` to the sum of
+  /// `values` (any width). Prefer it to `Output(name, drjit::sum(values),
+  /// {})`: Dr.Jit computes a sum where it is written, so the derivative
+  /// endpoints, which never return an output's own value, would pay a kernel
+  /// and a reduction for it. Here apply sums once the outputs are evaluated
+  /// (`values` in the same kernel as the others of its width), a JVP sums
+  /// only the tangent, and a VJP spreads the cotangent over `values`.
+  /// kInvalidArgument as Output.
+  Status OutputSum(const std::string& name, Float values) {
+    TESS_ASSIGN_OR_RETURN(Array * slot, this->NewOutput(name, {}));
+    slot->values = std::move(values);
+    summed_.insert(name);
+    return Status::OK();
+  }
+
+  /// \brief The outputs set by OutputSum: their arrays are what is summed.
+  const std::set<std::string>& summed() const { return summed_; }
+
   /// \brief For DeriveArrays.
   ArrayContext(const ModelView& model, std::map<std::string, Array> inputs,
                std::map<std::string, Dtype> outputs)
       : Base(model, std::move(inputs), std::move(outputs)) {}
+
+ private:
+  template <typename Array, typename T>
+  static Array Parameter(T value) {
+    if (auto* slots = internal::ParamSlots<Float>::Current()) {
+      if (auto slot = slots->Take(value)) return Array(*std::move(slot));
+    }
+    return drjit::opaque<Array>(value);
+  }
+
+  std::set<std::string> summed_;
 };
 
 namespace internal {
@@ -350,21 +381,43 @@ Status OnBackend(std::optional<int> cuda_device, Body body) {
   return status;
 }
 
-// The gradients of `arrays` named in `names` (names not there are skipped),
-// detached and widened to their shapes: the inputs' after a backward pass
-// (zeros where an input does not reach the outputs), the outputs' after a
-// forward one.
+// `values` as the array of `dims` it stands for: widened (see Widened), or
+// left as it is for an output set by OutputSum (`summed`), which Summed sums.
 template <typename Float>
-NamedArrays<Float> GradientArrays(Arrays<Float>& arrays, const PathSet& names) {
+Float Shaped(Float values, const std::vector<int64_t>& dims, bool summed) {
+  return summed ? values : Widened(std::move(values), CountOf(dims));
+}
+
+// `arrays` with those named in `summed` (outputs set by OutputSum) reduced to
+// their sums, after evaluating all of them together: arrays of one width in
+// one kernel, rather than each sum's operand in a kernel of its own.
+template <typename Float>
+NamedArrays<Float> Summed(NamedArrays<Float> arrays, const std::set<std::string>& summed) {
+  if (summed.empty()) return arrays;
+  for (auto& [name, array] : arrays) drjit::schedule(array.values);
+  drjit::eval();
+  for (auto& [name, array] : arrays) {
+    if (summed.contains(name)) array.values = drjit::sum(array.values);
+  }
+  return arrays;
+}
+
+// The gradients of `arrays` named in `names` (names not there are skipped),
+// detached and shaped: the inputs' after a backward pass (zeros where an
+// input does not reach the outputs), the outputs' after a forward one
+// (`summed`: those set by OutputSum).
+template <typename Float>
+NamedArrays<Float> GradientArrays(Arrays<Float>& arrays, const PathSet& names,
+                                  const std::set<std::string>& summed = {}) {
   NamedArrays<Float> gradients;
   for (const std::string& name : names) {
     auto found = arrays.find(name);
     if (found == arrays.end()) continue;
     const Field<Float>& array = found->second;
-    gradients.emplace_back(name,
-                           Field<Float>{array.dims, Widened(drjit::grad(array.values), CountOf(array.dims))});
+    gradients.emplace_back(
+        name, Field<Float>{array.dims, Shaped(drjit::grad(array.values), array.dims, summed.contains(name))});
   }
-  return gradients;
+  return Summed(std::move(gradients), summed);
 }
 
 template <typename Fn>
@@ -379,10 +432,11 @@ void DeriveArrayApply(Component& c, const Fn& fn, const std::map<std::string, Dt
             TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, inputs, output_fields, NoPreparation{}));
             NamedArrays<Float> outputs;
             for (auto& [name, array] : ctx.outputs()) {
-              outputs.emplace_back(
-                  name, Field<Float>{array.dims, Widened(drjit::detach(array.values), CountOf(array.dims))});
+              outputs.emplace_back(name,
+                                   Field<Float>{array.dims, Shaped(drjit::detach(array.values), array.dims,
+                                                                   ctx.summed().contains(name))});
             }
-            return outputs;
+            return Summed(std::move(outputs), ctx.summed());
           };
           TESS_ASSIGN_OR_RETURN(auto outputs, Replayed<Float>(*replays, ModelKey(in.value(), input_fields),
                                                               RecordedInputs<Float>(inputs), body));
@@ -460,7 +514,7 @@ void DeriveArrayJvp(Component& c, const Fn& fn, const std::map<std::string, Dtyp
       };
       auto body = [&]() -> Result<NamedArrays<Float>> {
         TESS_ASSIGN_OR_RETURN(auto ctx, ForwardPass<Float>(fn, in, inputs, output_fields, jvp_inputs, along));
-        return GradientArrays<Float>(ctx.outputs(), jvp_outputs);
+        return GradientArrays<Float>(ctx.outputs(), jvp_outputs, ctx.summed());
       };
       TESS_ASSIGN_OR_RETURN(
           auto products,
@@ -545,10 +599,11 @@ inline Blocks ZeroBlocks(const std::vector<Side>& ins, const std::vector<Side>& 
   return blocks;
 }
 
-// A gradient (width 1 broadcast to `count`) copied to the host.
+// A gradient (width 1 broadcast to `count`; summed for an output set by
+// OutputSum) copied to the host.
 template <typename Float>
-std::vector<double> HostGradient(const Float& values, int64_t count) {
-  Float g = Widened(drjit::grad(values), count);
+std::vector<double> HostGradient(const Float& values, int64_t count, bool summed = false) {
+  Float g = summed ? drjit::sum(drjit::grad(values)) : Widened(drjit::grad(values), count);
   drjit::eval(g);
   std::vector<double> host(static_cast<size_t>(count));
   if (count > 0) jit_memcpy(drjit::backend_v<Float>, host.data(), g.data(), host.size() * sizeof(double));
@@ -589,7 +644,8 @@ Result<Blocks> JacobianByColumns(const Fn& fn, const ModelView& in,
       };
       TESS_ASSIGN_OR_RETURN(auto ctx, ForwardPass<Float>(fn, in, inputs, output_fields, jac_inputs, along));
       for (size_t o = 0; o < outs.size(); ++o) {
-        const std::vector<double> column = HostGradient(ctx.outputs().at(outs[o].name).values, outs[o].count);
+        const std::vector<double> column = HostGradient(ctx.outputs().at(outs[o].name).values, outs[o].count,
+                                                        ctx.summed().contains(outs[o].name));
         for (int64_t row = 0; row < outs[o].count; ++row)
           blocks[o][i][static_cast<size_t>(row * ins[i].count + col)] = column[static_cast<size_t>(row)];
       }

@@ -41,6 +41,85 @@
 
 namespace tesscpp::autodiff::internal {
 
+/// \brief Whether Dr.Jit still runs: a component destroyed after it shut
+/// down (at exit) has nothing of Dr.Jit's left to free.
+inline bool DrJitRunning() {
+  return jit_has_backend(JitBackend::LLVM) != 0 || jit_has_backend(JitBackend::CUDA) != 0;
+}
+
+/// \brief Where a recorded call keeps its kernel parameters (ctx.Param,
+/// ctx.Index): two small arrays in memory, made before the recording starts
+/// and passed to it as inputs. A parameter written into a slot is read by
+/// the recorded kernels from there, so a replay launches nothing for it;
+/// made opaque inside the recording, each one would be a fill (a kernel on
+/// the GPU) replayed on every call. The slots keep the recorded values,
+/// which is right: everything a parameter can come from is in the key.
+template <typename Float>
+class ParamSlots {
+ public:
+  using Values = drjit::detached_t<Float>;
+  using Indices = drjit::uint32_array_t<Values>;
+  /// Parameters of each kind per recording; any beyond are opaque, as in a
+  /// call that is not recorded.
+  static constexpr uint32_t kSlots = 16;
+
+  ParamSlots() : values_(drjit::zeros<Values>(kSlots)), indices_(drjit::zeros<Indices>(kSlots)) {
+    drjit::make_opaque(values_, indices_);
+  }
+  ParamSlots(const ParamSlots&) = delete;
+  ParamSlots& operator=(const ParamSlots&) = delete;
+  ~ParamSlots() {
+    if (!DrJitRunning()) {  // nothing left to free
+      (void)values_.release();
+      (void)indices_.release();
+    }
+  }
+
+  /// \brief The arrays the recording reads, as its inputs.
+  std::vector<uint32_t> Inputs() const { return {values_.index(), indices_.index()}; }
+
+  /// \brief `value` in the next free slot, read from there (nullopt when
+  /// all are taken). Only while recording.
+  std::optional<Values> Take(double value) { return Write<Values>(values_, used_values_, value); }
+  std::optional<Indices> Take(uint32_t value) { return Write<Indices>(indices_, used_indices_, value); }
+
+  /// \brief The slots of the recording this thread makes now (null when it
+  /// makes none).
+  static ParamSlots* Current() { return current(); }
+
+  /// \brief Makes `slots` Current() for its lifetime.
+  class Scope {
+   public:
+    explicit Scope(ParamSlots* slots) { current() = slots; }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    ~Scope() { current() = nullptr; }
+  };
+
+ private:
+  template <typename Array, typename T>
+  std::optional<Array> Write(Array& slots, uint32_t& used, T value) {
+    if (used == kSlots) return std::nullopt;
+    const uint32_t slot = used++;
+    // Written past the recording (a replay finds the value in place), and
+    // synchronously: the kernels that read it come later in the stream.
+    constexpr JitBackend kBackend = drjit::backend_v<Float>;
+    jit_freeze_pause(kBackend);
+    jit_memcpy(kBackend, slots.data() + slot, &value, sizeof value);
+    jit_freeze_resume(kBackend);
+    return drjit::gather<Array>(slots, Indices(slot));
+  }
+
+  static ParamSlots*& current() {
+    static thread_local ParamSlots* slots = nullptr;
+    return slots;
+  }
+
+  Values values_;
+  Indices indices_;
+  uint32_t used_values_ = 0, used_indices_ = 0;
+};
+
 /// \brief Arrays a call produces, by name, in the order it produced them.
 template <typename Float>
 using NamedArrays = std::vector<std::pair<std::string, Field<Float>>>;
@@ -151,9 +230,7 @@ class Replays {
 
   struct DestroyRecording {
     void operator()(Recording* recording) const {
-      // A component destroyed after Dr.Jit shut down (at exit) has nothing left to free.
-      if (jit_has_backend(JitBackend::LLVM) != 0 || jit_has_backend(JitBackend::CUDA) != 0)
-        jit_freeze_destroy(recording);
+      if (DrJitRunning()) jit_freeze_destroy(recording);
     }
   };
   using RecordingPtr = std::unique_ptr<Recording, DestroyRecording>;
@@ -162,6 +239,9 @@ class Replays {
     Value key;               // owns its arrays (KeyValue with `own`)
     RecordingPtr recording;  // null: this key is traced on every call
     std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;
+    // The ParamSlots<Float> the recording reads its parameters from (its
+    // inputs after the call's own).
+    std::shared_ptr<void> params;
   };
 
   Replays() = default;
@@ -239,10 +319,14 @@ template <typename Float, typename Traced>
 Result<NamedArrays<Float>> Recorded(Replays& replays, const Value& key, const std::vector<uint32_t>& indices,
                                     const Traced& traced) {
   constexpr JitBackend kBackend = drjit::backend_v<Float>;
-  Replays::Entry entry{*KeyValue(key, /*own=*/true), nullptr, {}};
+  auto params = std::shared_ptr<ParamSlots<Float>>(new ParamSlots<Float>());
+  Replays::Entry entry{*KeyValue(key, /*own=*/true), nullptr, {}, params};
+  std::vector<uint32_t> inputs = indices;
+  for (const uint32_t index : params->Inputs()) inputs.push_back(index);
   Result<NamedArrays<Float>> arrays = Status::Internal("not run");
-  jit_freeze_start(kBackend, indices.data(), static_cast<uint32_t>(indices.size()));
+  jit_freeze_start(kBackend, inputs.data(), static_cast<uint32_t>(inputs.size()));
   try {
+    typename ParamSlots<Float>::Scope in_slots(params.get());
     arrays = traced();
   } catch (...) {
     // Most likely an array read on the host: never recorded, traced from now
@@ -301,11 +385,15 @@ Result<NamedArrays<Float>> Replayed(Replays& replays, std::optional<Value> key,
     if (entry->recording == nullptr) return traced();
     replays.CountHit();
     std::vector<uint32_t> produced(entry->outputs.size());
+    std::vector<uint32_t> replayed = indices;
+    for (const uint32_t index : static_cast<ParamSlots<Float>*>(entry->params.get())->Inputs()) {
+      replayed.push_back(index);
+    }
     try {
       // The dry run says whether the recording still fits (Dr.Jit's kernel
       // cache, the widths); Dr.Jit's own frozen functions check it first too.
-      if (jit_freeze_dry_run(entry->recording.get(), indices.data()) != 0) {
-        jit_freeze_replay(entry->recording.get(), indices.data(), produced.data());
+      if (jit_freeze_dry_run(entry->recording.get(), replayed.data()) != 0) {
+        jit_freeze_replay(entry->recording.get(), replayed.data(), produced.data());
         NamedArrays<Float> arrays;
         for (size_t i = 0; i < produced.size(); ++i) {
           arrays.emplace_back(entry->outputs[i].first,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -227,10 +228,10 @@ print(json.dumps(answers))
 """
 
 
-def logged_vjps(tmp_path: Path, calls: list[dict]) -> tuple[list, list[str]]:
+def logged_vjps(tmp_path: Path, calls: list[dict], level: str = "info") -> tuple[list, list[str]]:
     """The VJPs `calls` describe, in order in one fresh process: the answers
-    and each call's Dr.Jit log."""
-    env = {**os.environ, "TESSCPP_DRJIT_LOG": "info"}
+    and each call's Dr.Jit log at `level`."""
+    env = {**os.environ, "TESSCPP_DRJIT_LOG": level}
     for call in calls:
         call["library"] = str(call["library"])
         call["point"] = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in call["point"].items()}
@@ -266,14 +267,31 @@ def test_repeated_calls_replay_the_first_ones_recording(tmp_path):
     gradient that is zero everywhere (nu's, with no steps) is an output too."""
     points = [{**BURGERS, "u": BURGERS["u"] * s, "nu": 0.05 * s} for s in (1.0, -0.5, 2.0)]
     still = [{**p, "steps": 0} for p in points]
-    calls = burgers_vjp_calls(points, ["u", "nu"], {"u_next": "ones", "energy": 1.0}) + burgers_vjp_calls(
-        still, ["u", "nu"], {"u_next": "ones"}
-    )
+    cotangent = {"u_next": "ones", "energy": 1.0}
+    calls = burgers_vjp_calls(points, ["u", "nu"], cotangent) + burgers_vjp_calls(still, ["u", "nu"], cotangent)
     answers, logs = logged_vjps(tmp_path, calls)
     assert "launching" in logs[0] and "launching" in logs[3]
     assert all("launching" not in log for log in logs[1:3] + logs[4:]), logs
     assert_scalar_form_vjps(calls, answers)
     assert all(answer["nu"] == 0.0 for answer in answers[3:])
+
+
+def test_each_recording_replays_its_own_parameters(tmp_path):
+    """Two time steps by turns: each is a key of its own, recorded once, and
+    each replay reads the parameters (dt, dx, the grid size) its recording
+    kept in its own memory, setting none of them: Dr.Jit's debug log of a
+    replay shows no one-element memset (an opaque parameter made each time)."""
+    points = [
+        {**BURGERS, "u": BURGERS["u"] * s, "dt": dt} for s, dt in ((1.0, 2e-4), (0.5, 5e-4), (-1.0, 2e-4), (2.0, 5e-4))
+    ]
+    calls = burgers_vjp_calls(points, ["u", "nu"], {"u_next": "ones", "energy": 1.0})
+    answers, logs = logged_vjps(tmp_path, calls, level="debug")
+    assert all("launching" in log for log in logs[:2]), logs
+    replays = logs[2:]
+    assert all("replay(): launching" in log for log in replays), replays
+    assert all(re.search(r"memset_async\(ptr=0x[0-9a-f]+, size=1,", log) is None for log in replays), replays
+    assert_scalar_form_vjps(calls, answers)
+    assert not np.allclose(answers[0]["u"], -np.asarray(answers[2]["u"]))  # the step matters
 
 
 def test_one_array_passed_twice_is_its_own_recording(tmp_path):

@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# Sourced by the GPU machine's scripts (build_and_test.sh, ab_bench.sh), with
-# .devdeps carried (prepare.sh): the Python packages the tests and benchmarks
-# import, and tess_gpu_build SRC BUILD LOG_DIR, which builds the targets they
-# run from the tree SRC with CUDA into BUILD (its logs in LOG_DIR).
+# Sourced by the GPU machine's scripts (build_and_test.sh, ab_bench.sh,
+# autodiff_ab.sh), with .devdeps carried (prepare.sh): the Python packages the
+# tests and benchmarks import, and tess_gpu_build SRC BUILD LOG_DIR, which
+# builds the targets they run from the tree SRC with CUDA into BUILD (its logs
+# in LOG_DIR).
 deps="$PWD/.devdeps/root/usr"
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
   "$PWD"/.devdeps/whl-tc/*.whl $(python3 -c 'import pytest' 2>/dev/null || echo "$PWD"/.devdeps/whl/*.whl)
 export PYTHONPATH=/tmp/site
 
-tess_gpu_build() {
+# tess_gpu_configure SRC BUILD LOG_DIR: configures SRC with CUDA into BUILD.
+tess_gpu_configure() {
   local src=$1 build=$2 logs=$3
   cmake -S "$src" -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++-12 \
     -DCMAKE_PREFIX_PATH="$deps" -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" \
     -DPython_EXECUTABLE="$(command -v python3)" -DTESS_BUILD_BENCH=OFF -DTESSCPP_CUDA=ON >"$logs/configure.log" 2>&1 \
     || { tail -30 "$logs/configure.log"; return 1; }
+}
+
+tess_gpu_build() {
+  local src=$1 build=$2 logs=$3
+  tess_gpu_configure "$src" "$build" "$logs" || return 1
   make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_cuda_internal_tests tesscpp_runtime_tests \
     tesscpp_gpu_transport_tests noop bench_devhold bridge_vec bridge_nl bridge_devid bridge_vmmout >"$logs/build.log" 2>&1 \
     || { grep -E "error" -A3 "$logs/build.log" | head -40; return 1; }

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Run on the GPU machine from the repository root, with .devdeps carried and a
+# baseline written (`scripts/gpu/prepare.sh --baseline REV`): builds the
+# array-form example and the Python module of the baseline and of this tree,
+# runs this tree's GPU autodiff tests, then profiles the replayed VJP
+# (bench/probes/drjit_gpu_profile.py) and runs `bench/autodiff_bench.py --gpu`
+# with each build, taking turns ROUNDS times, so that a change to the array
+# form is measured against its baseline on one machine. Logs in $OUT.
+set -uo pipefail
+root=$PWD
+out=${OUT:-/tmp}
+rounds=${1:-2}
+source "$root/scripts/gpu/build.sh"
+[[ -f "$root/.devdeps/baseline.tar.gz" ]] || { echo "no baseline: run scripts/gpu/prepare.sh --baseline REV first" >&2; exit 2; }
+base=/tmp/adab-base
+rm -rf "$base" && mkdir -p "$base" "$out/base" "$out/head"
+tar -xzf "$root/.devdeps/baseline.tar.gz" -C "$base"
+light_build() {  # SRC BUILD LOG_DIR: only what the array form's tests and benchmark load
+  tess_gpu_configure "$1" "$2" "$3" || return 1
+  make -C "$2" -j"$(nproc)" _tesscpp tesscpp_cli burgers_array >"$3/build.log" 2>&1 \
+    || { grep -E "error" -A3 "$3/build.log" | head -30; return 1; }
+}
+light_build "$base" /tmp/adab-base-build "$out/base" &
+base_build=$!
+light_build "$root" /tmp/adab-head-build "$out/head" || exit 1
+wait "$base_build" || exit 1
+echo "baseline: $(cat "$root/.devdeps/baseline"); head: $(cat "$root/.devdeps/commit")"
+head_build=/tmp/adab-head-build
+(cd "$head_build" && PYTHONPATH="$head_build/python:$PYTHONPATH" TESSCPP_EXAMPLES_DIR="$head_build/examples" \
+  TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$head_build/bin/tesscpp" timeout 300 python3 -m pytest -q -p no:cacheprovider \
+  --noconftest "$root/python/tests/test_gpu_autodiff_arrays.py" 2>&1 | tail -3)
+for round in $(seq "$rounds"); do
+  # Who goes first alternates, so that neither build always meets a warmer machine.
+  order=(base head)
+  ((round % 2 == 0)) && order=(head base)
+  for side in "${order[@]}"; do
+    src=$([[ $side == base ]] && echo "$base" || echo "$root")
+    build=/tmp/adab-$side-build
+    if ((round == 1)); then
+      PYTHONPATH="$build/python:$PYTHONPATH" timeout 120 python3 "$src/bench/probes/drjit_gpu_profile.py" \
+        --build "$build" >"$out/profile-$side.txt" 2>&1
+      echo "== profile, $side"
+      grep -E "^==|busy|host CUDA calls" "$out/profile-$side.txt"
+    fi
+    PYTHONPATH="$build/python:$PYTHONPATH" timeout 200 python3 "$src/bench/autodiff_bench.py" --gpu --build "$build" \
+      >"$out/bench-$side-$round.md" 2>"$out/bench-$side-$round.err"
+    echo "== bench, $side, round $round"
+    grep -E "^\| [0-9]" "$out/bench-$side-$round.md" || tail -5 "$out/bench-$side-$round.err"
+  done
+done

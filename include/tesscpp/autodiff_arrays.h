@@ -264,25 +264,27 @@ Float Widened(Float values, int64_t count) {
   return values + drjit::zeros<Float>(count);
 }
 
-// `values` (as wide as `dims`, see Widened) as a tensor of `dtype` and `dims`
-// in the backend's memory (a CUDA tensor on Dr.Jit's current device for the
-// CUDA backend). Copied: on the device into memory that
-// cuda_ipc can name by handle (Dr.Jit allocates from a stream-ordered pool,
-// which legacy IPC cannot); on the host, handing the tensor Dr.Jit's own
-// buffer gave wrong gradients under concurrent calls, so that is not done.
+// An uninitialised tensor of `dtype` and `dims` in the backend's memory (a
+// CUDA tensor on Dr.Jit's current device for the CUDA backend): memory that
+// cuda_ipc can name by handle, not Dr.Jit's own (it allocates from a
+// stream-ordered pool, which legacy IPC cannot). On the host, handing the
+// tensor Dr.Jit's own buffer gave wrong gradients under concurrent calls, so
+// that is not done either.
 template <typename Float>
-Result<Tensor> ToTensor(Float values, std::vector<int64_t> dims, Dtype dtype) {
+Result<Tensor> NewTensor(std::vector<int64_t> dims, Dtype dtype) {
   TESS_ASSIGN_OR_RETURN(Shape shape, Shape::Make(std::move(dims)));
-  const int64_t count = shape.num_elements();
-  auto allocate = [&]() -> Result<Tensor> {
-    if constexpr (kOnCuda<Float>) {
-      return cuda::AllocateDevice(dtype, std::move(shape), jit_cuda_device_raw());
-    } else {
-      return Tensor::Allocate(dtype, std::move(shape));
-    }
-  };
-  TESS_ASSIGN_OR_RETURN(Tensor tensor, allocate());
-  if (count == 0) return tensor;
+  if constexpr (kOnCuda<Float>) {
+    return cuda::AllocateDevice(dtype, std::move(shape), jit_cuda_device_raw());
+  } else {
+    return Tensor::Allocate(dtype, std::move(shape));
+  }
+}
+
+// `values` (as many elements as `tensor`, see Widened) copied into `tensor`
+// (made by NewTensor), converted to its dtype.
+template <typename Float>
+void CopyInto(const Float& values, Tensor& tensor) {
+  if (tensor.num_elements() == 0) return;
   auto copy = [&](const auto& array) {
     drjit::eval(array);
     if constexpr (kOnCuda<Float>) {
@@ -295,11 +297,19 @@ Result<Tensor> ToTensor(Float values, std::vector<int64_t> dims, Dtype dtype) {
       jit_memcpy(drjit::backend_v<Float>, tensor.data(), array.data(), static_cast<size_t>(tensor.nbytes()));
     }
   };
-  if (dtype == Dtype::kFloat64) {
+  if (tensor.dtype() == Dtype::kFloat64) {
     copy(values);
   } else {
     copy(drjit::float32_array_t<Float>(values));
   }
+}
+
+// `values` (as wide as `dims`, see Widened) as a new tensor of `dtype` and
+// `dims` (NewTensor).
+template <typename Float>
+Result<Tensor> ToTensor(const Float& values, std::vector<int64_t> dims, Dtype dtype) {
+  TESS_ASSIGN_OR_RETURN(Tensor tensor, NewTensor<Float>(std::move(dims), dtype));
+  CopyInto(values, tensor);
   return tensor;
 }
 
@@ -347,15 +357,44 @@ Result<std::map<std::string, Float>> ReadVectors(const TensorMap& tensors) {
   return arrays;
 }
 
-// Named arrays as tensors of their fields' dtypes, into `into`.
+// Named arrays as tensors of their fields' dtypes, into `into`: copied into
+// the tensor of `ahead` with the array's name where there is one (of its
+// shape), into a new one otherwise.
 template <typename Float>
 Status StoreTensors(const NamedArrays<Float>& arrays, const std::map<std::string, Dtype>& fields,
-                    TensorMap& into) {
+                    TensorMap& into, TensorMap ahead = {}) {
   for (const auto& [name, array] : arrays) {
+    auto given = ahead.find(name);
+    if (given != ahead.end() && std::ranges::equal(given->second.shape().dims(), array.dims)) {
+      CopyInto(array.values, given->second);
+      into.insert_or_assign(name, std::move(given->second));
+      continue;
+    }
     TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, fields.at(name)));
     into.insert_or_assign(name, std::move(t));
   }
   return Status::OK();
+}
+
+// The tensors a VJP's products go into (the requested inputs' shapes and
+// dtypes), made before its kernels are queued. On the GPU the device pool
+// synchronises the device when it hands out memory again (its last user's
+// work may still be queued): done first, that waits for an idle GPU, not
+// for this call's kernels, and the copies into the tensors then follow the
+// kernels without a wait between. On the CPU there is nothing to gain.
+template <typename Float>
+Result<TensorMap> TensorsAhead(const Arrays<Float>& inputs, const PathSet& names,
+                               const std::map<std::string, Dtype>& fields) {
+  TensorMap ahead;
+  if constexpr (kOnCuda<Float>) {
+    for (const std::string& name : names) {
+      auto found = inputs.find(name);
+      if (found == inputs.end()) continue;
+      TESS_ASSIGN_OR_RETURN(Tensor t, NewTensor<Float>(found->second.dims, fields.at(name)));
+      ahead.insert_or_assign(name, std::move(t));
+    }
+  }
+  return ahead;
 }
 
 struct NoPreparation {
@@ -563,11 +602,12 @@ void DeriveArrayVjp(Component& c, const Fn& fn, const std::map<std::string, Dtyp
         drjit::traverse(drjit::ADMode::Backward);
         return GradientArrays<Float>(ctx.inputs_by_name(), vjp_inputs);
       };
+      TESS_ASSIGN_OR_RETURN(TensorMap ahead, TensorsAhead<Float>(inputs, vjp_inputs, input_fields));
       TESS_ASSIGN_OR_RETURN(auto products, Replayed<Float>(*replays,
                                                            DerivativeKey(in.value(), input_fields, vjp_inputs,
                                                                          vjp_outputs, cotangent),
                                                            RecordedInputs<Float>(inputs, &weights), body));
-      return StoreTensors(products, input_fields, vjp);
+      return StoreTensors(products, input_fields, vjp, std::move(ahead));
     });
   });
 }

@@ -3,7 +3,8 @@
 # baseline written (`scripts/gpu/prepare.sh --baseline REV`): builds the
 # array-form example and the Python module of the baseline and of this tree,
 # runs this tree's GPU autodiff tests, then profiles the replayed VJP
-# (bench/probes/drjit_gpu_profile.py) and runs `bench/autodiff_bench.py --gpu`
+# (bench/probes/drjit_gpu_profile.py), times the runtime's phases of a call
+# (bench/probes/drjit_gpu_calls.py) and runs `bench/autodiff_bench.py --gpu`
 # with each build, taking turns ROUNDS times, so that a change to the array
 # form is measured against its baseline on one machine. Logs in $OUT.
 set -uo pipefail
@@ -17,7 +18,7 @@ rm -rf "$base" && mkdir -p "$base" "$out/base" "$out/head"
 tar -xzf "$root/.devdeps/baseline.tar.gz" -C "$base"
 light_build() {  # SRC BUILD LOG_DIR: only what the array form's tests and benchmark load
   tess_gpu_configure "$1" "$2" "$3" || return 1
-  make -C "$2" -j"$(nproc)" _tesscpp tesscpp_cli burgers_array >"$3/build.log" 2>&1 \
+  make -C "$2" -j"$(nproc)" _tesscpp tesscpp_cli burgers_array bridge_devid >"$3/build.log" 2>&1 \
     || { grep -E "error" -A3 "$3/build.log" | head -30; return 1; }
 }
 light_build "$base" /tmp/adab-base-build "$out/base" &
@@ -41,6 +42,10 @@ for round in $(seq "$rounds"); do
         --build "$build" >"$out/profile-$side.txt" 2>&1
       echo "== profile, $side"
       grep -E "^==|busy|host CUDA calls" "$out/profile-$side.txt"
+      PYTHONPATH="$build/python:$PYTHONPATH" timeout 120 python3 "$src/bench/probes/drjit_gpu_calls.py" \
+        --build "$build" --cells 1000 >"$out/phases-$side.txt" 2>&1
+      echo "== phases at 1e3 cells, $side"
+      grep -E "median|phases" "$out/phases-$side.txt"
     fi
     PYTHONPATH="$build/python:$PYTHONPATH" timeout 200 python3 "$src/bench/autodiff_bench.py" --gpu --build "$build" \
       >"$out/bench-$side-$round.md" 2>"$out/bench-$side-$round.err"

@@ -134,3 +134,16 @@ def test_the_switch_turns_the_table_off(tmp_path) -> None:
         assert done.returncode == 0, done.stderr
         counts[setting] = int(done.stdout.split()[-1])
     assert counts == {"0": 2, "1": 0}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_tensors_skip_dunder_dlpack(dlpack_calls) -> None:
+    """A CUDA tensor, in process with cuda_ipc, goes through the table too
+    and stays on its device: devid hands its input back as its output."""
+    devid = Tesseract.from_library(required_dir("TESSCPP_BRIDGE_FIXTURES") / "libdevid.so", gpu_transport="cuda_ipc")
+    a = torch.arange(1 << 16, dtype=torch.float32, device="cuda") * 2
+    got = devid.apply({"a": a})["c"]
+    assert dlpack_calls == []
+    got = got if isinstance(got, torch.Tensor) else torch.from_dlpack(got)
+    assert got.device == a.device
+    torch.testing.assert_close(got, a, rtol=0, atol=0)

@@ -2,7 +2,7 @@
 # Run on the GPU machine from the repository root, with .devdeps carried and a
 # baseline written (`scripts/gpu/prepare.sh --baseline REV`): builds the
 # array-form example and the Python module of the baseline and of this tree,
-# runs this tree's GPU autodiff tests, then profiles the replayed VJP
+# runs this tree's GPU autodiff and DLPack exchange tests, then profiles the replayed VJP
 # (bench/probes/drjit_gpu_profile.py), times the runtime's phases of a call
 # (bench/probes/drjit_gpu_calls.py) and runs `bench/autodiff_bench.py --gpu`
 # with each build, taking turns ROUNDS times, so that a change to the array
@@ -18,7 +18,7 @@ rm -rf "$base" && mkdir -p "$base" "$out/base" "$out/head"
 tar -xzf "$root/.devdeps/baseline.tar.gz" -C "$base"
 light_build() {  # SRC BUILD LOG_DIR: only what the array form's tests and benchmark load
   tess_gpu_configure "$1" "$2" "$3" || return 1
-  make -C "$2" -j"$(nproc)" _tesscpp tesscpp_cli burgers_array bridge_devid >"$3/build.log" 2>&1 \
+  make -C "$2" -j"$(nproc)" _tesscpp tesscpp_cli burgers_array vectoradd bridge_devid >"$3/build.log" 2>&1 \
     || { grep -E "error" -A3 "$3/build.log" | head -30; return 1; }
 }
 light_build "$base" /tmp/adab-base-build "$out/base" &
@@ -28,8 +28,9 @@ wait "$base_build" || exit 1
 echo "baseline: $(cat "$root/.devdeps/baseline"); head: $(cat "$root/.devdeps/commit")"
 head_build=/tmp/adab-head-build
 (cd "$head_build" && PYTHONPATH="$head_build/python:$PYTHONPATH" TESSCPP_EXAMPLES_DIR="$head_build/examples" \
-  TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$head_build/bin/tesscpp" timeout 300 python3 -m pytest -q -p no:cacheprovider \
-  --noconftest "$root/python/tests/test_gpu_autodiff_arrays.py" 2>&1 | tail -3)
+  TESSCPP_BRIDGE_FIXTURES="$head_build/python/fixtures" TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$head_build/bin/tesscpp" \
+  timeout 300 python3 -m pytest -q -p no:cacheprovider --noconftest "$root/python/tests/test_gpu_autodiff_arrays.py" \
+  "$root/python/tests/test_dlpack_exchange.py" 2>&1 | tail -5)
 for round in $(seq "$rounds"); do
   # Who goes first alternates, so that neither build always meets a warmer machine.
   order=(base head)

@@ -43,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <map>
 #include <mutex>
@@ -239,22 +240,115 @@ Result<Float> ToArray(const Tensor& tensor) {
                                  DtypeName(tensor.dtype()));
 }
 
+// The differentiable inputs' tensors in `model`, by name (optional fields
+// left out are absent).
+inline std::vector<std::pair<std::string, const Tensor*>> FieldTensors(
+    const Value& model, const std::map<std::string, Dtype>& fields) {
+  std::vector<std::pair<std::string, const Tensor*>> tensors;
+  for (const auto& [name, dtype] : fields) {
+    const Value* value = model.as_dict().find(name);
+    if (value != nullptr && value->is_tensor()) tensors.emplace_back(name, &value->as_tensor());
+  }
+  return tensors;
+}
+
+template <typename Float>
+typename ArrayContext<Float>::Array InputArray(const Tensor& tensor, Float values) {
+  return {{tensor.shape().dims().begin(), tensor.shape().dims().end()}, std::move(values)};
+}
+
 // The differentiable inputs of `model` as arrays (optional fields left out
 // are absent).
 template <typename Float>
 Result<Arrays<Float>> ReadArrays(const Value& model, const std::map<std::string, Dtype>& fields) {
   Arrays<Float> inputs;
-  for (const auto& [name, dtype] : fields) {
-    const Value* value = model.as_dict().find(name);
-    if (value == nullptr || !value->is_tensor()) continue;
-    const Tensor& tensor = value->as_tensor();
-    TESS_ASSIGN_OR_RETURN(Float values, ToArray<Float>(tensor));
-    inputs.emplace(name,
-                   typename ArrayContext<Float>::Array{
-                       {tensor.shape().dims().begin(), tensor.shape().dims().end()}, std::move(values)});
+  for (const auto& [name, tensor] : FieldTensors(model, fields)) {
+    TESS_ASSIGN_OR_RETURN(Float values, ToArray<Float>(*tensor));
+    inputs.emplace(name, InputArray(*tensor, std::move(values)));
   }
   return inputs;
 }
+
+// Host arrays of at most this many bytes among a CUDA call's arrays go to the
+// device together (CallReader); a larger one goes alone, its bytes dominate.
+inline constexpr int64_t kUploadedTogetherBytes = 64 * 1024;
+
+// A derived call's arrays (its differentiable inputs, then its tangents or
+// cotangents) read as ToArray does, except that on the CUDA backend the
+// small host arrays among them go to the device in one copy: one Dr.Jit
+// array, a slice of which each of them maps. Each copied on its own took a
+// pinned staging buffer and a copy of its own: two of the five copies and
+// kernels of a replayed Burgers VJP (`nu` and the energy's cotangent). The
+// reader holds that memory, so it must outlive the arrays it gives.
+template <typename Float>
+class CallReader {
+ public:
+  struct Read {
+    Arrays<Float> inputs;
+    std::map<std::string, Float> vectors;
+  };
+
+  Result<Read> operator()(const Value& model, const std::map<std::string, Dtype>& fields,
+                          const TensorMap& vectors = {}) {
+    std::vector<const Tensor*> tensors;
+    const auto inputs = FieldTensors(model, fields);
+    for (const auto& [name, tensor] : inputs) tensors.push_back(tensor);
+    for (const auto& [name, tensor] : vectors) tensors.push_back(&tensor);
+    TESS_ASSIGN_OR_RETURN(std::vector<Float> arrays, ReadTensors(tensors));
+    Read read;
+    size_t i = 0;
+    for (const auto& [name, tensor] : inputs) read.inputs.emplace(name, InputArray(*tensor, arrays[i++]));
+    for (const auto& [name, tensor] : vectors) read.vectors.emplace(name, arrays[i++]);
+    return read;
+  }
+
+ private:
+  static bool UploadedTogether(const Tensor& tensor) {
+    return kOnCuda<Float> && tensor.device().host_accessible() && tensor.nbytes() > 0 &&
+           tensor.nbytes() <= kUploadedTogetherBytes &&
+           (tensor.dtype() == Dtype::kFloat64 || tensor.dtype() == Dtype::kFloat32);
+  }
+
+  Result<std::vector<Float>> ReadTensors(const std::vector<const Tensor*>& tensors) {
+    std::vector<Float> arrays(tensors.size());
+    std::vector<size_t> together;
+    std::vector<int64_t> offsets;
+    int64_t bytes = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (!UploadedTogether(*tensors[i])) continue;
+      together.push_back(i);
+      offsets.push_back(bytes);
+      bytes += (tensors[i]->nbytes() + 15) / 16 * 16;  // each slice aligned for any element type
+    }
+    if (together.size() < 2) together.clear();  // one alone gains nothing
+    if (!together.empty()) {
+      // Dr.Jit copies the host bytes into pinned memory before load_ returns.
+      std::vector<uint8_t> host(static_cast<size_t>(bytes), 0);
+      for (size_t k = 0; k < together.size(); ++k) {
+        const Tensor& tensor = *tensors[together[k]];
+        std::memcpy(host.data() + offsets[k], tensor.data(), static_cast<size_t>(tensor.nbytes()));
+      }
+      device_ = Bytes::load_(host.data(), host.size());
+      auto* base = static_cast<uint8_t*>(device_.data());
+      for (size_t k = 0; k < together.size(); ++k) {
+        const Tensor& tensor = *tensors[together[k]];
+        void* slice = base + offsets[k];
+        const auto n = static_cast<size_t>(tensor.num_elements());
+        arrays[together[k]] = tensor.dtype() == Dtype::kFloat64
+                                  ? Float::map_(slice, n, false)
+                                  : Float(drjit::float32_array_t<Float>::map_(slice, n, false));
+      }
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (std::find(together.begin(), together.end(), i) != together.end()) continue;
+      TESS_ASSIGN_OR_RETURN(arrays[i], ToArray<Float>(*tensors[i]));
+    }
+    return arrays;
+  }
+
+  using Bytes = drjit::uint8_array_t<drjit::detached_t<Float>>;
+  Bytes device_;
+};
 
 // `values` with width `count`: a width-1 array (a constant, or a gradient
 // that never arrived) broadcast.
@@ -344,17 +438,6 @@ std::vector<Float*> RecordedInputs(Arrays<Float>& inputs, std::map<std::string, 
     for (auto& [name, array] : *vectors) all.push_back(&array);
   }
   return all;
-}
-
-// `tensors` as arrays of Float's backend.
-template <typename Float>
-Result<std::map<std::string, Float>> ReadVectors(const TensorMap& tensors) {
-  std::map<std::string, Float> arrays;
-  for (const auto& [name, tensor] : tensors) {
-    TESS_ASSIGN_OR_RETURN(Float values, ToArray<Float>(tensor));
-    arrays.emplace(name, std::move(values));
-  }
-  return arrays;
 }
 
 // Named arrays as tensors of their fields' dtypes, into `into`: copied into
@@ -466,7 +549,9 @@ void DeriveArrayApply(Component& c, const Fn& fn, const std::map<std::string, Dt
   c.Apply(
       [=, replays = std::make_shared<Replays>()](const ModelView& in, Record& out) -> Status {
         return OnBackend(CudaDeviceOf({}, in.value(), input_fields), [&]<typename Float>() -> Status {
-          TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
+          CallReader<Float> reader;
+          TESS_ASSIGN_OR_RETURN(auto read, reader(in.value(), input_fields));
+          auto& inputs = read.inputs;
           auto body = [&]() -> Result<NamedArrays<Float>> {
             TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, inputs, output_fields, NoPreparation{}));
             NamedArrays<Float> outputs;
@@ -545,8 +630,9 @@ void DeriveArrayJvp(Component& c, const Fn& fn, const std::map<std::string, Dtyp
                               const ModelView& in, const PathSet& jvp_inputs, const PathSet& jvp_outputs,
                               const TensorMap& tangent, TensorMap& jvp) -> Status {
     return OnBackend(CudaDeviceOf({&tangent}, in.value(), input_fields), [&]<typename Float>() -> Status {
-      TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
-      TESS_ASSIGN_OR_RETURN(auto tangents, ReadVectors<Float>(tangent));
+      CallReader<Float> reader;
+      TESS_ASSIGN_OR_RETURN(auto read, reader(in.value(), input_fields, tangent));
+      auto& [inputs, tangents] = read;
       auto along = [&](const std::string& name, const auto&) -> Result<std::optional<Float>> {
         auto t = tangents.find(name);
         return t == tangents.end() ? std::optional<Float>() : std::optional<Float>(t->second);
@@ -587,8 +673,9 @@ void DeriveArrayVjp(Component& c, const Fn& fn, const std::map<std::string, Dtyp
                               const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
                               const TensorMap& cotangent, TensorMap& vjp) -> Status {
     return OnBackend(CudaDeviceOf({&cotangent}, in.value(), input_fields), [&]<typename Float>() -> Status {
-      TESS_ASSIGN_OR_RETURN(auto inputs, ReadArrays<Float>(in.value(), input_fields));
-      TESS_ASSIGN_OR_RETURN(auto weights, ReadVectors<Float>(cotangent));
+      CallReader<Float> reader;
+      TESS_ASSIGN_OR_RETURN(auto read, reader(in.value(), input_fields, cotangent));
+      auto& [inputs, weights] = read;
       auto body = [&]() -> Result<NamedArrays<Float>> {
         TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, inputs, output_fields, Watch{vjp_inputs}));
         for (const std::string& name : vjp_outputs) {

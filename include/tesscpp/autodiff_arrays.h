@@ -790,10 +790,13 @@ Blocks JacobianByRows(ArrayContext<Float>& ctx, const std::vector<Side>& ins, co
   int64_t k = 0;
   for (size_t o = 0; o < outs.size(); ++o) {
     for (int64_t row = 0; row < outs[o].count; ++row, ++k) {
+      // Cleared first, then seeded: two outputs may be the same array (an
+      // output and its OutputSum), and seeding one must not undo the other.
+      for (const Side& out : outs) drjit::clear_grad(ctx.outputs().at(out.name).values);
       for (const Side& out : outs) {
         Float& values = ctx.outputs().at(out.name).values;
-        const std::optional<Float> unit = UnitOf<Float>(outs, out.name, k);
-        drjit::set_grad(values, unit ? *unit : drjit::zeros<Float>(out.count));
+        if (const std::optional<Float> unit = UnitOf<Float>(outs, out.name, k))
+          drjit::accum_grad(values, *unit);
         drjit::enqueue(drjit::ADMode::Backward, values);
       }
       drjit::traverse(drjit::ADMode::Backward, static_cast<uint32_t>(drjit::ADFlag::ClearVertices));

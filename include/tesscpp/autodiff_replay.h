@@ -90,10 +90,13 @@ class ParamSlots {
   /// \brief Makes `slots` Current() for its lifetime.
   class Scope {
    public:
-    explicit Scope(ParamSlots* slots) { current() = slots; }
+    explicit Scope(ParamSlots* slots) : previous_(std::exchange(current(), slots)) {}
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
-    ~Scope() { current() = nullptr; }
+    ~Scope() { current() = previous_; }
+
+   private:
+    ParamSlots* previous_;
   };
 
  private:
@@ -101,14 +104,31 @@ class ParamSlots {
   std::optional<Array> Write(Array& slots, uint32_t& used, T value) {
     if (used == kSlots) return std::nullopt;
     const uint32_t slot = used++;
-    // Written past the recording (a replay finds the value in place), and
-    // synchronously: the kernels that read it come later in the stream.
-    constexpr JitBackend kBackend = drjit::backend_v<Float>;
-    jit_freeze_pause(kBackend);
-    jit_memcpy(kBackend, slots.data() + slot, &value, sizeof value);
-    jit_freeze_resume(kBackend);
+    {
+      // Written past the recording (a replay finds the value in place), and
+      // synchronously: the kernels that read it come later in the stream.
+      Paused paused;
+      jit_memcpy(drjit::backend_v<Float>, slots.data() + slot, &value, sizeof value);
+    }
+    // Gathered while recording again: Dr.Jit then keeps the gather in the
+    // kernel; outside a recording it would make a one-element gather with a
+    // literal index a copy, which a recording cannot replay from slot 1 on.
     return drjit::gather<Array>(slots, Indices(slot));
   }
+
+  // The recording paused for its lifetime (resumed also when a copy throws).
+  class Paused {
+   public:
+    Paused() : was_paused_(jit_freeze_pause(drjit::backend_v<Float>) != 0) {}
+    Paused(const Paused&) = delete;
+    Paused& operator=(const Paused&) = delete;
+    ~Paused() {
+      if (!was_paused_) jit_freeze_resume(drjit::backend_v<Float>);
+    }
+
+   private:
+    bool was_paused_;
+  };
 
   static ParamSlots*& current() {
     static thread_local ParamSlots* slots = nullptr;
@@ -332,6 +352,7 @@ Result<NamedArrays<Float>> Recorded(Replays& replays, const Value& key, const st
     // Most likely an array read on the host: never recorded, traced from now
     // on (an exception of the function's own comes again, to the runtime).
     jit_freeze_abort(kBackend);
+    entry.params.reset();  // nothing will read them
     replays.Add(std::move(entry));
     return traced();
   }
@@ -353,6 +374,7 @@ Result<NamedArrays<Float>> Recorded(Replays& replays, const Value& key, const st
     // This call's arrays are right (the work was done); the key is traced
     // from now on.
     jit_freeze_abort(kBackend);
+    entry.params.reset();
   }
   replays.Add(std::move(entry));
   return arrays;

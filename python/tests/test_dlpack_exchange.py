@@ -136,6 +136,7 @@ def test_the_switch_turns_the_table_off(tmp_path) -> None:
     assert counts == {"0": 2, "1": 0}
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_tensors_skip_dunder_dlpack(dlpack_calls) -> None:
     """A CUDA tensor, in process with cuda_ipc, goes through the table too

@@ -51,25 +51,28 @@ def _host(value) -> np.ndarray:
     return torch.from_dlpack(value).cpu().numpy() if hasattr(value, "__dlpack__") else np.asarray(value)
 
 
-def _reference(inputs: dict, cotangent: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """u_next, the VJP for u and for nu, from JAX on the CPU in float64."""
+def _reference(
+    inputs: dict, cotangent: np.ndarray, energy_cotangent: float = 0.0
+) -> tuple[np.ndarray, float, np.ndarray, float]:
+    """u_next, the energy, and the VJP for u and for nu with these cotangents
+    of u_next and the energy, from JAX on the CPU in float64."""
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
 
-    def step(u, nu):
+    def outputs(u, nu):
         h, dx = inputs["dt"], inputs["dx"]
         for _ in range(inputs["steps"]):
             left, right = jnp.roll(u, 1), jnp.roll(u, -1)
             advection = jnp.where(u > 0, u * (u - left) / dx, u * (right - u) / dx)
             u = u - h * advection + h * nu * (right - 2 * u + left) / (dx * dx)
-        return u
+        return u, jnp.sum(0.5 * u * u * dx)
 
     cpu = jax.devices("cpu")[0]
     u0 = jax.device_put(jnp.asarray(inputs["u"].cpu().numpy()), cpu)
-    out, pullback = jax.vjp(step, u0, jnp.float64(inputs["nu"]))
-    du, dnu = pullback(jnp.asarray(cotangent))
-    return np.asarray(out), np.asarray(du), float(dnu)
+    (out, energy), pullback = jax.vjp(outputs, u0, jnp.float64(inputs["nu"]))
+    du, dnu = pullback((jnp.asarray(cotangent), jnp.float64(energy_cotangent)))
+    return np.asarray(out), float(energy), np.asarray(du), float(dnu)
 
 
 def test_cuda_arrays_run_on_the_gpu_and_equal_the_reference(burgers):
@@ -84,7 +87,7 @@ def test_cuda_arrays_run_on_the_gpu_and_equal_the_reference(burgers):
     for value in (out["u_next"], vjp["u"], jvp["u_next"]):
         assert torch.from_dlpack(value).device.type == "cuda"  # answered on the device
     assert after["staged_exports"] == before["staged_exports"], "device arrays went through the host"
-    want_u, want_du, want_dnu = _reference(inputs, cotangent.cpu().numpy())
+    want_u, _, want_du, want_dnu = _reference(inputs, cotangent.cpu().numpy())
     np.testing.assert_allclose(_host(out["u_next"]), want_u, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(_host(vjp["u"]), want_du, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(_host(vjp["nu"]), want_dnu, rtol=1e-10)
@@ -134,6 +137,33 @@ def test_replayed_calls_follow_their_inputs(burgers):
         inputs = {**base, "u": base["u"] * scale, "nu": 0.07 * abs(scale)}
         cotangent = torch.tensor(rng.standard_normal(N), device="cuda")
         vjp = burgers.vector_jacobian_product(inputs, ["u", "nu"], ["u_next"], {"u_next": cotangent})
-        _, want_du, want_dnu = _reference(inputs, cotangent.cpu().numpy())
+        _, _, want_du, want_dnu = _reference(inputs, cotangent.cpu().numpy())
         np.testing.assert_allclose(_host(vjp["u"]), want_du, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(_host(vjp["nu"]), want_dnu, rtol=1e-10)
+
+
+def test_the_energy_and_host_scalars_on_the_gpu(burgers):
+    """The energy (ctx.OutputSum: summed by apply, its tangent summed by the
+    JVP, its cotangent spread by the VJP) on the CUDA backend, with nu and the
+    energy's cotangent arriving as host scalars, which go to the device
+    together in one copy; the VJP recorded, then replayed at new points."""
+    base = _inputs("cuda")
+    _, want_energy, _, _ = _reference(base, np.zeros(N))
+    np.testing.assert_allclose(float(_host(burgers.apply(base)["energy"])), want_energy, rtol=1e-12)
+    rng = np.random.default_rng(8)
+    for scale in (1.0, -0.5, 2.0):
+        inputs = {**base, "u": base["u"] * scale, "nu": 0.07 * abs(scale)}
+        cotangent = torch.tensor(rng.standard_normal(N), device="cuda")
+        weight = 0.5 + scale
+        vjp = burgers.vector_jacobian_product(
+            inputs, ["u", "nu"], ["u_next", "energy"], {"u_next": cotangent, "energy": weight}
+        )
+        _, _, want_du, want_dnu = _reference(inputs, cotangent.cpu().numpy(), weight)
+        np.testing.assert_allclose(_host(vjp["u"]), want_du, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(_host(vjp["nu"]), want_dnu, rtol=1e-10)
+    tangent = torch.tensor(rng.standard_normal(N), device="cuda")
+    jvp = burgers.jacobian_vector_product(base, ["u"], ["energy"], {"u": tangent})
+    _, _, energy_gradient, _ = _reference(base, np.zeros(N), 1.0)
+    np.testing.assert_allclose(
+        float(_host(jvp["energy"])), float(np.dot(energy_gradient, tangent.cpu().numpy())), rtol=1e-9
+    )

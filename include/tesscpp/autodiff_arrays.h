@@ -310,38 +310,43 @@ class CallReader {
   }
 
   Result<std::vector<Float>> ReadTensors(const std::vector<const Tensor*>& tensors) {
-    std::vector<Float> arrays(tensors.size());
-    std::vector<size_t> together;
-    std::vector<int64_t> offsets;
+    // Each tensor's offset in the upload (each slice aligned for any element
+    // type), or -1 for one read alone.
+    std::vector<int64_t> offsets(tensors.size(), -1);
     int64_t bytes = 0;
+    size_t together = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (!UploadedTogether(*tensors[i])) continue;
-      together.push_back(i);
-      offsets.push_back(bytes);
-      bytes += (tensors[i]->nbytes() + 15) / 16 * 16;  // each slice aligned for any element type
+      offsets[i] = bytes;
+      bytes += (tensors[i]->nbytes() + 15) / 16 * 16;
+      ++together;
     }
-    if (together.size() < 2) together.clear();  // one alone gains nothing
-    if (!together.empty()) {
+    uint8_t* base = nullptr;
+    if (together < 2) {
+      offsets.assign(tensors.size(), -1);  // one alone gains nothing
+    } else {
       // Dr.Jit copies the host bytes into pinned memory before load_ returns.
       std::vector<uint8_t> host(static_cast<size_t>(bytes), 0);
-      for (size_t k = 0; k < together.size(); ++k) {
-        const Tensor& tensor = *tensors[together[k]];
-        std::memcpy(host.data() + offsets[k], tensor.data(), static_cast<size_t>(tensor.nbytes()));
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        if (offsets[i] >= 0)
+          std::memcpy(host.data() + offsets[i], tensors[i]->data(),
+                      static_cast<size_t>(tensors[i]->nbytes()));
       }
       device_ = Bytes::load_(host.data(), host.size());
-      auto* base = static_cast<uint8_t*>(device_.data());
-      for (size_t k = 0; k < together.size(); ++k) {
-        const Tensor& tensor = *tensors[together[k]];
-        void* slice = base + offsets[k];
-        const auto n = static_cast<size_t>(tensor.num_elements());
-        arrays[together[k]] = tensor.dtype() == Dtype::kFloat64
-                                  ? Float::map_(slice, n, false)
-                                  : Float(drjit::float32_array_t<Float>::map_(slice, n, false));
-      }
+      base = static_cast<uint8_t*>(device_.data());
     }
+    std::vector<Float> arrays(tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
-      if (std::find(together.begin(), together.end(), i) != together.end()) continue;
-      TESS_ASSIGN_OR_RETURN(arrays[i], ToArray<Float>(*tensors[i]));
+      const Tensor& tensor = *tensors[i];
+      if (offsets[i] < 0) {
+        TESS_ASSIGN_OR_RETURN(arrays[i], ToArray<Float>(tensor));
+        continue;
+      }
+      void* slice = base + offsets[i];
+      const auto n = static_cast<size_t>(tensor.num_elements());
+      arrays[i] = tensor.dtype() == Dtype::kFloat64
+                      ? Float::map_(slice, n, false)
+                      : Float(drjit::float32_array_t<Float>::map_(slice, n, false));
     }
     return arrays;
   }
@@ -441,14 +446,15 @@ std::vector<Float*> RecordedInputs(Arrays<Float>& inputs, std::map<std::string, 
 }
 
 // Named arrays as tensors of their fields' dtypes, into `into`: copied into
-// the tensor of `ahead` with the array's name where there is one (of its
-// shape), into a new one otherwise.
+// the tensor of `ahead` with the array's name where there is one (made by
+// TensorsAhead for the same field, so of its shape), into a new one
+// otherwise.
 template <typename Float>
 Status StoreTensors(const NamedArrays<Float>& arrays, const std::map<std::string, Dtype>& fields,
                     TensorMap& into, TensorMap ahead = {}) {
   for (const auto& [name, array] : arrays) {
     auto given = ahead.find(name);
-    if (given != ahead.end() && std::ranges::equal(given->second.shape().dims(), array.dims)) {
+    if (given != ahead.end()) {
       CopyInto(array.values, given->second);
       into.insert_or_assign(name, std::move(given->second));
       continue;

@@ -20,6 +20,7 @@
 #include <drjit/autodiff.h>
 #include <drjit/jit.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -76,7 +77,7 @@ class ParamSlots {
   }
 
   /// \brief The arrays the recording reads, as its inputs.
-  std::vector<uint32_t> Inputs() const { return {values_.index(), indices_.index()}; }
+  std::array<uint32_t, 2> Inputs() const { return {values_.index(), indices_.index()}; }
 
   /// \brief `value` in the next free slot, read from there (nullopt when
   /// all are taken). Only while recording.
@@ -339,10 +340,11 @@ template <typename Float, typename Traced>
 Result<NamedArrays<Float>> Recorded(Replays& replays, const Value& key, const std::vector<uint32_t>& indices,
                                     const Traced& traced) {
   constexpr JitBackend kBackend = drjit::backend_v<Float>;
-  auto params = std::shared_ptr<ParamSlots<Float>>(new ParamSlots<Float>());
+  auto params = std::make_shared<ParamSlots<Float>>();
   Replays::Entry entry{*KeyValue(key, /*own=*/true), nullptr, {}, params};
   std::vector<uint32_t> inputs = indices;
-  for (const uint32_t index : params->Inputs()) inputs.push_back(index);
+  const auto slots = params->Inputs();
+  inputs.insert(inputs.end(), slots.begin(), slots.end());
   Result<NamedArrays<Float>> arrays = Status::Internal("not run");
   jit_freeze_start(kBackend, inputs.data(), static_cast<uint32_t>(inputs.size()));
   try {
@@ -407,15 +409,16 @@ Result<NamedArrays<Float>> Replayed(Replays& replays, std::optional<Value> key,
     if (entry->recording == nullptr) return traced();
     replays.CountHit();
     std::vector<uint32_t> produced(entry->outputs.size());
-    std::vector<uint32_t> replayed = indices;
-    for (const uint32_t index : static_cast<ParamSlots<Float>*>(entry->params.get())->Inputs()) {
-      replayed.push_back(index);
-    }
+    // The call's inputs, then the recording's parameter slots (taken off
+    // again should the key be recorded anew).
+    const size_t own = indices.size();
+    const auto slots = static_cast<ParamSlots<Float>*>(entry->params.get())->Inputs();
+    indices.insert(indices.end(), slots.begin(), slots.end());
     try {
       // The dry run says whether the recording still fits (Dr.Jit's kernel
       // cache, the widths); Dr.Jit's own frozen functions check it first too.
-      if (jit_freeze_dry_run(entry->recording.get(), replayed.data()) != 0) {
-        jit_freeze_replay(entry->recording.get(), replayed.data(), produced.data());
+      if (jit_freeze_dry_run(entry->recording.get(), indices.data()) != 0) {
+        jit_freeze_replay(entry->recording.get(), indices.data(), produced.data());
         NamedArrays<Float> arrays;
         for (size_t i = 0; i < produced.size(); ++i) {
           arrays.emplace_back(entry->outputs[i].first,
@@ -426,6 +429,7 @@ Result<NamedArrays<Float>> Replayed(Replays& replays, std::optional<Value> key,
     } catch (const std::exception&) {
       // Recorded again below.
     }
+    indices.resize(own);
     replays.ForgetFound();
   } else {
     replays.CountMiss();

@@ -11,16 +11,7 @@ out=${OUT:-/tmp}
 rounds=${1:-3}
 source "$root/scripts/gpu/build.sh"
 base=/tmp/ab-base
-rm -rf "$base" && mkdir -p "$base" "$out/base" "$out/head"
-[[ -f "$root/.devdeps/baseline.tar.gz" ]] || { echo "no baseline: run scripts/gpu/prepare.sh --baseline REV first" >&2; exit 2; }
-tar -xzf "$root/.devdeps/baseline.tar.gz" -C "$base"
-tess_gpu_build "$base" /tmp/ab-base-build "$out/base" &
-base_build=$!
-trap 'kill "$base_build" 2>/dev/null || true' EXIT  # a failed head build stops the other
-tess_gpu_build "$root" /tmp/ab-head-build "$out/head"
-wait "$base_build"
-trap - EXIT
-echo "baseline: $(cat "$root/.devdeps/baseline" 2>/dev/null || echo unknown); head: $(cat "$root/.devdeps/commit")"
+tess_ab_builds ab tess_gpu_build
 for round in $(seq "$rounds"); do
   # Who goes first alternates, so that neither build always meets a warmer machine.
   order=(base head)

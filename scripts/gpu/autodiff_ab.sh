@@ -12,20 +12,13 @@ root=$PWD
 out=${OUT:-/tmp}
 rounds=${1:-2}
 source "$root/scripts/gpu/build.sh"
-[[ -f "$root/.devdeps/baseline.tar.gz" ]] || { echo "no baseline: run scripts/gpu/prepare.sh --baseline REV first" >&2; exit 2; }
 base=/tmp/adab-base
-rm -rf "$base" && mkdir -p "$base" "$out/base" "$out/head"
-tar -xzf "$root/.devdeps/baseline.tar.gz" -C "$base"
 light_build() {  # SRC BUILD LOG_DIR: only what the array form's tests and benchmark load
   tess_gpu_configure "$1" "$2" "$3" || return 1
   make -C "$2" -j"$(nproc)" _tesscpp tesscpp_cli burgers_array vectoradd bridge_devid >"$3/build.log" 2>&1 \
     || { grep -E "error" -A3 "$3/build.log" | head -30; return 1; }
 }
-light_build "$base" /tmp/adab-base-build "$out/base" &
-base_build=$!
-light_build "$root" /tmp/adab-head-build "$out/head" || exit 1
-wait "$base_build" || exit 1
-echo "baseline: $(cat "$root/.devdeps/baseline"); head: $(cat "$root/.devdeps/commit")"
+tess_ab_builds adab light_build || exit 1
 head_build=/tmp/adab-head-build
 (cd "$head_build" && PYTHONPATH="$head_build/python:$PYTHONPATH" TESSCPP_EXAMPLES_DIR="$head_build/examples" \
   TESSCPP_BRIDGE_FIXTURES="$head_build/python/fixtures" TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$head_build/bin/tesscpp" \

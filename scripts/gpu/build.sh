@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sourced by the GPU machine's scripts (build_and_test.sh, ab_bench.sh,
 # autodiff_ab.sh), with .devdeps carried (prepare.sh): the Python packages the
-# tests and benchmarks import, and tess_gpu_build SRC BUILD LOG_DIR, which
-# builds the targets they run from the tree SRC with CUDA into BUILD (its logs
-# in LOG_DIR).
+# tests and benchmarks import, tess_gpu_build SRC BUILD LOG_DIR, which builds
+# the targets they run from the tree SRC with CUDA into BUILD (its logs in
+# LOG_DIR), and tess_ab_builds for a baseline and this tree side by side.
 deps="$PWD/.devdeps/root/usr"
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
@@ -33,4 +33,22 @@ tess_gpu_build() {
   else
     echo "burgers_array: CMake found no Dr.Jit"
   fi
+}
+
+# tess_ab_builds NAME BUILDER: for the A/B scripts (ab_bench.sh, autodiff_ab.sh),
+# with .devdeps/baseline.tar.gz written (prepare.sh --baseline REV): unpacks the
+# baseline into /tmp/NAME-base and builds it and this tree at once with
+# `BUILDER SRC BUILD LOG_DIR` into /tmp/NAME-base-build and /tmp/NAME-head-build
+# (logs in $out/base and $out/head). A failed head build stops the other.
+tess_ab_builds() {
+  local name=$1 builder=$2 root=$PWD base=/tmp/$1-base base_build
+  [[ -f "$root/.devdeps/baseline.tar.gz" ]] \
+    || { echo "no baseline: run scripts/gpu/prepare.sh --baseline REV first" >&2; return 2; }
+  rm -rf "$base" && mkdir -p "$base" "$out/base" "$out/head"
+  tar -xzf "$root/.devdeps/baseline.tar.gz" -C "$base"
+  "$builder" "$base" "/tmp/$name-base-build" "$out/base" &
+  base_build=$!
+  "$builder" "$root" "/tmp/$name-head-build" "$out/head" || { kill "$base_build" 2>/dev/null; return 1; }
+  wait "$base_build" || return 1
+  echo "baseline: $(cat "$root/.devdeps/baseline" 2>/dev/null || echo unknown); head: $(cat "$root/.devdeps/commit")"
 }

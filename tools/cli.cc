@@ -281,10 +281,15 @@ int Serve(const CommonOptions& o, tesscpp::http::HttpServerOptions server_option
   }
   auto server = tesscpp::http::HttpServer::Start(runtime, server_options);
   if (!server.ok()) return Fail(server.status());
-  // One line per server: its supervisor's.
-  if (!server_options.handoff)
-    std::cout << "tesscpp: serving " << opened->name << " on http://" << server_options.host << ":"
-              << (*server)->port() << std::endl;
+  // One line per server: its supervisor's. Written at once: with stdout
+  // unbuffered (PYTHONUNBUFFERED, for a Python module) each `<<` is a write
+  // of its own, and a client reading the log between two of them would see
+  // a cut URL.
+  if (!server_options.handoff) {
+    const std::string line = "tesscpp: serving " + opened->name + " on http://" + server_options.host + ":" +
+                             std::to_string((*server)->port()) + "\n";
+    std::cout << line << std::flush;
+  }
   (*server)->Run();
   return 0;
 }

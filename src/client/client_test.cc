@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "client/http_connection.h"
+#include "client/server_process.h"
 #include "core/status_matchers.h"
 #include "support/test_tensors.h"
 #include "tesscpp/client.h"
@@ -105,6 +106,22 @@ TEST(FromImageOptions, AMissingEngineCommandIsUnavailable) {
 }
 
 // ------------------------------------------------------------ encoding rules
+
+// A server's log read while it writes its listening line must not give a
+// cut URL (a client then probed port 80 for the whole startup timeout).
+TEST(ListeningUrl, OnlyFromAWholeLine) {
+  const std::string line = "tesscpp: serving list on http://127.0.0.1:44877\n";
+  for (size_t cut = 0; cut < line.size(); ++cut) {
+    EXPECT_EQ(client::ListeningUrl(line.substr(0, cut), true), std::nullopt) << line.substr(0, cut);
+  }
+  EXPECT_EQ(client::ListeningUrl("starting\n" + line + "more\n", true), "http://127.0.0.1:44877");
+  const std::string uvicorn = "INFO:     Uvicorn running on http://127.0.0.1:8000 (Press CTRL+C to quit)\n";
+  for (size_t cut = 0; cut < uvicorn.size(); ++cut) {
+    EXPECT_EQ(client::ListeningUrl(uvicorn.substr(0, cut), false), std::nullopt) << uvicorn.substr(0, cut);
+  }
+  EXPECT_EQ(client::ListeningUrl(uvicorn, false), "http://127.0.0.1:8000");
+  EXPECT_EQ(client::ListeningUrl(uvicorn, true), std::nullopt);
+}
 
 TEST(RequestedEncoding, AcceptHeaderAsTheSdkSendsIt) {
   EXPECT_EQ(RequestedEncoding{}.AcceptHeader(), std::nullopt);

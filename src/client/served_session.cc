@@ -56,23 +56,11 @@ std::vector<std::string> ServerEnvironment(const std::vector<std::pair<std::stri
   return env;
 }
 
-// Both servers are started on port 0 and say which port the kernel gave them
-// once it is bound, so no other process can take a port between our choosing
-// it and the server binding it: `tesscpp serve` prints "tesscpp: serving
-// <name> on <url>", uvicorn (tesseract-runtime) logs "Uvicorn running on <url>".
-const std::regex& ListeningLine(bool tesscpp) {
-  static const std::regex kTesscpp(R"(tesscpp: serving \S+ on (http://\S+))");
-  static const std::regex kUvicorn(R"(Uvicorn running on (http://[^\s:]+:[0-9]+))");
-  return tesscpp ? kTesscpp : kUvicorn;
-}
-
-// Waits for the server's listening line; the URL it names.
-Result<std::string> WaitForListeningLine(client::ServerProcess& process, const std::regex& line,
+// Waits for the server's listening line (ListeningUrl); the URL it names.
+Result<std::string> WaitForListeningLine(client::ServerProcess& process, bool tesscpp,
                                          std::chrono::steady_clock::time_point deadline) {
   while (std::chrono::steady_clock::now() < deadline) {
-    std::smatch match;
-    const std::string logs = process.Logs();
-    if (std::regex_search(logs, match, line)) return match[1].str();
+    if (std::optional<std::string> url = ListeningUrl(process.Logs(), tesscpp)) return *std::move(url);
     if (!process.Alive()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -145,7 +133,7 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
     return client::StartupFailure("from_source: the server for '" + path + "' (" + argv[0] + ")", exited,
                                   state, options.startup_timeout_s, why, logs);
   };
-  auto url = WaitForListeningLine(running, ListeningLine(on_tesscpp), deadline);
+  auto url = WaitForListeningLine(running, on_tesscpp, deadline);
   if (!url.ok()) return failed(url.status());
   if (Status healthy = client::WaitForHealth(
           *url, options.client.token, [&] { return running.Alive(); }, deadline);
@@ -153,6 +141,17 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
     return failed(healthy);
 
   return client::ConnectServed(*url, options, input_path, output_path, std::move(server));
+}
+
+// Both servers are started on port 0 and say which port the kernel gave them
+// once it is bound, so no other process can take a port between our choosing
+// it and the server binding it.
+std::optional<std::string> ListeningUrl(const std::string& logs, bool tesscpp) {
+  static const std::regex kTesscpp(R"(tesscpp: serving \S+ on (http://\S+)\r?\n)");
+  static const std::regex kUvicorn(R"(Uvicorn running on (http://[^\s:]+:[0-9]+)[^\n]*\n)");
+  std::smatch match;
+  if (!std::regex_search(logs, match, tesscpp ? kTesscpp : kUvicorn)) return std::nullopt;
+  return match[1].str();
 }
 
 }  // namespace tesscpp::client

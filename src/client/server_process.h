@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,12 @@ class ServerProcess final : public OwnedServer {
   bool exited_ = false;
   std::string log_path_;
 };
+
+/// \brief The URL a server's log says it listens on, from its whole line:
+/// `tesscpp serve`'s "tesscpp: serving <name> on <url>" (`tesscpp`) or
+/// uvicorn's "Uvicorn running on <url> ..."; nullopt until the line is
+/// complete (its newline written). A line read while the server was still
+/// writing it would give a cut URL ("http://127.0.0.1" without its port).
+std::optional<std::string> ListeningUrl(const std::string& logs, bool tesscpp);
 
 }  // namespace tesscpp::client

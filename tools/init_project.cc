@@ -38,9 +38,9 @@ target_link_libraries(@NAME@ PRIVATE tesscpp::autodiff)
 // Dr.Jit is installed.
 constexpr std::string_view kCMakeAutodiffArrays = R"tpl(if(NOT TARGET tesscpp::autodiff_arrays)
   message(FATAL_ERROR "@NAME@ derives its derivatives from array code with tesscpp::autodiff_arrays, which "
-                      "needs Dr.Jit's C++ package (pip install drjit==1.5.0, found through the python3 on "
-                      "PATH or -Ddrjit_DIR=<site-packages>/drjit/cmake/drjit) and, at run time, an LLVM "
-                      "shared library (Debian, Ubuntu: apt install libllvm15)")
+                      "needs Dr.Jit's C++ package and nanobind's headers (pip install drjit==1.5.0 nanobind, "
+                      "found through the python3 on PATH or -Ddrjit_DIR=<site-packages>/drjit/cmake/drjit) and, "
+                      "at run time, an LLVM shared library (Debian, Ubuntu: apt install libllvm15)")
 endif()
 target_link_libraries(@NAME@ PRIVATE tesscpp::autodiff_arrays)
 )tpl";
@@ -87,8 +87,9 @@ constexpr std::string_view kArraySource =
     R"tpl(// @NAME@: y = scale * x^2, written once over whole arrays with Dr.Jit;
 // tesscpp derives the jacobian, JVP and VJP endpoints from it
 // (tesscpp/autodiff_arrays.h). Replace the function with your model: arithmetic
-// and math functions on whole arrays, drjit::gather for neighbours,
-// drjit::select for branches; `tesscpp check-gradients` compares the
+// and math functions on whole arrays, autodiff::Permute for periodic
+// neighbours (a permutation and its inverse; drjit::gather for any other
+// index), drjit::select for branches; `tesscpp check-gradients` compares the
 // derivatives with finite differences (README.md).
 #include "tesscpp/autodiff_arrays.h"
 

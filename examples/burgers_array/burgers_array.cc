@@ -1,8 +1,8 @@
 // burgers_array: examples/burgers_ad written over whole arrays with Dr.Jit
 // (tesscpp/autodiff_arrays.h): the same fields and the same explicit steps of
-// the 1-D viscous Burgers equation, with neighbours read by scatter (CPU) or
-// gather (GPU) and a select for the upwind branch; all derivative endpoints
-// are derived.
+// the 1-D viscous Burgers equation, with the periodic neighbours read by
+// permutation (autodiff::Permute) and a select for the upwind branch; all
+// derivative endpoints are derived.
 #include "tesscpp/autodiff_arrays.h"
 
 using namespace tesscpp;  // NOLINT(google-build-using-namespace): an example reads better without prefixes
@@ -36,28 +36,14 @@ Component MakeBurgers() {
     const UInt32 size = ctx.Index(n), i = drjit::arange<UInt32>(n);
     const UInt32 left = drjit::select(i == 0u, size - 1u, i - 1u);
     const UInt32 right = drjit::select(i + 1u == size, UInt32(0u), i + 1u);
-    // The time loop is C++: Dr.Jit records each step (its reverse mode goes
-    // back through all of them). The neighbours are read one way per backend;
-    // both read the same values, and their reverses differ:
-    // - CPU: each cell is placed into its neighbours' arrays by scatter
-    //   (Permute: every element written exactly once), whose reverse is a
-    //   plain gather. A gather's reverse would be a scatter-add, which
-    //   Dr.Jit's CPU backend does with compare-and-swap loops on doubles.
-    // - GPU: each cell gathers its neighbours. The gathers fuse into the
-    //   step's kernel, and their reverse, a scatter-add, is one atomic add
-    //   per element in the gradient's kernel; scatters would need arrays
-    //   zeroed and evaluated between kernels, each way.
+    // The neighbours as permutations with their inverses (a shift left is
+    // undone by a shift right): autodiff::Permute reads them by gather, and
+    // its reverse mode gathers too, where drjit::gather's would scatter-add.
+    // The time loop is C++: Dr.Jit records each step, and its reverse mode
+    // goes back through all of them.
+    const autodiff::Permutation<UInt32> to_left{left, right}, to_right{right, left};
     for (int64_t s = 0; s < ctx.inputs()[steps]; ++s) {
-      Float l, r;
-      if constexpr (drjit::backend_v<Float> == JitBackend::CUDA) {
-        l = drjit::gather<Float>(u, left);   // l[i] = u[i - 1]
-        r = drjit::gather<Float>(u, right);  // r[i] = u[i + 1]
-      } else {
-        l = drjit::zeros<Float>(n);
-        r = drjit::zeros<Float>(n);
-        drjit::scatter(l, u, right, true, ReduceMode::Permute);  // l[i + 1] = u[i]
-        drjit::scatter(r, u, left, true, ReduceMode::Permute);   // r[i - 1] = u[i]
-      }
+      const auto [l, r] = autodiff::Permute(u, to_left, to_right);  // l[i] = u[i - 1], r[i] = u[i + 1]
       // Upwind: the difference on the side the flow comes from.
       const Float advection = drjit::select(u > 0.0, u * (u - l) / step, u * (r - u) / step);
       const Float diffusion = nu * (r - 2.0 * u + l) / (step * step);

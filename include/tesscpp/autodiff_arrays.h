@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "tesscpp/autodiff_fields.h"
+#include "tesscpp/autodiff_permute.h"
 #include "tesscpp/autodiff_replay.h"
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"

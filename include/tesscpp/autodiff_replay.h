@@ -49,12 +49,19 @@ inline bool DrJitRunning() {
 }
 
 /// \brief Where a recorded call keeps its kernel parameters (ctx.Param,
-/// ctx.Index): two small arrays in memory, made before the recording starts
+/// ctx.Index): one-element arrays in memory, made before the recording starts
 /// and passed to it as inputs. A parameter written into a slot is read by
 /// the recorded kernels from there, so a replay launches nothing for it;
 /// made opaque inside the recording, each one would be a fill (a kernel on
 /// the GPU) replayed on every call. The slots keep the recorded values,
 /// which is right: everything a parameter can come from is in the key.
+///
+/// One array per slot, read as it is, not one array of slots read by
+/// gather: a kernel loads a one-element array into every lane, while a
+/// gather reads nothing in the lanes past the array's end of the CPU
+/// kernel's last vector and gives 0 there. An index parameter divided by
+/// (`i % ctx.Index(n)`) then divided by zero in those lanes, and the CPU
+/// traps (SIGFPE) on an integer division by zero, floating point or not.
 template <typename Float>
 class ParamSlots {
  public:
@@ -62,27 +69,40 @@ class ParamSlots {
   using Indices = drjit::uint32_array_t<Values>;
   /// Parameters of each kind per recording; any beyond are opaque, as in a
   /// call that is not recorded.
-  static constexpr uint32_t kSlots = 16;
+  static constexpr uint32_t kSlots = 8;
 
-  ParamSlots() : values_(drjit::zeros<Values>(kSlots)), indices_(drjit::zeros<Indices>(kSlots)) {
-    drjit::make_opaque(values_, indices_);
+  ParamSlots() {
+    // Each from memory of its own: zeros() would give one literal to all.
+    for (uint32_t k = 0; k < kSlots; ++k) {
+      values_[k] = Values::load_(&kZero, 1);
+      indices_[k] = Indices::load_(&kZeroIndex, 1);
+    }
   }
   ParamSlots(const ParamSlots&) = delete;
   ParamSlots& operator=(const ParamSlots&) = delete;
   ~ParamSlots() {
     if (!DrJitRunning()) {  // nothing left to free
-      (void)values_.release();
-      (void)indices_.release();
+      for (uint32_t k = 0; k < kSlots; ++k) {
+        (void)values_[k].release();
+        (void)indices_[k].release();
+      }
     }
   }
 
   /// \brief The arrays the recording reads, as its inputs.
-  std::array<uint32_t, 2> Inputs() const { return {values_.index(), indices_.index()}; }
+  std::array<uint32_t, 2 * kSlots> Inputs() const {
+    std::array<uint32_t, 2 * kSlots> inputs{};
+    for (uint32_t k = 0; k < kSlots; ++k) {
+      inputs[k] = values_[k].index();
+      inputs[kSlots + k] = indices_[k].index();
+    }
+    return inputs;
+  }
 
   /// \brief `value` in the next free slot, read from there (nullopt when
   /// all are taken). Only while recording.
-  std::optional<Values> Take(double value) { return Write<Values>(values_, used_values_, value); }
-  std::optional<Indices> Take(uint32_t value) { return Write<Indices>(indices_, used_indices_, value); }
+  std::optional<Values> Take(double value) { return Write(values_, used_values_, value); }
+  std::optional<Indices> Take(uint32_t value) { return Write(indices_, used_indices_, value); }
 
   /// \brief The slots of the recording this thread makes now (null when it
   /// makes none).
@@ -102,19 +122,14 @@ class ParamSlots {
 
  private:
   template <typename Array, typename T>
-  std::optional<Array> Write(Array& slots, uint32_t& used, T value) {
+  static std::optional<Array> Write(std::array<Array, kSlots>& slots, uint32_t& used, T value) {
     if (used == kSlots) return std::nullopt;
-    const uint32_t slot = used++;
-    {
-      // Written past the recording (a replay finds the value in place), and
-      // synchronously: the kernels that read it come later in the stream.
-      Paused paused;
-      jit_memcpy(drjit::backend_v<Float>, slots.data() + slot, &value, sizeof value);
-    }
-    // Gathered while recording again: Dr.Jit then keeps the gather in the
-    // kernel; outside a recording it would make a one-element gather with a
-    // literal index a copy, which a recording cannot replay from slot 1 on.
-    return drjit::gather<Array>(slots, Indices(slot));
+    Array& slot = slots[used++];
+    // Written past the recording (a replay finds the value in place), and
+    // synchronously: the kernels that read it come later in the stream.
+    Paused paused;
+    jit_memcpy(drjit::backend_v<Float>, slot.data(), &value, sizeof value);
+    return slot;
   }
 
   // The recording paused for its lifetime (resumed also when a copy throws).
@@ -136,8 +151,11 @@ class ParamSlots {
     return slots;
   }
 
-  Values values_;
-  Indices indices_;
+  static constexpr double kZero = 0.0;
+  static constexpr uint32_t kZeroIndex = 0;
+
+  std::array<Values, kSlots> values_;
+  std::array<Indices, kSlots> indices_;
   uint32_t used_values_ = 0, used_indices_ = 0;
 };
 

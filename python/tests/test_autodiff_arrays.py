@@ -127,6 +127,34 @@ def test_an_output_and_its_sum_from_one_array():
     np.testing.assert_allclose(jvp["total"], np.sum(tx * a + x * ta), rtol=1e-15)
 
 
+def test_permute_gathers_both_ways():
+    """autodiff::Permute with a reversal and a roll (permutations that are not
+    neighbour shifts), and a third result whose gradient never arrives:
+    apply, jacobian, JVP and VJP against numpy's reversal and roll; a
+    permutation one element short is refused by name. The roll divides by
+    ctx.Index at 5 elements, not a multiple of the CPU kernel's vector width:
+    with the recording's parameters read by gather (0 in the last vector's
+    unused lanes) the division by zero trapped and killed the process."""
+    t = Tesseract.from_library(fixture("permute_array"))
+    x = np.array([1.5, -2.0, 0.5, 3.0, -0.25])
+    for shift in (1, 3, -2):
+        point = {"x": x, "shift": shift}
+        out = t.apply(point)
+        np.testing.assert_array_equal(out["y"], x[::-1] * x)
+        np.testing.assert_array_equal(out["z"], np.roll(x, shift) ** 2)
+        w, v = np.array([1.0, -1.0, 2.0, 0.5, 3.0]), np.array([0.25, 2.0, -1.0, 1.0, -3.0])
+        vjp = t.vector_jacobian_product(point, ["x"], ["y", "z"], {"y": w, "z": v})
+        want = w * x[::-1] + (w * x)[::-1] + 2 * x * np.roll(v, -shift)
+        np.testing.assert_allclose(vjp["x"], want, rtol=1e-15)
+        jvp = t.jacobian_vector_product(point, ["x"], ["y", "z"], {"x": w})
+        np.testing.assert_allclose(jvp["y"], w[::-1] * x + x[::-1] * w, rtol=1e-15)
+        np.testing.assert_allclose(jvp["z"], 2 * np.roll(x, shift) * np.roll(w, shift), rtol=1e-15)
+        jac = t.jacobian(point, ["x"], ["z"])
+        np.testing.assert_array_equal(jac["z"]["x"], np.roll(np.diag(2 * x), shift, axis=0))
+    with pytest.raises(Exception, match=r"autodiff::Permute: permutation 0 has 4 and 4 elements, the array 5"):
+        t.apply({"x": x, "wrong_width": True})
+
+
 def test_burgers_abstract_eval_and_bad_shapes(burgers):
     arrays, _ = burgers
     for cells in (3, 1000):

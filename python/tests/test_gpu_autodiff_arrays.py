@@ -167,3 +167,32 @@ def test_the_energy_and_host_scalars_on_the_gpu(burgers):
     np.testing.assert_allclose(
         float(_host(jvp["energy"])), float(np.dot(energy_gradient, tangent.cpu().numpy())), rtol=1e-9
     )
+
+
+def test_permute_on_the_gpu():
+    """autodiff::Permute on the CUDA backend (python/tests/fixtures/permute_array:
+    a reversal and a roll by `%` of index parameters, a third result unused):
+    apply, JVP and VJP on CUDA tensors, recorded and then replayed, equal
+    numpy's reversal and roll."""
+    path = Path(os.environ["TESSCPP_BRIDGE_FIXTURES"]) / "libpermute_array.so"
+    if not path.exists():
+        pytest.skip("permute_array was not built (no Dr.Jit)")
+    t = tesscpp.Tesseract.from_source(path, gpu_transport="cuda_ipc")
+    t.serve()
+    try:
+        rng = np.random.default_rng(9)
+        for shift in (3, 3, -7):  # the second call replays the first's recording
+            x, w, v = (rng.standard_normal(1001) for _ in range(3))
+            inputs = {"x": torch.tensor(x, device="cuda"), "shift": shift}
+            out = t.apply(inputs)
+            np.testing.assert_allclose(_host(out["y"]), x[::-1] * x, rtol=1e-15)
+            np.testing.assert_allclose(_host(out["z"]), np.roll(x, shift) ** 2, rtol=1e-15)
+            cotangent = {"y": torch.tensor(w, device="cuda"), "z": torch.tensor(v, device="cuda")}
+            vjp = t.vector_jacobian_product(inputs, ["x"], ["y", "z"], cotangent)
+            want = w * x[::-1] + (w * x)[::-1] + 2 * x * np.roll(v, -shift)
+            np.testing.assert_allclose(_host(vjp["x"]), want, rtol=1e-13, atol=1e-15)
+            jvp = t.jacobian_vector_product(inputs, ["x"], ["y", "z"], {"x": cotangent["y"]})
+            np.testing.assert_allclose(_host(jvp["y"]), w[::-1] * x + x[::-1] * w, rtol=1e-13, atol=1e-15)
+            np.testing.assert_allclose(_host(jvp["z"]), 2 * np.roll(x, shift) * np.roll(w, shift), rtol=1e-13)
+    finally:
+        t.teardown()

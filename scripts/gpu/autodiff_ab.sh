@@ -15,7 +15,9 @@ source "$root/scripts/gpu/build.sh"
 base=/tmp/adab-base
 light_build() {  # SRC BUILD LOG_DIR: only what the array form's tests and benchmark load
   tess_gpu_configure "$1" "$2" "$3" || return 1
-  make -C "$2" -j"$(nproc)" _tesscpp tesscpp_cli burgers_array vectoradd bridge_devid >"$3/build.log" 2>&1 \
+  # permute_array where the tree has it (its GPU test; baselines before 5888a7b lack it)
+  make -C "$2" -j"$(nproc)" _tesscpp tesscpp_cli burgers_array vectoradd bridge_devid \
+    $(grep -q "^bridge_permute_array:" "$2/Makefile" && echo bridge_permute_array) >"$3/build.log" 2>&1 \
     || { grep -E "error" -A3 "$3/build.log" | head -30; return 1; }
 }
 tess_ab_builds adab light_build || exit 1

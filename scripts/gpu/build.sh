@@ -25,11 +25,11 @@ tess_gpu_build() {
   make -C "$build" -j"$(nproc)" _tesscpp tesscpp_cli tesscpp_cuda_tests tesscpp_cuda_internal_tests tesscpp_runtime_tests \
     tesscpp_gpu_transport_tests noop bench_devhold bridge_vec bridge_nl bridge_devid bridge_vmmout >"$logs/build.log" 2>&1 \
     || { grep -E "error" -A3 "$logs/build.log" | head -40; return 1; }
-  # The array-form example where CMake found Dr.Jit (its wheel is carried):
-  # apart, so that a failure there leaves the rest to test.
+  # The array-form example and fixture where CMake found Dr.Jit (its wheel is
+  # carried): apart, so that a failure there leaves the rest to test.
   if grep -q "^burgers_array:" "$build/Makefile"; then
-    make -C "$build" -j"$(nproc)" burgers_array >>"$logs/build.log" 2>&1 \
-      || { echo "burgers_array did not build:"; grep -E "error" -A3 "$logs/build.log" | head -20; }
+    make -C "$build" -j"$(nproc)" burgers_array bridge_permute_array >>"$logs/build.log" 2>&1 \
+      || { echo "burgers_array or bridge_permute_array did not build:"; grep -E "error" -A3 "$logs/build.log" | head -20; }
   else
     echo "burgers_array: CMake found no Dr.Jit"
   fi

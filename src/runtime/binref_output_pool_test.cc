@@ -145,10 +145,17 @@ TEST_F(BinrefOutputPoolTest, RemovesPoolsNobodyHolds) {
   fs::create_directories(orphan);
   { std::ofstream(orphan / "lock").put('x'); }
   { std::ofstream(orphan / "spare-0.bin") << std::string(4096, 'x'); }
+  // Each pool's clean-up runs on its own thread, before its spares, so
+  // WaitIdle after a Take waits for it. The held pool's comes first and
+  // whole: two at once on one orphan let one skip it (the other holding its
+  // lock) while the other was still removing it, and the check below could
+  // find it (seen once in CI).
   auto held = *BinrefOutputPool::Create(out(), 16 * kMiB);
+  (void)held->Take(kMiB);
+  held->WaitIdle();
   auto pool = *BinrefOutputPool::Create(out(), 16 * kMiB);
   (void)pool->Take(kMiB);
-  pool->WaitIdle();  // the clean-up runs on the pool's thread, before its spares
+  pool->WaitIdle();
   EXPECT_FALSE(fs::exists(orphan));
   EXPECT_TRUE(fs::exists(held->dir())) << "a pool whose owner lives is kept";
 }

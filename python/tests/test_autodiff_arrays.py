@@ -330,6 +330,22 @@ def test_repeated_calls_replay_the_first_ones_recording(tmp_path):
     assert all(answer["nu"] == 0.0 for answer in answers[3:])
 
 
+def test_vjp_products_are_written_in_place(tmp_path):
+    """A VJP's float64 products are written into the answered tensors by their
+    own last kernel (Destinations in autodiff_arrays.h): traced, the product is
+    scattered straight into the tensor's mapped memory; replayed, the
+    recording's output is that call's input (its tensor), so nothing is
+    copied after the kernels. The answers are the scalar form's."""
+    points = [{**BURGERS, "u": BURGERS["u"] * s} for s in (1.0, -0.5, 2.0)]
+    calls = burgers_vjp_calls(points, ["u"], {"u_next": "ones", "energy": 1.0})
+    answers, logs = logged_vjps(tmp_path, calls, level="debug")
+    assert re.search(r"jit_var_scatter\(\): .*\[direct\]", logs[0]), logs[0]
+    for log in logs[1:]:
+        assert re.search(r"replay\(\): launching kernel", log), log
+        assert re.search(r"output 0: from slot s\d+ = input\[\d+\]", log), log
+    assert_scalar_form_vjps(calls, answers)
+
+
 def test_each_recording_replays_its_own_parameters(tmp_path):
     """Two time steps by turns: each is a key of its own, recorded once, and
     each replay reads the parameters (dt, dx, the grid size) its recording

@@ -10,18 +10,12 @@ root=$PWD
 out=${OUT:-/tmp}
 rounds=${1:-3}
 source "$root/scripts/gpu/build.sh"
-base=/tmp/ab-base
 tess_ab_builds ab tess_gpu_build
-for round in $(seq "$rounds"); do
-  # Who goes first alternates, so that neither build always meets a warmer machine.
-  order=(base head)
-  ((round % 2 == 0)) && order=(head base)
-  for side in "${order[@]}"; do
-    src=$([[ $side == base ]] && echo "$base" || echo "$root")
-    build=/tmp/ab-$side-build
-    PYTHONPATH="$build/python:$PYTHONPATH" python3 "$src/bench/gpu_transport_bench.py" --only tesscpp \
-      --examples "$build/examples" --bench-components "$build/bench" >"$out/ab-$side-$round.log" 2>&1
-    echo "== $side, round $round"
-    grep -E "tesscpp .*: median" "$out/ab-$side-$round.log" || { echo "no timings:"; tail -20 "$out/ab-$side-$round.log"; }
-  done
-done
+time_side() {  # SIDE ROUND SRC BUILD
+  local side=$1 round=$2 src=$3 build=$4
+  PYTHONPATH="$build/python:$PYTHONPATH" python3 "$src/bench/gpu_transport_bench.py" --only tesscpp \
+    --examples "$build/examples" --bench-components "$build/bench" >"$out/ab-$side-$round.log" 2>&1
+  echo "== $side, round $round"
+  grep -E "tesscpp .*: median" "$out/ab-$side-$round.log" || { echo "no timings:"; tail -20 "$out/ab-$side-$round.log"; }
+}
+tess_ab_rounds ab "$rounds" time_side

@@ -12,7 +12,6 @@ root=$PWD
 out=${OUT:-/tmp}
 rounds=${1:-2}
 source "$root/scripts/gpu/build.sh"
-base=/tmp/adab-base
 light_build() {  # SRC BUILD LOG_DIR: only what the array form's tests and benchmark load
   tess_gpu_configure "$1" "$2" "$3" || return 1
   # permute_array where the tree has it (its GPU test; baselines before 5888a7b lack it)
@@ -26,26 +25,21 @@ head_build=/tmp/adab-head-build
   TESSCPP_BRIDGE_FIXTURES="$head_build/python/fixtures" TESSCPP_SOURCE_DIR="$root" TESSCPP_CLI="$head_build/bin/tesscpp" \
   timeout 300 python3 -m pytest -q -p no:cacheprovider --noconftest "$root/python/tests/test_gpu_autodiff_arrays.py" \
   "$root/python/tests/test_dlpack_exchange.py" 2>&1 | tail -5)
-for round in $(seq "$rounds"); do
-  # Who goes first alternates, so that neither build always meets a warmer machine.
-  order=(base head)
-  ((round % 2 == 0)) && order=(head base)
-  for side in "${order[@]}"; do
-    src=$([[ $side == base ]] && echo "$base" || echo "$root")
-    build=/tmp/adab-$side-build
-    if ((round == 1)); then
-      PYTHONPATH="$build/python:$PYTHONPATH" timeout 120 python3 "$src/bench/probes/drjit_gpu_profile.py" \
-        --build "$build" >"$out/profile-$side.txt" 2>&1
-      echo "== profile, $side"
-      grep -E "^==|busy|host CUDA calls" "$out/profile-$side.txt"
-      PYTHONPATH="$build/python:$PYTHONPATH" timeout 120 python3 "$src/bench/probes/drjit_gpu_calls.py" \
-        --build "$build" --cells 1000 >"$out/phases-$side.txt" 2>&1
-      echo "== phases at 1e3 cells, $side"
-      grep -E "median|phases" "$out/phases-$side.txt"
-    fi
-    PYTHONPATH="$build/python:$PYTHONPATH" timeout 200 python3 "$src/bench/autodiff_bench.py" --gpu --build "$build" \
-      >"$out/bench-$side-$round.md" 2>"$out/bench-$side-$round.err"
-    echo "== bench, $side, round $round"
-    grep -E "^\| [0-9]" "$out/bench-$side-$round.md" || tail -5 "$out/bench-$side-$round.err"
-  done
-done
+measure_side() {  # SIDE ROUND SRC BUILD
+  local side=$1 round=$2 src=$3 build=$4
+  if ((round == 1)); then
+    PYTHONPATH="$build/python:$PYTHONPATH" timeout 120 python3 "$src/bench/probes/drjit_gpu_profile.py" \
+      --build "$build" >"$out/profile-$side.txt" 2>&1
+    echo "== profile, $side"
+    grep -E "^==|busy|host CUDA calls" "$out/profile-$side.txt"
+    PYTHONPATH="$build/python:$PYTHONPATH" timeout 120 python3 "$src/bench/probes/drjit_gpu_calls.py" \
+      --build "$build" --cells 1000 >"$out/phases-$side.txt" 2>&1
+    echo "== phases at 1e3 cells, $side"
+    grep -E "median|phases" "$out/phases-$side.txt"
+  fi
+  PYTHONPATH="$build/python:$PYTHONPATH" timeout 200 python3 "$src/bench/autodiff_bench.py" --gpu --build "$build" \
+    >"$out/bench-$side-$round.md" 2>"$out/bench-$side-$round.err"
+  echo "== bench, $side, round $round"
+  grep -E "^\| [0-9]" "$out/bench-$side-$round.md" || tail -5 "$out/bench-$side-$round.err"
+}
+tess_ab_rounds adab "$rounds" measure_side

@@ -3,7 +3,8 @@
 # autodiff_ab.sh), with .devdeps carried (prepare.sh): the Python packages the
 # tests and benchmarks import, tess_gpu_build SRC BUILD LOG_DIR, which builds
 # the targets they run from the tree SRC with CUDA into BUILD (its logs in
-# LOG_DIR), and tess_ab_builds for a baseline and this tree side by side.
+# LOG_DIR), and tess_ab_builds and tess_ab_rounds for a baseline and this tree
+# side by side.
 deps="$PWD/.devdeps/root/usr"
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
@@ -51,4 +52,19 @@ tess_ab_builds() {
   "$builder" "$root" "/tmp/$name-head-build" "$out/head" || { kill "$base_build" 2>/dev/null; return 1; }
   wait "$base_build" || return 1
   echo "baseline: $(cat "$root/.devdeps/baseline" 2>/dev/null || echo unknown); head: $(cat "$root/.devdeps/commit")"
+}
+
+# tess_ab_rounds NAME ROUNDS STEP: after tess_ab_builds NAME, runs
+# `STEP SIDE ROUND SRC BUILD` for SIDE base and head, ROUNDS times. Who goes
+# first alternates, so that neither build always meets a warmer machine.
+tess_ab_rounds() {
+  local name=$1 rounds=$2 step=$3 round side src
+  for round in $(seq "$rounds"); do
+    local order=(base head)
+    ((round % 2 == 0)) && order=(head base)
+    for side in "${order[@]}"; do
+      src=$([[ $side == base ]] && echo "/tmp/$name-base" || echo "$PWD")
+      "$step" "$side" "$round" "$src" "/tmp/$name-$side-build"
+    done
+  done
 }

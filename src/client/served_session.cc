@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <regex>
 #include <thread>
 
 #include "client/http_connection.h"
@@ -141,17 +140,6 @@ Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& p
     return failed(healthy);
 
   return client::ConnectServed(*url, options, input_path, output_path, std::move(server));
-}
-
-// Both servers are started on port 0 and say which port the kernel gave them
-// once it is bound, so no other process can take a port between our choosing
-// it and the server binding it.
-std::optional<std::string> ListeningUrl(const std::string& logs, bool tesscpp) {
-  static const std::regex kTesscpp(R"(tesscpp: serving \S+ on (http://\S+)\r?\n)");
-  static const std::regex kUvicorn(R"(Uvicorn running on (http://[^\s:]+:[0-9]+)[^\n]*\n)");
-  std::smatch match;
-  if (!std::regex_search(logs, match, tesscpp ? kTesscpp : kUvicorn)) return std::nullopt;
-  return match[1].str();
 }
 
 }  // namespace tesscpp::client

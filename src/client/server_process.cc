@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -109,6 +110,17 @@ void ServerProcess::Stop() {
   }
   ::killpg(pid_, SIGKILL);  // whatever it left running in its group
   pid_ = -1;
+}
+
+// Both servers are started on port 0 and say which port the kernel gave them
+// once it is bound, so no other process can take a port between our choosing
+// it and the server binding it.
+std::optional<std::string> ListeningUrl(const std::string& logs, bool tesscpp) {
+  static const std::regex kTesscpp(R"(tesscpp: serving \S+ on (http://\S+)\r?\n)");
+  static const std::regex kUvicorn(R"(Uvicorn running on (http://[^\s:]+:[0-9]+)[^\n]*\n)");
+  std::smatch match;
+  if (!std::regex_search(logs, match, tesscpp ? kTesscpp : kUvicorn)) return std::nullopt;
+  return match[1].str();
 }
 
 }  // namespace tesscpp::client

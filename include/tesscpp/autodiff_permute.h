@@ -122,8 +122,9 @@ class PermuteOp final : public drjit::detail::CustomOpBase {
 /// drjit::gather's would scatter-add. All results of one call share one
 /// evaluation of their gradients, so the neighbours of one array are best
 /// taken in one call. Inside Dr.Jit's symbolic constructs (drjit::while_loop,
-/// if_stmt, calls), whose variables cannot be gathered from, the results are
-/// drjit::gather's. Throws std::invalid_argument (the runtime answers 500)
+/// if_stmt, calls) the results are drjit::gather's: there the custom
+/// operation's reverse leaves its accumulation unevaluated and Dr.Jit refuses
+/// the traversal (docs/autodiff.md, "Branches"). Throws std::invalid_argument (the runtime answers 500)
 /// where a permutation's arrays are not as wide as `x`.
 ///
 ///   const UInt32 left = ..., right = ...;  // periodic neighbours' indices

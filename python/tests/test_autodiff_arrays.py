@@ -8,6 +8,7 @@ check-gradients (which must also catch a planted error) and the torch bridge.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -134,11 +135,14 @@ def test_permute_gathers_both_ways():
     permutation one element short is refused by name. The roll divides by
     ctx.Index at 5 elements, not a multiple of the CPU kernel's vector width:
     with the recording's parameters read by gather (0 in the last vector's
-    unused lanes) the division by zero trapped and killed the process."""
+    unused lanes) the division by zero trapped and killed the process.
+    With in_branch the same inside drjit::if_stmt, a symbolic scope where
+    Permute falls back to drjit::gather (its own operation there left a
+    scatter unevaluated: "remains dirty despite an attempt to evaluate it")."""
     t = Tesseract.from_library(fixture("permute_array"))
     x = np.array([1.5, -2.0, 0.5, 3.0, -0.25])
-    for shift in (1, 3, -2):
-        point = {"x": x, "shift": shift}
+    for shift, in_branch in itertools.product((1, 3, -2), (False, True)):
+        point = {"x": x, "shift": shift, "in_branch": in_branch}
         out = t.apply(point)
         np.testing.assert_array_equal(out["y"], x[::-1] * x)
         np.testing.assert_array_equal(out["z"], np.roll(x, shift) ** 2)

@@ -57,6 +57,7 @@
 #include "tesscpp/autodiff_fields.h"
 #include "tesscpp/autodiff_permute.h"
 #include "tesscpp/autodiff_replay.h"
+#include "tesscpp/buffer.h"
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/model.h"
@@ -378,14 +379,15 @@ Result<Tensor> NewTensor(std::vector<int64_t> dims, Dtype dtype) {
     return cuda::AllocateDevice(dtype, std::move(shape), jit_cuda_device_raw());
   } else {
     // From the buffer pool (warm pages for large tensors), cut at an aligned
-    // offset: the pool guarantees 64 bytes.
+    // offset: the pool's own alignment leaves at most the difference to skip.
+    static_assert(kMappedAlignment % Buffer::kAlignment == 0);
+    constexpr auto kAlignment = static_cast<int64_t>(kMappedAlignment);
     const int64_t bytes = shape.num_elements() * ItemSize(dtype);
-    constexpr auto kSlack = static_cast<int64_t>(kMappedAlignment);
-    TESS_ASSIGN_OR_RETURN(Shape block_shape, Shape::Make({bytes + kSlack}));
+    TESS_ASSIGN_OR_RETURN(Shape block_shape, Shape::Make({bytes + kAlignment - Buffer::kAlignment}));
     TESS_ASSIGN_OR_RETURN(Tensor block, Tensor::Allocate(Dtype::kUInt8, std::move(block_shape)));
     const auto misalignment =
         static_cast<int64_t>(reinterpret_cast<uintptr_t>(block.data()) % kMappedAlignment);
-    const int64_t offset = misalignment == 0 ? 0 : kSlack - misalignment;
+    const int64_t offset = (kAlignment - misalignment) % kAlignment;
     return Tensor::Make(dtype, std::move(shape), block.buffer().Slice(offset, bytes));
   }
 }

@@ -124,8 +124,9 @@ class PermuteOp final : public drjit::detail::CustomOpBase {
 /// taken in one call. Inside Dr.Jit's symbolic constructs (drjit::while_loop,
 /// if_stmt, calls) the results are drjit::gather's: there the custom
 /// operation's reverse leaves its accumulation unevaluated and Dr.Jit refuses
-/// the traversal (docs/autodiff.md, "Branches"). Throws std::invalid_argument (the runtime answers 500)
-/// where a permutation's arrays are not as wide as `x`.
+/// the traversal (docs/autodiff.md, "Branches"). Throws
+/// std::invalid_argument (the runtime answers 500) where a permutation's
+/// arrays are not as wide as `x`.
 ///
 ///   const UInt32 left = ..., right = ...;  // periodic neighbours' indices
 ///   const auto [l, r] = autodiff::Permute(u, Permutation<UInt32>{left, right},

@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -226,7 +227,13 @@ bool IsArrayLike(nb::handle handle) {
          nb::hasattr(handle, "__cuda_array_interface__");
 }
 
-Value ToValue(nb::handle handle, std::vector<std::string>& path, nb::handle fallback) {
+// How a conversion treats what a Value cannot hold.
+struct Conversion {
+  nb::handle fallback;               // called on values of other types (may be null)
+  bool wide_ints_as_double = false;  // integers beyond 64 bits: the nearest double, else refused
+};
+
+Value ToValue(nb::handle handle, std::vector<std::string>& path, const Conversion& how) {
   if (handle.is_none()) return Value();
   if (PyBool_Check(handle.ptr())) return Value(handle.ptr() == Py_True);
   if (PyDict_Check(handle.ptr())) {
@@ -235,7 +242,7 @@ Value ToValue(nb::handle handle, std::vector<std::string>& path, nb::handle fall
       if (!PyUnicode_Check(key.ptr())) RaiseType(path, "dict keys must be strings");
       std::string name = nb::cast<std::string>(key);
       path.push_back(name);
-      Value converted = ToValue(item, path, fallback);
+      Value converted = ToValue(item, path, how);
       path.pop_back();
       dict.set(std::move(name), std::move(converted));
     }
@@ -246,7 +253,7 @@ Value ToValue(nb::handle handle, std::vector<std::string>& path, nb::handle fall
     size_t index = 0;
     for (nb::handle item : handle) {
       path.push_back("[" + std::to_string(index++) + "]");
-      list.push_back(ToValue(item, path, fallback));
+      list.push_back(ToValue(item, path, how));
       path.pop_back();
     }
     return Value(std::move(list));
@@ -262,15 +269,18 @@ Value ToValue(nb::handle handle, std::vector<std::string>& path, nb::handle fall
     const long long small = PyLong_AsLongLongAndOverflow(handle.ptr(), &overflow);
     if (overflow == 0) return Value(static_cast<int64_t>(small));
     const unsigned long long big = PyLong_AsUnsignedLongLong(handle.ptr());
-    if (PyErr_Occurred() != nullptr) {
-      PyErr_Clear();
-      RaiseType(path, "integer does not fit 64 bits");
-    }
-    return Value(static_cast<uint64_t>(big));
+    if (PyErr_Occurred() == nullptr) return Value(static_cast<uint64_t>(big));
+    PyErr_Clear();
+    if (!how.wide_ints_as_double) RaiseType(path, "integer does not fit 64 bits");
+    // Beyond the double range too: the signed infinity, as float() would overflow to.
+    const double nearest = PyLong_AsDouble(handle.ptr());
+    if (PyErr_Occurred() == nullptr) return Value(nearest);
+    PyErr_Clear();
+    return Value(overflow < 0 ? -HUGE_VAL : HUGE_VAL);
   }
   if (IsArrayLike(handle)) return Value(ImportArray(handle, path));
   if (PyFloat_Check(handle.ptr())) return Value(PyFloat_AsDouble(handle.ptr()));
-  if (fallback.is_valid()) return ToValue(fallback(handle), path, nb::handle());
+  if (how.fallback.is_valid()) return ToValue(how.fallback(handle), path, Conversion{});
   RaiseType(path, std::string("cannot send a value of type ") + nb::type_name(handle.type()).c_str());
 }
 
@@ -278,12 +288,17 @@ Value ToValue(nb::handle handle, std::vector<std::string>& path, nb::handle fall
 
 Value ToValue(nb::handle handle) {
   std::vector<std::string> path;
-  return ToValue(handle, path, nb::handle());
+  return ToValue(handle, path, Conversion{});
 }
 
 Value ToValue(nb::handle handle, nb::handle fallback) {
   std::vector<std::string> path;
-  return ToValue(handle, path, fallback);
+  return ToValue(handle, path, Conversion{fallback});
+}
+
+Value JsonDetailToValue(nb::handle handle) {
+  std::vector<std::string> path;
+  return ToValue(handle, path, Conversion{nb::handle(), /*wide_ints_as_double=*/true});
 }
 
 }  // namespace tesscpp::bindings

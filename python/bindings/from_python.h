@@ -20,4 +20,10 @@ Value ToValue(nanobind::handle handle);
 /// to_jsonable_python for a dumped model's dates, paths, enums).
 Value ToValue(nanobind::handle handle, nanobind::handle fallback);
 
+/// \brief A value that is JSON already (an error detail FastAPI rendered),
+/// with integers beyond 64 bits, which a request may carry and a Value
+/// cannot, as the nearest double (±inf beyond the double range). For
+/// messages and in-process reports; the rendered text keeps them exact.
+Value JsonDetailToValue(nanobind::handle handle);
+
 }  // namespace tesscpp::bindings

@@ -41,7 +41,8 @@ Status Unprocessable(const nb::handle& failure) {
   const nb::tuple parts = nb::borrow<nb::tuple>(failure);
   std::vector<ValidationIssue> issues;
   for (nb::handle error : parts[0]) {
-    const Value item = ToValue(error);
+    // Request values quoted in the detail may be integers beyond 64 bits.
+    const Value item = JsonDetailToValue(error);
     const Value::Dict& d = item.as_dict();
     ValidationIssue issue;
     issue.type = d.at("type").as_string();
@@ -73,8 +74,9 @@ class PythonComponent final : public ServedComponent {
         endpoints_(std::move(endpoints)) {}
 
   std::string name() const override { return name_; }
-  // tesseract-core reports a body's undecodable arrays itself (validate()).
-  bool ValidatesUndecodedArrays() const override { return true; }
+  // Starlette, FastAPI and tesseract-core answer what our reader cannot read
+  // exactly (undecodable arrays, NaN, wide integers): validate() reads the text.
+  bool ValidatesFromText() const override { return true; }
   // tesseract-core's log_metric and friends, through the host's _run_tracking.
   bool TracksRunsItself() const override { return true; }
   // Threads the module's import left running would not exist in a forked
@@ -124,7 +126,12 @@ class PythonComponent final : public ServedComponent {
       return runtime::PreparedCall([failed = FromPythonError(e, StatusCode::kInternal)](
                                        const runtime::CallContext&) -> Result<Value> { return failed; });
     }
-    if (!outcome[1].is_none()) return Unprocessable(outcome[1]);
+    if (!outcome[1].is_none()) {
+      const nb::tuple rejection = nb::borrow<nb::tuple>(outcome[1]);
+      // Starlette's 400 for a body json.loads cannot read (not UTF-8, too deep).
+      if (nb::cast<int>(rejection[2]) == 400) return Status::DecodeError(nb::cast<std::string>(rejection[1]));
+      return Unprocessable(rejection);
+    }
     return runtime::PreparedCall([run = run_, jsonable = jsonable_,
                                   payload = GilShared(nb::object(outcome[0])),
                                   name](const runtime::CallContext& context) -> Result<Value> {

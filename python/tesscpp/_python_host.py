@@ -108,24 +108,32 @@ class ModuleHost:
         return bytes(JSONResponse(schema).body).decode(), bytes(docs.body).decode()
 
     def validate(self, endpoint: str, value: Any, text: memoryview | None) -> tuple[Any, Any]:
-        """The endpoint's payload, or (errors, FastAPI's 422 body) when it does not validate.
+        """(payload, None), or (None, (errors, body, status)): the answer refusing the body.
 
         ``value`` is the body with its arrays decoded by the C++ codec (NumPy
-        arrays over the request's memory, device arrays as such). Where it does
+        arrays over the request's memory, device arrays as such), or None
+        where the C++ reader could not read ``text`` exactly. Where it does
         not validate, the body is validated again as tesseract-runtime does,
         from its JSON text, so that the errors (and any success the arrays'
         JSON form allows) are exactly tesseract-runtime's.
         """
         e = self._endpoints[endpoint]
         errors: list[dict[str, Any]] = []
-        if e.fast or text is None:
+        unread = value is None and text is not None
+        if (e.fast or text is None) and not unread:
             payload, errors = e.validate(value)
             if not errors:
                 return payload, None
         if text is not None:
-            payload, errors = e.validate(json.loads(bytes(text)))
-            if not errors:
-                return payload, None
+            parsed = _parse_body(bytes(text))
+            if isinstance(parsed, _Unparsed):
+                if not parsed.errors:
+                    return None, (None, "There was an error parsing the body", 400)
+                errors = parsed.errors
+            else:
+                payload, errors = e.validate(parsed)
+                if not errors:
+                    return payload, None
         from fastapi.encoders import jsonable_encoder
         from fastapi.exceptions import RequestValidationError
         from starlette.responses import JSONResponse
@@ -133,7 +141,7 @@ class ModuleHost:
         # Errors of decoded arrays (in-process calls only) quote them as lists.
         numpy_as_lists: dict[Any, Any] = {np.ndarray: np.ndarray.tolist, np.generic: np.generic.item}
         detail = jsonable_encoder(RequestValidationError(errors).errors(), custom_encoder=numpy_as_lists)
-        return None, (detail, bytes(JSONResponse({"detail": detail}, status_code=422).body).decode())
+        return None, (detail, bytes(JSONResponse({"detail": detail}, status_code=422).body).decode(), 422)
 
     def run(self, endpoint: str, payload: Any, run_dir: str) -> Any:
         """Runs the endpoint; its outputs dumped as serve.py dumps them, arrays left as arrays."""
@@ -199,6 +207,23 @@ class _RunBackend:
     def end(self) -> None:
         if self._backend is not None:
             self._backend.end_run()
+
+
+class _Unparsed(typing.NamedTuple):
+    """A body json.loads refused: FastAPI's errors for a JSONDecodeError, none for any other failure."""
+
+    errors: list[dict[str, Any]]
+
+
+def _parse_body(body: bytes) -> Any:
+    """The body as FastAPI reads a JSON request (``fastapi.routing``, Starlette's ``Request.json``)."""
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as e:
+        return _Unparsed([{"type": "json_invalid", "loc": ("body", e.pos), "msg": "JSON decode error",
+                           "input": {}, "ctx": {"error": e.msg}}])  # fmt: skip
+    except Exception:  # noqa: BLE001 - FastAPI answers any other failure with its 400
+        return _Unparsed([])
 
 
 def _threads() -> set[str]:

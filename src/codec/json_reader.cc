@@ -184,6 +184,7 @@ Result<double> Reader::OutOfRangeNumber(V& v) {
     token.remove_suffix(1);
   }
   if (!IsJsonNumber(token)) return Status::DecodeError("invalid JSON number '", token, "'");
+  if (options_.exact_numbers) return Status::OutOfRange("the number ", token, " has no exact 64-bit value");
   return std::strtod(std::string(token).c_str(), nullptr);
 }
 

@@ -44,6 +44,22 @@ TEST(JsonRead, NumbersRoundTripExactly) {
   }
 }
 
+TEST(JsonRead, ExactNumbersRefuseWhatOnlyADoubleApproximates) {
+  // Approximated by default (JsonRead.Scalars); with exact_numbers refused
+  // wherever they are, array buffers included, for a reader to parse itself.
+  JsonReadOptions exact;
+  exact.exact_numbers = true;
+  exact.arrays = ArrayDetection::kShaped;
+  for (const char* doc :
+       {"18446744073709551616", "[-1e400]", "-99999999999999999999",
+        R"({"a": {"shape": [2], "dtype": "float64", "data": {"buffer": [1, 1e400], "encoding": "json"}}})"}) {
+    EXPECT_EQ(ReadJson(doc, exact).status().code(), StatusCode::kOutOfRange) << doc;
+  }
+  // The ends of the 64-bit ranges are exact, and read either way.
+  EXPECT_EQ(ReadJson("18446744073709551615", exact)->as_uint(), 18446744073709551615u);
+  EXPECT_EQ(ReadJson("-9223372036854775808", exact)->as_int(), std::numeric_limits<int64_t>::min());
+}
+
 TEST(JsonRead, ContainersKeepOrder) {
   Value v = *ReadJson(R"({"z": [1, 2.0, "x", null, {"k": false}], "a": {}, "m": []})");
   ASSERT_TRUE(v.is_dict());

@@ -91,6 +91,10 @@ RuntimeResponse Unprocessable(const Status& status) {
                                                      Value::Dict{{"error", Value::Dict{}}}}});
 }
 
+RuntimeResponse MissingBody() {
+  return Unprocessable(std::vector<ValidationIssue>{{"missing", {}, "Field required", Value(), Value()}});
+}
+
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -160,9 +164,12 @@ Status OsError(const Status& status) {
   return status.WithDetail(std::make_shared<runtime::ExceptionDetail>("OSError", "OSError"));
 }
 
-// Runs `call`, turning a C++ exception out of it into a Status that names
-// the exception's type. Any component kind's calls may throw.
-Result<Value> Guarded(const runtime::PreparedCall& call, const runtime::CallContext& context = {}) {
+// Runs `fn` (returning a Result or a Status), turning a C++ exception out of
+// it into a Status that names the exception's type. Any component kind's
+// code may throw, in its calls and in its validation; none may reach the
+// server's threads, where it would end the process.
+template <typename Fn>
+auto Guarded(Fn&& fn) -> decltype(fn()) {
   auto thrown = [](std::string message) {
     const std::string type = CurrentExceptionType();
     return Status::Internal(std::move(message))
@@ -170,12 +177,16 @@ Result<Value> Guarded(const runtime::PreparedCall& call, const runtime::CallCont
             type, runtime::PythonExceptionFor(type, StatusCode::kInternal)));
   };
   try {
-    return call(context);
+    return fn();
   } catch (const std::exception& e) {
     return thrown(e.what());
   } catch (...) {
     return thrown("non-standard exception");
   }
+}
+
+Result<Value> Guarded(const runtime::PreparedCall& call, const runtime::CallContext& context = {}) {
+  return Guarded([&] { return call(context); });
 }
 
 ValidationIssue RunIdIssue(const std::string& run_id) {
@@ -237,6 +248,13 @@ struct Runtime::Impl {
   RuntimeResponse Route(const RuntimeRequest& request) const;
   RuntimeResponse Post(const core::EndpointInfo& endpoint, const RuntimeRequest& request,
                        std::string_view query) const;
+  // A request body as read: the Value, or the answer that refuses it. A null
+  // Value and no answer: a `text_kind` component reads the text itself.
+  struct ReadBody {
+    Value value;
+    std::optional<RuntimeResponse> refusal;
+  };
+  ReadBody ReadRequestBody(const RuntimeRequest& request, bool text_kind, CudaIpcArrays* device_arrays) const;
   // Runs a wrapped endpoint: negotiation, run directory, stdio capture,
   // profiling; `call` produces the validated outputs from `request_body`, and
   // `gpu` is the GPU transport's part of the call (null without one).
@@ -269,15 +287,16 @@ struct Runtime::Impl {
 runtime::EndpointOutcome Runtime::Impl::RunForTest(const std::string& endpoint, const Value& payload) const {
   runtime::EndpointOutcome outcome;
   // RunTestSpec names served component endpoints only.
-  auto call = component->Prepare(*core::FindEndpoint(endpoint), payload, {});
-  if (!call.ok()) {
+  auto call = Guarded([&] { return component->Prepare(*core::FindEndpoint(endpoint), payload, {}); });
+  // A validation that threw is the call's failure, not the payload's.
+  if (!call.ok() && runtime::GetExceptionDetail(call.status()) == nullptr) {
     const ValidationDetail* detail = GetValidationDetail(call.status());
     outcome.invalid_payload = true;
     outcome.exception = "pydantic.ValidationError";
     outcome.message = detail != nullptr ? detail->ToString() : call.status().message();
     return outcome;
   }
-  auto outputs = Guarded(*call);
+  auto outputs = call.ok() ? Guarded(*call) : Result<Value>(call.status());
   if (outputs.ok()) {
     outcome.outputs = *std::move(outputs);
     return outcome;
@@ -451,7 +470,8 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
                                 [this](const std::string& e, const Value& p) { return RunForTest(e, p); });
   }
   const std::string name(endpoint);
-  TESS_ASSIGN_OR_RETURN(runtime::PreparedCall call, component->Prepare(*id, payload, {}));
+  TESS_ASSIGN_OR_RETURN(runtime::PreparedCall call,
+                        Guarded([&] { return component->Prepare(*id, payload, {}); }));
   platform::PhaseTrace::Mark("validate");
   // Runs as the served endpoint runs, failures shaped like the SDK's
   // in-process client reports them.
@@ -468,11 +488,47 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
                 "Error running Tesseract API " + name + ": " + failure.type + ": " + failure.message);
 }
 
+Runtime::Impl::ReadBody Runtime::Impl::ReadRequestBody(const RuntimeRequest& request, bool text_kind,
+                                                       CudaIpcArrays* device_arrays) const {
+  JsonReadOptions read;
+  read.arrays = ArrayDetection::kShaped;
+  read.array_options.binref_dir = config.input_path;
+  read.array_options.device_arrays = device_arrays;
+  read.exact_numbers = text_kind;
+  auto body = ReadJson(request.body, read);
+  if (!body.ok() && GetValidationDetail(body.status()) != nullptr && text_kind) {
+    read.arrays = ArrayDetection::kNone;  // the kind reports undecodable arrays itself
+    body = ReadJson(request.body, read);
+  }
+  if (body.ok()) {
+    if (body->is_null()) return {Value(), MissingBody()};  // FastAPI: a null body is no body
+    return {*std::move(body), std::nullopt};
+  }
+  if (GetValidationDetail(body.status()) != nullptr) return {Value(), Unprocessable(body.status())};
+  // Numbers beyond a Value, NaN, nesting past our limit, another encoding:
+  // Python's json module may read what ours does not, and the kind's answer
+  // is its own.
+  if (text_kind) return {Value(), std::nullopt};
+  const std::string_view text = request.body.string_view();
+  // Starlette refuses a body that is not UTF-8 before parsing it (the
+  // parser checked UTF-8 already; this only tells which answer to give).
+  if (!runtime::IsValidUtf8(text)) return {Value(), Detail(400, "There was an error parsing the body")};
+  // FastAPI reports Python's json position and message; where Python would
+  // have parsed the body (NaN, deep nesting), ours names the problem at 0.
+  const auto located = runtime::LocateJsonError(text);
+  return {Value(),
+          Unprocessable(std::vector<ValidationIssue>{
+              {"json_invalid",
+               {Value(located ? located->position : 0)},
+               "JSON decode error",
+               Value::Dict{},
+               Value::Dict{{"error", Value(located ? located->message : body.status().message())}}}})};
+}
+
 RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const RuntimeRequest& request,
                                     std::string_view query) const {
   const std::string endpoint(served.name);
-  const std::vector<ValidationIssue> missing_body{{"missing", {}, "Field required", Value(), Value()}};
-  if (request.body.size() == 0) return Unprocessable(missing_body);
+  if (request.body.size() == 0) return MissingBody();
   const std::string_view text = request.body.string_view();
   if (!IsJsonContentType(request.content_type)) {
     // FastAPI hands a non-JSON body to the model as a string.
@@ -484,43 +540,23 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
                                       Value(std::string(text)),
                                       Value()}});
   }
-  JsonReadOptions read;
-  read.arrays = ArrayDetection::kShaped;
-  read.array_options.binref_dir = config.input_path;
   // Device arrays are read as the transport says (in place, where the client
   // keeps them until the answer, which waits for the work on them).
   const std::unique_ptr<CudaIpcArrays> device_arrays =
       gpu_transport_enabled() ? transport->RequestArrays() : nullptr;
-  read.array_options.device_arrays = device_arrays.get();
-  auto body = ReadJson(request.body, read);
-  if (!body.ok() && GetValidationDetail(body.status()) != nullptr && component->ValidatesUndecodedArrays()) {
-    read.arrays = ArrayDetection::kNone;
-    body = ReadJson(request.body, read);
-  }
+  // A kind that validates from the text gets the body as null where the
+  // reader cannot read it exactly (its /test excepted: that is the runtime's).
+  const bool text_kind = component->ValidatesFromText() && served.id != EndpointId::kTest;
+  ReadBody body = ReadRequestBody(request, text_kind, device_arrays.get());
   platform::PhaseTrace::Mark("read");
-  if (!body.ok()) {
-    if (GetValidationDetail(body.status()) != nullptr) return Unprocessable(body.status());
-    // Starlette refuses a body that is not UTF-8 before parsing it (the
-    // parser checked UTF-8 already; this only tells which answer to give).
-    if (!runtime::IsValidUtf8(text)) return Detail(400, "There was an error parsing the body");
-    // FastAPI reports Python's json position and message; where Python would
-    // have parsed the body (NaN, deep nesting), ours names the problem at 0.
-    const auto located = runtime::LocateJsonError(text);
-    return Unprocessable(std::vector<ValidationIssue>{
-        {"json_invalid",
-         {Value(located ? located->position : 0)},
-         "JSON decode error",
-         Value::Dict{},
-         Value::Dict{{"error", Value(located ? located->message : body.status().message())}}}});
-  }
-  if (body->is_null()) return Unprocessable(missing_body);  // FastAPI: a null body is no body
+  if (body.refusal) return *std::move(body.refusal);
   if (config.tracing) std::cerr << "tesscpp: " << endpoint << " called\n";
 
   if (served.id == EndpointId::kTest) {
-    auto result = runtime::RunTestSpec(*body, endpoints, [this](const std::string& e, const Value& payload) {
-      return RunForTest(e, payload);
-    });
-    const Status settled = gpu_transport_enabled() ? transport->Settle(*body) : Status::OK();
+    auto result = runtime::RunTestSpec(
+        body.value, endpoints,
+        [this](const std::string& e, const Value& payload) { return RunForTest(e, payload); });
+    const Status settled = gpu_transport_enabled() ? transport->Settle(body.value) : Status::OK();
     if (!settled.ok()) return Failure(endpoint, {"RuntimeError", settled.message()});
     if (!result.ok()) return Unprocessable(result.status());
     return JsonResponse(200, *result);
@@ -535,11 +571,18 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
     gpu = *std::move(begun);
     platform::PhaseTrace::Mark("gpu_begin");
   }
-  auto call = component->Prepare(served.id, *body, text);
+  auto call = Guarded([&] { return component->Prepare(served.id, body.value, text); });
   platform::PhaseTrace::Mark("validate");
-  if (!call.ok()) return Unprocessable(call.status());
+  if (!call.ok()) {
+    // A validation that threw failed as a call would: not the request's fault.
+    if (runtime::GetExceptionDetail(call.status()) != nullptr)
+      return Failure(endpoint, FailureOf(call.status()));
+    // A kind that parses the text itself found it unparsable, as Starlette does.
+    if (call.status().code() == StatusCode::kDecodeError) return Detail(400, call.status().message());
+    return Unprocessable(call.status());
+  }
   if (served.kind == core::EndpointKind::kWrapped) {
-    return RunWrapped(endpoint, request, query, *body, *call, std::move(gpu));
+    return RunWrapped(endpoint, request, query, body.value, *call, std::move(gpu));
   }
   auto outputs = Guarded(*call);
   if (!outputs.ok()) return Failure(endpoint, FailureOf(outputs.status()));
@@ -665,12 +708,17 @@ Runtime::~Runtime() = default;
 
 RuntimeResponse Runtime::Handle(const RuntimeRequest& request) const {
   platform::PhaseTrace trace("server", std::string_view(request.target).substr(0, request.target.find('?')));
-  return impl_->Route(request);
+  // Whatever escapes the guarded component code (the runtime's own, e.g. an
+  // allocation) is this request's 500, never the process's end.
+  Result<RuntimeResponse> answered =
+      Guarded([&]() -> Result<RuntimeResponse> { return impl_->Route(request); });
+  if (answered.ok()) return *std::move(answered);
+  return impl_->Failure(request.target, FailureOf(answered.status()));
 }
 const RuntimeConfig& Runtime::config() const { return impl_->config; }
 Result<Value> Runtime::Call(std::string_view endpoint, const Value& payload,
                             const std::optional<std::string>& run_id) const {
-  return impl_->CallInProcess(endpoint, payload, run_id);
+  return Guarded([&] { return impl_->CallInProcess(endpoint, payload, run_id); });
 }
 const std::vector<std::string>& Runtime::endpoints() const { return impl_->endpoints; }
 const Buffer& Runtime::openapi_document() const { return impl_->openapi_body; }

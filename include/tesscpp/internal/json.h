@@ -28,6 +28,11 @@ struct JsonReadOptions {
   ArrayDecodeOptions array_options;
   /// Deeper nesting is refused (kDecodeError) rather than risking the stack.
   int max_depth = 256;
+  /// A number no Value holds exactly (an integer beyond 64 bits, a magnitude
+  /// beyond the double range) is read as the nearest double (false), or
+  /// refused with kOutOfRange naming its path (true), for a reader that
+  /// would rather parse the text its own way than see an approximation.
+  bool exact_numbers = false;
 };
 
 /// \brief Parses one JSON document. Without copying when `document.padded()`.

@@ -131,15 +131,21 @@ class ServedComponent {
   /// \brief Validates `body` (the request body as read, arrays decoded) for
   /// `endpoint`, one it implements, into the call that runs it. `text` is the
   /// body's JSON as received, for a kind that must re-read it its own way
-  /// (empty for in-process calls).
+  /// (empty for in-process calls); `body` is null where the runtime could not
+  /// read `text` exactly and the kind validates from it (ValidatesFromText).
   /// kValidationError with a ValidationDetail whose locations start at the
-  /// body's root otherwise. Called concurrently from the server's threads.
+  /// body's root otherwise; kDecodeError (a 400) for a text the kind cannot
+  /// parse at all. Called concurrently from the server's threads.
   virtual Result<runtime::PreparedCall> Prepare(core::EndpointId endpoint, const Value& body,
                                                 std::string_view text) const = 0;
-  /// \brief Whether a body with an array that does not decode still goes to
-  /// Prepare (its arrays left as JSON) rather than getting the runtime's 422:
-  /// for a kind whose own validation must report it.
-  virtual bool ValidatesUndecodedArrays() const { return false; }
+  /// \brief Whether the kind's own validation reads the request's JSON text
+  /// where the runtime's reading is not exact, rather than getting the
+  /// runtime's 400/422: a body with an array that does not decode goes to
+  /// Prepare with its arrays left as JSON, and one the reader refuses or
+  /// would approximate (NaN, integers beyond 64 bits, nesting past its
+  /// limit) as null with its text. For a framework whose answers to such
+  /// bodies are its own (a Python module: FastAPI's and pydantic's).
+  virtual bool ValidatesFromText() const { return false; }
   /// \brief Whether its endpoints track their runs through their own
   /// framework (a Python module through tesseract-core, MLflow's client
   /// included) and never use CallContext::run_loggers.

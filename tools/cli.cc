@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -239,17 +240,33 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
   return 0;
 }
 
-// Workers for a component that cannot be forked are fresh host processes
-// running this same command (a worker_command), when the host says how to
-// start one; fails with why it cannot be forked otherwise.
+// Workers are forks of this process, unless the component cannot be forked
+// (threads its set-up started) or the GPU transport is on (this process may
+// have initialised CUDA, which a fork cannot use): then they are fresh
+// processes running this same command (a worker_command), through the
+// Python host's command or this executable; fails with why they cannot be
+// forked when there is no such command.
 Status ChooseWorkerStart(const Opened& opened, tesscpp::http::HttpServerOptions& server_options) {
   const Process& process = ThisProcess();
   if (process.host != nullptr) server_options.fork_hooks = process.host->fork_hooks;
-  if (server_options.num_workers <= 1 || opened.forkable.ok()) return Status::OK();
-  if (process.host == nullptr || process.host->command.empty()) return opened.forkable;
-  server_options.worker_command = process.host->command;
-  server_options.worker_command.insert(server_options.worker_command.end(), process.argv + 1,
-                                       process.argv + process.argc);
+  const bool workers = server_options.num_workers > 1 || server_options.supervise;
+  const bool gpu = opened.runtime->config().gpu_transport != "none";
+  if (!workers || (opened.forkable.ok() && !gpu)) return Status::OK();
+  std::vector<std::string> command;
+  if (process.host != nullptr) {
+    command = process.host->command;
+  } else {
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) command = {self.string()};
+  }
+  if (command.empty()) {
+    if (!opened.forkable.ok()) return opened.forkable;
+    return Status::Unavailable("cannot start fresh worker processes for gpu_transport='",
+                               opened.runtime->config().gpu_transport, "' (serve with --no-supervise)");
+  }
+  command.insert(command.end(), process.argv + 1, process.argv + process.argc);
+  server_options.worker_command = std::move(command);
   return Status::OK();
 }
 
@@ -257,9 +274,10 @@ int Serve(const CommonOptions& o, tesscpp::http::HttpServerOptions server_option
   // Before the component is set up: its subprocesses must not see it.
   auto handoff = tesscpp::http::TakeWorkerHandoff();
   if (!handoff.ok()) return Fail(handoff.status());
-  if (*handoff) {
+  if (*handoff) {  // a worker its supervisor exec'd: serves as one process
     server_options.handoff = **handoff;
     server_options.num_workers = 1;
+    server_options.supervise = false;
   }
   auto opened = MakeRuntime(o);
   if (!opened.ok()) return Fail(opened.status());
@@ -273,7 +291,8 @@ int Serve(const CommonOptions& o, tesscpp::http::HttpServerOptions server_option
         "gpu_transport='", transport,
         "' cannot be served by more than one worker (got num_workers=", server_options.num_workers, ")."));
   }
-  if (transport != "none") {
+  // Where requests are served: a supervisor of fresh workers leaves CUDA to them.
+  if (transport != "none" && server_options.worker_command.empty()) {
     if (Status cuda = tesscpp::cuda::CheckAvailable(); !cuda.ok()) {
       std::cerr << "tesscpp: warning: gpu_transport='" << transport
                 << "' is enabled, but GPU arrays cannot be read here: " << cuda.message() << "\n";
@@ -539,6 +558,14 @@ void AddServeCommand(CLI::App& app) {
       ->envname("TESSERACT_PUBLIC_HEALTH");
   serve->add_flag("--access-log", o->server.access_log, "One JSON line per request on stderr")
       ->envname("TESSERACT_ACCESS_LOG");
+  o->server.supervise = true;
+  serve
+      ->add_flag("--supervise,!--no-supervise", o->server.supervise,
+                 "Serve from supervised worker processes, even one: a worker that crashes costs only the "
+                 "calls it was computing (answered 500) and is replaced; --no-supervise serves in this "
+                 "process, where a crash ends the server")
+      ->envname("TESSCPP_SUPERVISE")
+      ->capture_default_str();
   serve->add_option("--drain-timeout", o->drain_s, "Seconds in-flight requests get to finish after SIGTERM")
       ->envname("TESSERACT_DRAIN_TIMEOUT")
       ->check(CLI::NonNegativeNumber)

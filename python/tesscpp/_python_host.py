@@ -76,6 +76,10 @@ class ModuleHost:
         from tesseract_core.runtime.core import check_tesseract_api, load_module_from_path
         from tesseract_core.runtime.serve import create_rest_api
 
+        # An exec'd worker's handoff was taken (and unset) by the C++ side
+        # before the module is opened; Python's copy of the environment, which
+        # the module's subprocesses get, must not keep it either.
+        os.environ.pop("TESSCPP_WORKER_HANDOFF", None)
         # tesseract-core's settings are ours, so that what its code builds
         # (titles, the test endpoint, transports) is what we serve.
         runtime_config.update_config(api_path=path, **settings)

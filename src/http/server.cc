@@ -3,6 +3,7 @@
 #include "tesscpp/internal/http_server.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -20,8 +22,10 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
+#include "http/call_guard.h"
 #include "http/http_head.h"
 #include "http/metrics.h"
 #include "http/worker_exec.h"
@@ -57,6 +61,7 @@ struct ServerState {
   std::atomic<int64_t> body_bytes{0};
   ServerMetrics* metrics = nullptr;  // shared with the other workers
   int access_log_fd = -1;            // a copy of stderr from before any capture; -1: off
+  CallReporter* calls = nullptr;     // tells the supervisor of connections and calls; null: none
 };
 
 // One line of JSON per request (the access log): written with one write(2),
@@ -94,7 +99,10 @@ class Session : public std::enable_shared_from_this<Session> {
     buffer_.max_size(kHeaderLimit + (size_t{1} << 20));
   }
 
-  void Start() { ReadHeader(); }
+  void Start() {
+    if (state_.calls != nullptr) guard_id_ = state_.calls->Accepted(socket_.native_handle());
+    ReadHeader();
+  }
 
  private:
   void ReadHeader() {
@@ -323,7 +331,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // meanwhile (see HttpServer::Run).
   void Dispatch() {
     deadline_ns_ = 0;  // an endpoint may run for long
-    Write(runtime_.Handle(request_));
+    if (state_.calls != nullptr && guard_id_ != 0) state_.calls->Begin(guard_id_);
+    RuntimeResponse response = runtime_.Handle(request_);
+    if (state_.calls != nullptr && guard_id_ != 0) state_.calls->End();
+    Write(std::move(response));
   }
 
   // An answer without reading the body: the connection closes after it.
@@ -380,6 +391,8 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
     socket_.close(ignored);
+    // The supervisor's duplicate keeps the connection open until it hears.
+    if (state_.calls != nullptr) state_.calls->Closed(std::exchange(guard_id_, 0));
   }
 
   // Deadlines are checked by the server's sweeper once a second rather than by
@@ -429,6 +442,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string header_text_;
   bool keep_alive_ = true;
   bool head_ = false;
+  uint64_t guard_id_ = 0;  // this connection's id with the supervisor (CallReporter); 0: unguarded
 };
 
 }  // namespace
@@ -439,6 +453,13 @@ struct HttpServer::Impl {
       metrics_fd = platform::Fd(options.handoff->metrics_fd);
       state.metrics = ServerMetrics::Map(metrics_fd.get());
       worker = options.handoff->slot;
+      if (options.handoff->calls_fd >= 0) {
+        const platform::Fd table_fd(options.handoff->calls_fd);  // the mapping outlives it
+        if (CallTable* table = CallTable::Map(table_fd.get()); table != nullptr) {
+          reporter = std::make_unique<CallReporter>(table, worker, platform::Fd(options.handoff->channel_fd));
+          state.calls = reporter.get();
+        }
+      }
     } else {
       state.metrics = ServerMetrics::Create(metrics_fd);
     }
@@ -467,7 +488,9 @@ struct HttpServer::Impl {
   std::mutex sessions_mutex;
   std::vector<std::weak_ptr<Session>> sessions;
   std::atomic<bool> supervising{false};
-  int worker = 0;  // this process's slot in the metrics' per-worker gauges
+  int worker = 0;                          // this process's slot in the metrics' per-worker gauges
+  std::unique_ptr<CallGuard> guard;        // the supervisor's: its workers' connections
+  std::unique_ptr<CallReporter> reporter;  // a worker's: what it tells the supervisor
 
   // Once a second: close connections whose wait outlived its deadline, forget
   // closed ones.
@@ -561,20 +584,77 @@ struct HttpServer::Impl {
     });
     Accept();
     Sweep();
+    static_assert(kThreads == kCallThreads, "one cell of the call table per event-loop thread");
     std::vector<std::thread> threads;
-    for (int i = 1; i < kThreads; ++i) threads.emplace_back([this] { io.run(); });
+    for (int i = 1; i < kThreads; ++i) {
+      threads.emplace_back([this, i] {
+        CallReporter::SetThreadCell(i);
+        io.run();
+      });
+    }
+    CallReporter::SetThreadCell(0);
     io.run();
     for (std::thread& t : threads) t.join();
   }
 
+  struct Supervision;
   void Supervise(int processes);
+  void WaitForEvents(Supervision& s);
+  void ReapWorkers(Supervision& s);
   pid_t StartWorker(int slot, const sigset_t& worker_mask);
 };
 
-// Starts a worker process: it serves until drained, then exits.
+// How a supervisor hears SIGINT, SIGTERM and SIGCHLD: a handler writes the
+// signal's number into a pipe it polls. Blocking the signals and reading
+// them with sigtimedwait or a signalfd would not do: a process that hosts
+// Python may have other threads (torch's pool) that do not block them, and a
+// signal delivered to one of those would never reach the supervisor.
+struct SupervisorSignals {
+  static constexpr std::array<int, 3> kHandled = {SIGINT, SIGTERM, SIGCHLD};
+  static inline int write_end = -1;
+
+  static void Handle(int signal) {
+    const int saved = errno;
+    const auto number = static_cast<unsigned char>(signal);
+    (void)!::write(write_end, &number, 1);
+    errno = saved;
+  }
+
+  // Returns the pipe's read end (non-blocking).
+  static platform::Fd Install() {
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) return platform::Fd();
+    write_end = ends[1];
+    struct sigaction action {};
+    action.sa_handler = &Handle;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (const int signal : kHandled) ::sigaction(signal, &action, nullptr);
+    return platform::Fd(ends[0]);
+  }
+
+  // Default dispositions again (a forked worker, or a supervisor done).
+  static void Restore() {
+    for (const int signal : kHandled) ::signal(signal, SIG_DFL);
+    if (write_end >= 0) ::close(std::exchange(write_end, -1));
+  }
+};
+
+// Starts a worker process: it serves until drained, then exits. With a
+// guard, the worker tells the supervisor of its connections and calls.
 pid_t HttpServer::Impl::StartWorker(int slot, const sigset_t& worker_mask) {
+  platform::Fd channel;
+  if (guard != nullptr) {
+    auto opened = guard->Open(slot);
+    if (opened.ok()) {
+      channel = *std::move(opened);
+    } else {
+      std::cerr << "tesscpp: worker " << slot << " runs unguarded: " << opened.status().message() << "\n";
+    }
+  }
   if (!options.worker_command.empty()) {
-    const WorkerExec exec(options.worker_command, acceptor.native_handle(), metrics_fd.get(), slot);
+    const WorkerExec exec(options.worker_command, acceptor.native_handle(), metrics_fd.get(), slot,
+                          channel.valid() ? guard->table_fd() : -1, channel.get());
     return exec.Start(worker_mask);
   }
   const HttpServerOptions::ForkHooks& hooks = options.fork_hooks;
@@ -589,7 +669,19 @@ pid_t HttpServer::Impl::StartWorker(int slot, const sigset_t& worker_mask) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) std::_Exit(0);
     ::pthread_sigmask(SIG_SETMASK, &worker_mask, nullptr);
+    // Its event loop drains on SIGINT and SIGTERM, as a single server's does.
+    SupervisorSignals::Restore();
+    beast::error_code ignored;
+    signals.add(SIGINT, ignored);
+    signals.add(SIGTERM, ignored);
     worker = slot;
+    if (guard != nullptr) {
+      guard->CloseInChild();
+      if (channel.valid()) {
+        reporter = std::make_unique<CallReporter>(guard->table(), slot, std::move(channel));
+        state.calls = reporter.get();
+      }
+    }
     Serve();
     std::fflush(nullptr);
     std::_Exit(0);
@@ -599,72 +691,131 @@ pid_t HttpServer::Impl::StartWorker(int slot, const sigset_t& worker_mask) {
   return pid;
 }
 
-// The supervisor: starts the workers, restarts one that dies (unless workers
-// keep dying at once, which a restart would not fix), and on SIGTERM/SIGINT
-// (or Stop()) passes the signal on and waits for every worker to drain.
-void HttpServer::Impl::Supervise(int processes) {
-  sigset_t handled;
-  sigemptyset(&handled);
-  sigaddset(&handled, SIGINT);
-  sigaddset(&handled, SIGTERM);
-  sigaddset(&handled, SIGCHLD);
-  sigset_t worker_mask;
-  ::pthread_sigmask(SIG_BLOCK, &handled, &worker_mask);
-  supervising = true;
+// The supervisor's state while it runs its workers.
+struct HttpServer::Impl::Supervision {
   using Clock = std::chrono::steady_clock;
   struct Worker {
     Clock::time_point started;
     int slot;
   };
+  sigset_t worker_mask;
+  platform::Fd signals;  // the read end of SupervisorSignals' pipe
   std::map<pid_t, Worker> workers;
-  for (int i = 0; i < processes; ++i) {
-    const pid_t pid = StartWorker(i, worker_mask);
-    if (pid > 0) workers.emplace(pid, Worker{Clock::now(), i});
-  }
+  std::set<int> hung_up;            // slots whose channel closed: not waited on until restarted
+  Clock::time_point channels_read;  // when the workers' messages were last taken in
   bool stopping = false;
   Clock::time_point kill_at = Clock::time_point::max();
   int quick_deaths = 0;
-  while (!workers.empty()) {
-    const timespec tick{0, 200'000'000};
-    siginfo_t info{};
-    const int signal = ::sigtimedwait(&handled, &info, &tick);
-    if ((signal == SIGINT || signal == SIGTERM) && !stopping) {
-      stopping = true;
+
+  void SignalAll(int signal) const {
+    for (const auto& [pid, started] : workers) ::kill(pid, signal);
+  }
+};
+
+// Waits up to 200 ms for a signal or a worker's message; takes the messages in.
+// The workers' messages are taken in at most every kChannelPause: a burst of
+// new connections then costs the supervisor one wake-up, not two per
+// connection (the socket pairs hold what arrives meanwhile).
+void HttpServer::Impl::WaitForEvents(Supervision& s) {
+  constexpr auto kChannelPause = std::chrono::milliseconds(10);
+  std::vector<pollfd> waited{{s.signals.get(), POLLIN, 0}};
+  std::vector<int> slots{-1};
+  const auto now = Supervision::Clock::now();
+  if (guard != nullptr && now >= s.channels_read + kChannelPause) {
+    for (const auto& [fd, slot] : guard->Channels()) {
+      if (s.hung_up.count(slot) != 0) continue;
+      waited.push_back({fd, POLLIN, 0});
+      slots.push_back(slot);
+    }
+  }
+  const int timeout = waited.size() > 1 ? 200 : 10;
+  if (::poll(waited.data(), waited.size(), timeout) <= 0) return;
+  for (size_t i = 1; i < waited.size(); ++i) {
+    if (waited[i].revents == 0) continue;
+    s.channels_read = Supervision::Clock::now();
+    guard->Read(slots[i]);
+    if ((waited[i].revents & (POLLHUP | POLLERR)) != 0) s.hung_up.insert(slots[i]);
+  }
+  unsigned char signal = 0;
+  while (::read(s.signals.get(), &signal, 1) == 1) {
+    if ((signal == SIGINT || signal == SIGTERM) && !s.stopping) {
+      s.stopping = true;
       // The listening socket stays open while any process holds it: ours
       // goes now, so new connections are refused rather than queued.
       beast::error_code ignored;
       acceptor.close(ignored);
-      kill_at = Clock::now() + options.drain_timeout + std::chrono::seconds(5);
-      for (const auto& [pid, started] : workers) ::kill(pid, SIGTERM);
-    }
-    if (stopping && Clock::now() >= kill_at) {
-      for (const auto& [pid, started] : workers) ::kill(pid, SIGKILL);
-    }
-    int status = 0;
-    for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
-      auto it = workers.find(pid);
-      if (it == workers.end()) continue;
-      const bool quick = Clock::now() - it->second.started < std::chrono::seconds(1);
-      const int slot = it->second.slot;
-      workers.erase(it);
-      if (stopping) continue;
-      std::cerr << "tesscpp: worker " << pid << " died ("
-                << (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
-                                        : "status " + std::to_string(WEXITSTATUS(status)))
-                << ")";
-      if (quick && ++quick_deaths > 5) {
-        std::cerr << "; workers die as they start, stopping\n";
-        stopping = true;
-        kill_at = Clock::now() + options.drain_timeout;
-        for (const auto& [other, started] : workers) ::kill(other, SIGTERM);
-        continue;
-      }
-      std::cerr << "; starting another" << std::endl;
-      const pid_t fresh = StartWorker(slot, worker_mask);
-      if (fresh > 0) workers.emplace(fresh, Worker{Clock::now(), slot});
+      s.kill_at = Supervision::Clock::now() + options.drain_timeout + std::chrono::seconds(5);
+      s.SignalAll(SIGTERM);
     }
   }
-  ::pthread_sigmask(SIG_SETMASK, &worker_mask, nullptr);
+}
+
+// Reaps workers that ended: answers the calls they died in and starts
+// others, unless stopping or workers keep dying as they start (which a
+// restart would not fix; a worker that died in a call is the call's doing).
+void HttpServer::Impl::ReapWorkers(Supervision& s) {
+  int status = 0;
+  for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
+    auto it = s.workers.find(pid);
+    if (it == s.workers.end()) continue;
+    const bool quick = Supervision::Clock::now() - it->second.started < std::chrono::seconds(1);
+    const int slot = it->second.slot;
+    s.workers.erase(it);
+    s.hung_up.erase(slot);
+    const int answered = guard != nullptr ? guard->Settle(slot) : 0;
+    if (s.stopping && answered == 0) continue;
+    std::cerr << "tesscpp: worker " << pid << " died ("
+              << (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                      : "status " + std::to_string(WEXITSTATUS(status)))
+              << ")";
+    if (answered > 0) std::cerr << " in " << answered << " call(s), answered 500";
+    if (s.stopping) {
+      std::cerr << std::endl;
+      continue;
+    }
+    if (quick && answered == 0 && ++s.quick_deaths > 5) {
+      std::cerr << "; workers die as they start, stopping\n";
+      s.stopping = true;
+      s.kill_at = Supervision::Clock::now() + options.drain_timeout;
+      s.SignalAll(SIGTERM);
+      continue;
+    }
+    std::cerr << "; starting another" << std::endl;
+    const pid_t fresh = StartWorker(slot, s.worker_mask);
+    if (fresh > 0) s.workers.emplace(fresh, Supervision::Worker{Supervision::Clock::now(), slot});
+  }
+}
+
+// The supervisor: starts the workers, restarts one that dies, answers the
+// calls a dead one was computing (CallGuard), and on SIGTERM/SIGINT (or
+// Stop()) passes the signal on and waits for every worker to drain.
+void HttpServer::Impl::Supervise(int processes) {
+  Supervision s;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &s.worker_mask);
+  // The workers' event loops take SIGINT and SIGTERM (asio); this process
+  // hears them through a pipe (below) instead.
+  beast::error_code ignored;
+  signals.clear(ignored);
+  s.signals = SupervisorSignals::Install();
+  supervising = true;
+  auto made = CallGuard::Create();
+  if (made.ok()) {
+    guard = *std::move(made);
+  } else {
+    std::cerr << "tesscpp: workers run unguarded: " << made.status().message() << "\n";
+  }
+  for (int i = 0; i < processes; ++i) {
+    const pid_t pid = StartWorker(i, s.worker_mask);
+    if (pid > 0) s.workers.emplace(pid, Supervision::Worker{Supervision::Clock::now(), i});
+  }
+  while (!s.workers.empty()) {
+    WaitForEvents(s);
+    if (s.stopping && Supervision::Clock::now() >= s.kill_at) {
+      s.SignalAll(SIGKILL);
+    }
+    ReapWorkers(s);
+  }
+  SupervisorSignals::Restore();
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Runtime& runtime,
@@ -710,7 +861,9 @@ HttpServer::~HttpServer() = default;
 uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
 
 void HttpServer::Run() {
-  if (impl_->options.num_workers > 1) return impl_->Supervise(impl_->options.num_workers);
+  if (impl_->options.num_workers > 1 || impl_->options.supervise) {
+    return impl_->Supervise(impl_->options.num_workers);
+  }
   impl_->Serve();
 }
 

@@ -16,7 +16,8 @@
 namespace tesscpp::http {
 
 /// \brief The environment variable a supervisor hands its exec'd workers:
-/// "<listen fd>,<metrics fd>,<slot>".
+/// "<listen fd>,<metrics fd>,<slot>", then ",<call table fd>,<channel fd>"
+/// for a worker whose calls the supervisor guards (call_guard.h).
 inline constexpr char kWorkerHandoffVariable[] = "TESSCPP_WORKER_HANDOFF";
 
 /// \brief One worker's command line and environment, made before the fork:
@@ -24,13 +25,15 @@ inline constexpr char kWorkerHandoffVariable[] = "TESSCPP_WORKER_HANDOFF";
 /// it allocates nothing between fork and exec.
 class WorkerExec {
  public:
-  /// `command` is argv with an absolute program path first.
-  WorkerExec(const std::vector<std::string>& command, int listen_fd, int metrics_fd, int slot);
+  /// `command` is argv with an absolute program path first; `calls_fd` and
+  /// `channel_fd` are -1 for an unguarded worker.
+  WorkerExec(const std::vector<std::string>& command, int listen_fd, int metrics_fd, int slot,
+             int calls_fd = -1, int channel_fd = -1);
   WorkerExec(const WorkerExec&) = delete;
   WorkerExec& operator=(const WorkerExec&) = delete;
 
   /// \brief Forks; the child restores `signal_mask`, dies with this process
-  /// (PR_SET_PDEATHSIG), keeps the two descriptors open across the exec and
+  /// (PR_SET_PDEATHSIG), keeps the handed descriptors open across the exec and
   /// execs the command (exiting 127, with a line on stderr, when it cannot).
   /// Returns the child's pid, or -1 when fork failed.
   pid_t Start(const sigset_t& signal_mask) const;
@@ -40,8 +43,7 @@ class WorkerExec {
   std::vector<char*> argv_;
   std::vector<char*> envp_;
   std::string exec_failed_;  // the line written when execve returns
-  int listen_fd_;
-  int metrics_fd_;
+  int handed_[4];            // the descriptors kept across the exec; -1 where none
 };
 
 }  // namespace tesscpp::http

@@ -473,25 +473,48 @@ def test_a_killed_worker_is_replaced(server):
             assert _recv_response(s)[0] == 200
 
 
-def test_a_worker_killed_mid_call_closes_that_call_only(server, tmp_path):
-    """Workers SIGKILLed while one of them runs a call (a 60 s nap): that
-    call's connection closes without an answer instead of hanging, the
-    supervisor starts other workers, and the server answers on."""
-    port, proc = server("nap", "--num-workers", "2")
-    workers = _until(lambda: c if len(c := live_children(proc.pid)) == 2 else None, "two workers")
-    with _connect(port) as s:
+@pytest.mark.parametrize("workers", ["1", "4"])
+def test_a_worker_that_crashes_mid_call_costs_that_call_a_500(server, tmp_path, workers):
+    """Every worker gets SIGSEGV (as a segfault in a component's native code
+    would end one) while one of them runs a call (a 60 s nap): that caller
+    gets a 500 at once from the supervisor instead of a closed connection or
+    a hang, another connection held idle by a worker is closed, other workers
+    are started, and the server answers on — with the default single worker
+    too (issue 60)."""
+    port, proc = server("nap", "--num-workers", workers)
+    count = int(workers)
+    first = _until(lambda: c if len(c := live_children(proc.pid)) == count else None, f"{workers} worker(s)")
+    with _connect(port) as idle, _connect(port) as s:
+        idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _recv_response(idle)[0] == 200
         s.sendall(_post("/apply", json.dumps({"inputs": {"x": [1.0], "seconds": 60.0}}).encode()))
         _until(lambda: any((tmp_path / "out0").glob("run_*")), "the call begun (its run directory made)")
-        for worker in workers:
-            os.kill(worker, signal.SIGKILL)
-        with pytest.raises(ConnectionError):
-            _recv_response(s)
-    _until(lambda: c if len(c := live_children(proc.pid)) == 2 and not c & workers else None, "two new workers")
+        for worker in first:
+            os.kill(worker, signal.SIGSEGV)
+        status, headers, body = _recv_response(s)
+        assert (status, body) == (500, b"Internal Server Error"), body
+        assert headers["connection"] == "close"
+        assert s.recv(1) == b""
+        assert idle.recv(1) == b""  # closed with the worker that held it, unanswered: nothing was asked
+    _until(lambda: c if len(c := live_children(proc.pid)) == count and not c & first else None, "new workers")
     for _ in range(4):
         with _connect(port) as s:
             s.sendall(_post("/apply", json.dumps({"inputs": {"x": [2.0]}}).encode(), "Accept: application/json\r\n"))
             status, _, body = _recv_response(s)
             assert status == 200 and json.loads(body)["y"]["data"]["buffer"] == [2.0], body
+    assert "died (signal 11) in 1 call(s), answered 500; starting another" in proc.log.read_text()
+
+
+def test_without_supervision_one_process_serves(server):
+    """--no-supervise: the process that prints the URL serves (no children),
+    as before the crash guard; a crash there ends the server."""
+    port, proc = server("vectoradd", "--no-supervise")
+    with _connect(port) as s:
+        s.sendall(_post("/apply", APPLY, "Accept: application/json\r\n"))
+        assert _recv_response(s)[0] == 200
+    assert not live_children(proc.pid)
+    os.kill(proc.pid, signal.SIGSEGV)
+    assert proc.wait(timeout=SOCKET_TIMEOUT_S) == -signal.SIGSEGV
 
 
 def test_workers_do_not_outlive_their_supervisor(server):
@@ -563,18 +586,23 @@ def test_the_default_caps_are_256_requests_and_a_quarter_of_memory(server):
             s.close()
 
 
-def test_the_drain_timeout_ends_a_call_that_would_not_finish(server):
+@pytest.mark.parametrize("supervised", [True, False], ids=["supervised", "one-process"])
+def test_the_drain_timeout_ends_a_call_that_would_not_finish(server, supervised):
     """TESSERACT_DRAIN_TIMEOUT=1 and a 60 s call: SIGTERM stops the server
-    after the timeout, with status 0, and the caller's connection closes
-    without an answer (instead of the server waiting out the call)."""
-    port, proc = server("nap", env={"TESSERACT_DRAIN_TIMEOUT": "1"})
+    after the timeout, with status 0, instead of the server waiting out the
+    call. The caller gets a 500 from the supervisor (the worker it called
+    ended); served by one process, its connection closes without an answer."""
+    port, proc = server("nap", *([] if supervised else ["--no-supervise"]), env={"TESSERACT_DRAIN_TIMEOUT": "1"})
     with _connect(port) as s:
         s.sendall(_post("/apply", json.dumps({"inputs": {"x": [1.0], "seconds": 60.0}}).encode()))
         _wait_for_in_flight(port, 1)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=SOCKET_TIMEOUT_S) == 0
-        with pytest.raises(ConnectionError):
-            _recv_response(s)
+        if supervised:
+            assert _recv_response(s)[:3:2] == (500, b"Internal Server Error")
+        else:
+            with pytest.raises(ConnectionError):
+                _recv_response(s)
     assert "drain timeout (1 s) passed with calls still running" in proc.log.read_text()
 
 

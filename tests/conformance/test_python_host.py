@@ -16,8 +16,11 @@ import csv
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -168,6 +171,10 @@ def test_a_module_without_apply(tmp_path):
 
 
 _TORCH_MODULE = """
+import os
+import subprocess
+import time
+
 import torch
 from pydantic import BaseModel
 from tesseract_core.runtime import Array, Float64
@@ -175,15 +182,21 @@ from tesseract_core.runtime import Array, Float64
 
 class InputSchema(BaseModel):
     x: Array[(None,), Float64]
+    nap: float = 0.0
 
 
 class OutputSchema(BaseModel):
     y: Array[(None,), Float64]
+    pid: int
+    child: str  # what a subprocess of the module sees: the handoff variable, then its descriptors
 
 
 def apply(inputs: InputSchema) -> OutputSchema:
+    time.sleep(inputs.nap)
     t = torch.from_numpy(inputs.x)
-    return OutputSchema(y=(torch.outer(t, t) @ t).numpy())  # a parallel region in torch
+    child = subprocess.run(["sh", "-c", 'echo "$TESSCPP_WORKER_HANDOFF"; ls /proc/self/fd'], env={{**os.environ}},
+                           capture_output=True, text=True, check=True).stdout
+    return OutputSchema(y=(torch.outer(t, t) @ t).numpy(), pid=os.getpid(), child=child)  # a parallel region
 """
 
 
@@ -196,17 +209,51 @@ def _serve_workers(tmp_path: Path, source: str) -> tuple[subprocess.Popen, str]:
     return process, re.search(r"http://\S+", process.stdout.readline()).group(0)
 
 
-def _outer_product_calls(url: str, calls: int) -> None:
+def _outer_product_calls(url: str, workers: set[int]) -> int:
+    """Calls until every worker in `workers` computed one (200 calls at most); how many it took."""
     x = [0.5, 1.0, 2.0]
     want = [a * sum(b * b for b in x) for a in x]  # (x x^T) x
-    for _ in range(calls):  # separate connections: either worker may answer
+    answered: set[int] = set()
+    calls = 0
+    while answered != workers and calls < 200:  # separate connections: the kernel picks a worker for each
         answer = requests.post(f"{url}/apply", timeout=60, **_apply({"x": x}, "application/json")).json()
         assert answer["y"]["data"]["buffer"] == pytest.approx(want)
+        # The module's own subprocesses get neither the handoff nor its descriptors (stdio and ls's own only).
+        handoff, *descriptors = answer["child"].splitlines()
+        assert handoff == "" and sorted(map(int, descriptors)) == [0, 1, 2, 3], answer["child"]
+        answered.add(answer["pid"])
+        calls += 1
+    assert answered == workers, f"answered by {answered}, workers {workers}"
+    return calls
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen, workers: set[int]) -> None:
+    """SIGTERM: the supervisor drains, exits 0, and every worker it ran has ended."""
     process.terminate()
-    assert process.wait(timeout=30) == 0  # drained
+    assert process.wait(timeout=30) == 0
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists() and _state(pid) not in "ZX"], workers
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "X"  # gone meanwhile
+
+
+def _until_in_flight(url: str, n: int) -> None:
+    deadline = time.monotonic() + 60
+    while f"tesscpp_requests_in_flight {n}" not in requests.get(f"{url}/metrics", timeout=60).text:
+        assert time.monotonic() < deadline, f"never {n} requests in flight"
+        time.sleep(0.02)
+
+
+def _two_workers(process: subprocess.Popen) -> set[int]:
+    deadline = time.monotonic() + 60
+    while len(workers := live_children(process.pid)) != 2:
+        assert time.monotonic() < deadline, f"workers of {process.pid}: {workers}"
+        time.sleep(0.05)
+    return workers
 
 
 def test_a_module_whose_import_starts_threads_gets_fresh_workers(tmp_path):
@@ -217,40 +264,53 @@ def test_a_module_whose_import_starts_threads_gets_fresh_workers(tmp_path):
     the metrics handed over), as tesseract-runtime's uvicorn workers are."""
     source = _TORCH_MODULE.format(at_import="_WARM = (torch.randn(256, 256) @ torch.randn(256, 256)).sum()")
     process, url = _serve_workers(tmp_path, source)
+    workers: set[int] = set()
     try:
-        _outer_product_calls(url, 8)
-        workers = live_children(process.pid)
-        assert len(workers) == 2
+        workers = _two_workers(process)
         for pid in workers:  # exec'd, each with its own handoff
             environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             assert any(v.startswith(b"TESSCPP_WORKER_HANDOFF=") for v in environment), pid
+        calls = _outer_product_calls(url, workers)
         # Both workers count into the one set of metrics.
         metrics = requests.get(f"{url}/metrics", timeout=60).text
-        assert 'tesscpp_requests_total{endpoint="/apply",status="200"} 8' in metrics, metrics
+        assert f'tesscpp_requests_total{{endpoint="/apply",status="200"}} {calls}' in metrics, metrics
+        # A worker that crashes mid-call: that call is answered 500, fresh workers replace both.
+        with ThreadPoolExecutor(1) as pool:
+            napping = pool.submit(requests.post, f"{url}/apply", timeout=60, **_apply({"x": [1.0], "nap": 30}))
+            _until_in_flight(url, 1)
+            for pid in workers:
+                os.kill(pid, signal.SIGSEGV)
+            assert (napping.result().status_code, napping.result().text) == (500, "Internal Server Error")
+        first, workers = workers, set()
+        deadline = time.monotonic() + 60
+        while len(workers := live_children(process.pid) - first) != 2:
+            assert time.monotonic() < deadline, f"no fresh workers: {workers}"
+            time.sleep(0.05)
+        _outer_product_calls(url, workers)
     finally:
-        _stop(process)
-    assert not live_children(process.pid)
+        _stop(process, workers)
 
 
 def test_torch_computes_in_forked_workers(tmp_path):
     """A module that imports torch, computing in its calls only, is served by
-    2 forked workers: torch's pool starts in each worker."""
+    2 forked workers: torch's pool starts in each, and each computes."""
     process, url = _serve_workers(tmp_path, _TORCH_MODULE.format(at_import=""))
+    workers: set[int] = set()
     try:
-        _outer_product_calls(url, 8)
-        assert process.poll() is None
-        workers = live_children(process.pid)
-        assert len(workers) == 2
+        workers = _two_workers(process)
         for pid in workers:  # forks: nothing handed over
             assert b"TESSCPP_WORKER_HANDOFF=" not in Path(f"/proc/{pid}/environ").read_bytes()
+        _outer_product_calls(url, workers)
+        assert process.poll() is None
     finally:
-        _stop(process)
+        _stop(process, workers)
 
 
 def test_worker_memory_is_flat(servers):
-    """10 000 applies: the worker's resident memory after the first 1 000 does not grow."""
+    """10 000 applies, every one answered 200: the worker's resident memory
+    after the first 1 000 does not grow."""
     server = servers.get("pyfeatures")
-    pid = server.process.pid  # one worker: the process serves (tesscpp execs the Python host in place)
+    (pid,) = live_children(server.process.pid)  # the one worker under the supervisor
     session = requests.Session()
     kwargs = _apply({"x": list(range(1000))}, "application/json+base64")
 
@@ -258,11 +318,12 @@ def test_worker_memory_is_flat(servers):
         status = Path(f"/proc/{pid}/status").read_text()
         return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
 
-    for _ in range(1000):
-        assert session.post(f"{server.url}/apply", timeout=60, **kwargs).status_code == 200
+    def calls(n: int) -> None:
+        statuses = [session.post(f"{server.url}/apply", timeout=60, **kwargs).status_code for _ in range(n)]
+        assert statuses == [200] * n, {s: statuses.count(s) for s in set(statuses)}
+
+    calls(1000)
     before = rss_kib()
-    for _ in range(9000):
-        session.post(f"{server.url}/apply", timeout=60, **kwargs)
+    calls(9000)
     growth = rss_kib() - before
     assert growth < 8 * 1024, f"resident memory grew {growth} KiB over 9 000 calls"
-

@@ -4,7 +4,7 @@
 // One process serves with two threads sharing one event loop: a request is
 // handled on the thread that read it, so a long endpoint occupies one thread
 // while the other keeps serving /health and other connections. With
-// num_workers > 1 there are that many such processes sharing the listening
+// num_workers > 1 (or supervise) there are that many such processes sharing the listening
 // socket (forks, or fresh processes given it: worker_command), under a
 // supervisor that restarts one that dies and stops them all on SIGTERM (as
 // tesseract-runtime's uvicorn workers): endpoints capture the
@@ -34,7 +34,13 @@ namespace tesscpp::http {
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;  ///< 0: any free port (see HttpServer::port())
-  int num_workers = 1;   ///< requests handled at once: worker processes when > 1
+  int num_workers = 1;   ///< requests handled at once: worker processes when > 1 (or supervise)
+  /// Serve from worker processes even with one, under a supervisor that
+  /// answers the calls of a worker that dies in them (a segfault in a
+  /// component's native code) with a 500 and starts another
+  /// (docs/serving.md, "Workers that crash"). Off: one process serves, and
+  /// a crash ends the server.
+  bool supervise = false;
   /// Larger request bodies get 413 before any byte of them is read.
   int64_t max_body_bytes = int64_t{4} << 30;
   /// Requests past their headers and not yet answered, per process; beyond
@@ -80,6 +86,8 @@ struct HttpServerOptions {
     int listen_fd = -1;
     int metrics_fd = -1;
     int slot = 0;
+    int calls_fd = -1;    ///< the supervisor's call table (CallGuard); -1: unguarded
+    int channel_fd = -1;  ///< this worker's end of its slot's channel to the supervisor
   };
   std::optional<WorkerHandoff> handoff;
 };

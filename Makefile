@@ -41,11 +41,18 @@ bench: build
 wheel: bootstrap
 	$(PYTHON) -m pip wheel --no-deps -w build/wheel ./python
 
-# Longer fuzzing: every target for FUZZ_SECONDS (default 300).
+# Longer fuzzing: every target for FUZZ_SECONDS (default 300), the Python host's too (its
+# extension module from the ci build).
 fuzz: bootstrap
 	cmake --preset fuzz -DTESS_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	cmake --build --preset fuzz
 	ctest --preset fuzz
+	cmake --preset ci >/dev/null
+	cmake --build --preset ci --target _tesscpp
+	mkdir -p build/ci/fuzz-corpus/python_host
+	PYTHONPATH=build/ci/python $(PYTHON) tests/fuzz/fuzz_python_host.py -max_total_time=$(FUZZ_SECONDS) \
+	  -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build/ci/fuzz-corpus/python_host/ \
+	  build/ci/fuzz-corpus/python_host tests/fuzz/corpus/python_host
 
 # Unit and conformance suites under sanitizers.
 asan: bootstrap

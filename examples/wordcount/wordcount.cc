@@ -23,7 +23,10 @@ Component MakeWordcount() {
 
   c.Apply(
       [=](const ModelView& in, Record& out) -> Status {
-        std::ifstream file(in[text]);  // the absolute path of an existing file
+        // InputPath checks that the path exists inside the input directory; a
+        // directory (text "" names the input directory itself) has no lines to count.
+        if (!std::filesystem::is_regular_file(in[text])) return Status::IoError(in[text], " is not a file");
+        std::ifstream file(in[text]);
         if (!file) return Status::IoError("cannot read ", in[text]);
         int64_t n_lines = 0, n_words = 0;
         for (std::string line; std::getline(file, line); ++n_lines) {

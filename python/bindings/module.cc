@@ -26,6 +26,7 @@
 #include "from_python.h"
 #include "gil_calls.h"
 #include "jax_ffi.h"
+#include "module_runtime.h"
 #include "paths.h"
 #include "python_errors.h"
 #include "tesscpp/client.h"
@@ -365,6 +366,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
   BindCuda(m);
   BindPaths(m);
   BindCommands(m);
+  BindModuleRuntime(m);
   nb::class_<Tesseract> tesseract(m, "_Tesseract");
   BindFromUrlAndSource(tesseract);
   BindFromImageAndLibrary(tesseract);

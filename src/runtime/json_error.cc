@@ -167,40 +167,61 @@ class Scanner {
 
 }  // namespace
 
+namespace {
+
+// The length of the UTF-8 sequence at `i`, or 0 where none starts there.
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  if (c < 0x80) return 1;
+  int extra = 0;
+  uint32_t min = 0;
+  if ((c & 0xE0) == 0xC0) {
+    extra = 1;
+    min = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    extra = 2;
+    min = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    extra = 3;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + extra >= text.size()) return 0;
+  uint32_t cp = c & (0x3F >> extra);
+  for (int k = 1; k <= extra; ++k) {
+    const auto cc = static_cast<unsigned char>(text[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+  if (cp < min || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
+  return static_cast<size_t>(extra) + 1;
+}
+
+}  // namespace
+
 bool IsValidUtf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    int extra = 0;
-    uint32_t min = 0;
-    if (c < 0x80) {
+  for (size_t i = 0, n = 0; i < text.size(); i += n) {
+    if ((n = Utf8SequenceLength(text, i)) == 0) return false;
+  }
+  return true;
+}
+
+std::string ReplaceInvalidUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = Utf8SequenceLength(text, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD for the byte that starts no sequence
       ++i;
       continue;
     }
-    if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      min = 0x10000;
-    } else {
-      return false;
-    }
-    if (i + extra >= text.size()) return false;
-    uint32_t cp = c & (0x3F >> extra);
-    for (int k = 1; k <= extra; ++k) {
-      const auto cc = static_cast<unsigned char>(text[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-    if (cp < min || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
-    i += extra + 1;
+    out.append(text.substr(i, n));
+    i += n;
   }
-  return true;
+  return out;
 }
 
 std::optional<JsonSyntaxError> LocateJsonError(std::string_view text) { return Scanner(text).Run(); }

@@ -18,6 +18,11 @@ struct JsonSyntaxError {
 /// \brief True when `text` is valid UTF-8 (Starlette answers 400 otherwise).
 bool IsValidUtf8(std::string_view text);
 
+/// \brief `text` with each byte that starts no UTF-8 sequence replaced by
+/// U+FFFD, as Python's errors="replace" decodes it: for quoting a body in a
+/// JSON answer.
+std::string ReplaceInvalidUtf8(std::string_view text);
+
 /// \brief The first syntax error of `text` as Python's json.loads reports
 /// it, or nullopt when Python would parse it (NaN, Infinity, huge numbers and
 /// deep nesting are accepted there but not here).

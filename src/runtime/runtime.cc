@@ -531,13 +531,18 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
   if (request.body.size() == 0) return MissingBody();
   const std::string_view text = request.body.string_view();
   if (!IsJsonContentType(request.content_type)) {
-    // FastAPI hands a non-JSON body to the model as a string.
+    // FastAPI hands a non-JSON body to the model as it is, and its error
+    // quotes it; bytes that are not UTF-8 fail its rendering, a 500 that a
+    // kind validating as FastAPI does gets too. Others quote them replaced.
+    const bool utf8 = runtime::IsValidUtf8(text);
+    if (!utf8 && component->ValidatesFromText()) {
+      return Failure(endpoint, {"UnicodeDecodeError", "the request body is not UTF-8"});
+    }
     return Unprocessable(
         std::vector<ValidationIssue>{{"model_attributes_type",
                                       {},
-                                      "Input should be a valid dictionary or object to extract "
-                                      "fields from",
-                                      Value(std::string(text)),
+                                      "Input should be a valid dictionary or object to extract fields from",
+                                      Value(utf8 ? std::string(text) : runtime::ReplaceInvalidUtf8(text)),
                                       Value()}});
   }
   // Device arrays are read as the transport says (in place, where the client

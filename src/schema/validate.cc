@@ -15,6 +15,7 @@
 #include <string>
 
 #include "schema/array_coercion.h"
+#include "tesscpp/internal/array_cast.h"
 #include "tesscpp/internal/buffer_pool.h"
 
 namespace tesscpp::schema {
@@ -386,9 +387,21 @@ Result<Value> ValidateShapeDType(const SchemaType& type, const Value& input) {
             ". Found: " + FormatShape(dims) + ".",
         input, Value::Dict{{"error", Value::Dict{}}});
   }
+  // The dtype resolves as an array's would (tesseract-core's resolve_dtype):
+  // to the declared one where it casts safely, else array_dtype_mismatch.
+  Dtype resolved = *dtype;
+  if (type.dtype() && *type.dtype() != *dtype) {
+    if (!Castable(*dtype, *type.dtype())) {
+      const std::string actual(DtypeName(*dtype)), expected(DtypeName(*type.dtype()));
+      return ValidationFailure("array_dtype_mismatch",
+                               "Array dtype '" + actual + "' cannot be safely cast to '" + expected + "'",
+                               input, Value::Dict{{"actual_dtype", actual}, {"expected_dtype", expected}});
+    }
+    resolved = *type.dtype();
+  }
   Value::List shape_values;
   for (int64_t d : dims) shape_values.push_back(Value(d));
-  return Value(Value::Dict{{"shape", Value(std::move(shape_values))}, {"dtype", Value(DtypeName(*dtype))}});
+  return Value(Value::Dict{{"shape", Value(std::move(shape_values))}, {"dtype", Value(DtypeName(resolved))}});
 }
 
 }  // namespace

@@ -99,6 +99,19 @@ TEST(Validate, BoolsLikePydantic) {
   EXPECT_EQ(FirstIssue(b, "[1]"), "bool_type");
 }
 
+// abstract_eval's leaves resolve their dtype as arrays do (tesseract-core's
+// resolve_dtype): to the declared one where NumPy casts it within its kind.
+TEST(Validate, ShapeDTypesResolveToTheDeclaredDtype) {
+  const SchemaType f32 = SchemaType::ShapeDType(ShapeSpec::Scalar(), Dtype::kFloat32);
+  EXPECT_EQ(Valid(f32, R"({"shape": [], "dtype": "float16"})").as_dict().at("dtype").as_string(), "float32");
+  EXPECT_EQ(Valid(f32, R"({"shape": [], "dtype": "int8"})").as_dict().at("dtype").as_string(), "float32");
+  EXPECT_EQ(FirstIssue(f32, R"({"shape": [], "dtype": "complex64"})"), "array_dtype_mismatch");
+  EXPECT_EQ(Valid(f32, R"({"shape": [], "dtype": "float64"})").as_dict().at("dtype").as_string(), "float32");
+  const SchemaType any = SchemaType::ShapeDType(ShapeSpec::Scalar(), std::nullopt);
+  EXPECT_EQ(Valid(any, R"({"shape": [], "dtype": "complex64"})").as_dict().at("dtype").as_string(),
+            "complex64");
+}
+
 TEST(Validate, ContainersLocateTheirItems) {
   const SchemaType list = SchemaType::List(SchemaType::Int());
   EXPECT_EQ(FirstIssue(list, "\"abc\""), "list_type");

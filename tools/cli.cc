@@ -32,6 +32,7 @@
 #include <memory>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "cli.h"
 #include "gradient_report.h"
@@ -39,6 +40,7 @@
 #include "image_run.h"
 #include "init_project.h"
 #include "python_module.h"
+#include "runtime_options.h"
 #include "tesscpp/client.h"
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
@@ -152,13 +154,16 @@ Result<Opened> MakeRuntime(const CommonOptions& o) {
 // command given one positional where it takes a component and a payload
 // reads that one as the payload. `payload` is null for commands without one.
 Status ResolveComponent(std::string& component, std::string* payload) {
-  const char* from_env = std::getenv("TESSCPP_COMPONENT");
-  const bool have_env = from_env != nullptr && *from_env != '\0';
-  if (payload != nullptr && payload->empty() && have_env) *payload = std::exchange(component, "");
-  if (component.empty() && have_env) component = from_env;
-  // As tesseract-runtime finds its module.
-  const char* api_path = std::getenv("TESSERACT_API_PATH");
-  if (component.empty() && api_path != nullptr && *api_path != '\0') component = api_path;
+  // Named by the environment: TESSCPP_COMPONENT, else TESSERACT_API_PATH (as
+  // tesseract-runtime finds its module). Then a command's one positional
+  // argument is its payload: `tesseract-runtime apply @payload.json`.
+  std::string from_env;
+  for (const char* variable : {"TESSCPP_COMPONENT", "TESSERACT_API_PATH"}) {
+    const char* value = std::getenv(variable);
+    if (from_env.empty() && value != nullptr) from_env = value;
+  }
+  if (payload != nullptr && payload->empty() && !from_env.empty()) *payload = std::exchange(component, "");
+  if (component.empty()) component = from_env;
   if (component.empty()) {
     return Status::InvalidArgument("no component: name it, or set TESSCPP_COMPONENT or TESSERACT_API_PATH");
   }
@@ -202,6 +207,7 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
   request.target = "/" + endpoint;
   if (endpoint == "health" || endpoint == "openapi.json") {
     request.method = "GET";
+    if (Status logs = runtime->MakeOneShotLogs(); !logs.ok()) return Fail(logs);
   } else {
     request.method = "POST";
     auto payload = ReadPayload(payload_arg);
@@ -235,8 +241,9 @@ int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::stri
     if (!out) return Fail(Status::IoError("cannot write '", path.string(), "'"));
     return 0;
   }
+  // The bytes alone, as tesseract-runtime writes them (no newline after).
   std::cout.write(body.data(), static_cast<std::streamsize>(body.size()));
-  std::cout << std::endl;
+  std::cout.flush();
   return 0;
 }
 
@@ -529,14 +536,17 @@ void AddServeCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();  // held by the callback, as long as the app
   CLI::App* serve = app.add_subcommand("serve", "Serve a component over HTTP (like tesseract-runtime serve)");
   AddCommonOptions(serve, o->common);
-  serve->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
+  serve->add_option("--host", o->server.host, "Address or host name to listen on")
+      ->envname("TESSERACT_RUNTIME_SERVE_HOST")
+      ->capture_default_str();
   serve->add_option("--port", o->server.port, "Port (0: any free port, printed at start)")
+      ->envname("TESSERACT_RUNTIME_SERVE_PORT")
       ->capture_default_str();
   serve
       ->add_option("--num-workers", o->server.num_workers,
                    "Worker processes: requests handled at once (as tesseract-runtime's)")
       ->envname("TESSERACT_NUM_WORKERS")
-      ->check(CLI::Range(1, 1024))
+      ->check(CLI::Range(0, 1024))  // 0 serves as 1, as uvicorn's workers=0 does
       ->capture_default_str();
   serve
       ->add_option("--max-in-flight", o->server.max_in_flight,
@@ -580,6 +590,7 @@ void AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   serve->callback([o] {
     if (Status named = ResolveComponent(o->common.library, nullptr); !named.ok()) std::exit(Fail(named));
+    o->server.num_workers = std::max(o->server.num_workers, 1);
     o->server.max_body_bytes = o->max_body_mib << 20;
     o->server.keep_alive_timeout = std::chrono::seconds(o->keep_alive_s);
     o->server.body_budget_bytes = o->body_budget_mib < 0 ? -1 : o->body_budget_mib << 20;
@@ -595,6 +606,7 @@ void AddServeCommand(CLI::App& app) {
 void AddEndpointCommands(CLI::App& app) {
   auto openapi_options = std::make_shared<CommonOptions>();
   CLI::App* openapi = app.add_subcommand("openapi", "Print the component's OpenAPI document");
+  openapi->alias("openapi-schema");  // tesseract-runtime's name
   openapi->add_option("component", openapi_options->library,
                       "Component library (lib<name>.so); default $TESSCPP_COMPONENT");
   openapi->add_flag("--debug", openapi_options->debug, "The document of a server in debug mode");
@@ -845,9 +857,31 @@ void AddCheckCommand(CLI::App& app) {
 }
 
 // main's body: the subcommands run from its parse callbacks.
+// tesseract-runtime's settings before the command (runtime_options.h): each
+// given one is set in the environment before the command's callback runs.
+void AddRuntimeOptions(CLI::App& app) {
+  auto given = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
+  for (const RuntimeSetting& s : RuntimeSettings()) {
+    const std::string variable = s.variable;
+    CLI::Option* option =
+        s.is_switch
+            ? app.add_flag_callback(
+                  s.flag, [given, variable] { given->emplace_back(variable, "1"); }, s.help)
+            : app.add_option_function<std::string>(
+                  s.flag, [given, variable](const std::string& v) { given->emplace_back(variable, v); },
+                  s.help);
+    option->group("tesseract-runtime's settings (before the command)");
+  }
+  app.parse_complete_callback([given] {
+    for (const auto& [variable, value] : *given) ::setenv(variable.c_str(), value.c_str(), 1);
+  });
+}
+
 int Run(int argc, char** argv) {
   CLI::App app{"tesscpp: serve and run Tesseracts (C++ component libraries and tesseract_api.py modules)"};
   app.require_subcommand(1);
+  AddRuntimeOptions(app);
+  ReadServeEnvironment();
   AddServeCommand(app);
   AddEndpointCommands(app);
   AddCallCommand(app);

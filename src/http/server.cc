@@ -691,6 +691,30 @@ pid_t HttpServer::Impl::StartWorker(int slot, const sigset_t& worker_mask) {
   return pid;
 }
 
+namespace {
+
+// Where to listen: an IP address as written, or a host name resolved as
+// uvicorn's socket.bind resolves it (getaddrinfo; its first IPv4 address, so
+// "localhost" is 127.0.0.1 as there).
+Result<tcp::endpoint> ListeningEndpoint(asio::io_context& io, const std::string& host, uint16_t port) {
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (!ec) return tcp::endpoint(address, port);
+  tcp::resolver resolver(io);
+  const auto found = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
+  if (ec || found.empty()) {
+    return Status::InvalidArgument("cannot listen on host '", host,
+                                   "': it is neither an IP address nor a name that resolves (",
+                                   ec ? ec.message() : std::string("no address"), ")");
+  }
+  for (const auto& entry : found) {
+    if (entry.endpoint().address().is_v4()) return entry.endpoint();
+  }
+  return found.begin()->endpoint();
+}
+
+}  // namespace
+
 // The supervisor's state while it runs its workers.
 struct HttpServer::Impl::Supervision {
   using Clock = std::chrono::steady_clock;
@@ -825,10 +849,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Runtime& runtime,
     return Status::Unavailable("cannot map the server's metrics: ", std::strerror(errno));
   }
   if (options.handoff) return AdoptListener(std::move(impl), options.handoff->listen_fd);
+  TESS_ASSIGN_OR_RETURN(const tcp::endpoint endpoint,
+                        ListeningEndpoint(impl->io, options.host, options.port));
   beast::error_code ec;
-  const auto address = asio::ip::make_address(options.host, ec);
-  if (ec) return Status::InvalidArgument("'", options.host, "' is not an IP address: ", ec.message());
-  const tcp::endpoint endpoint(address, options.port);
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl->acceptor.bind(endpoint, ec);

@@ -115,11 +115,14 @@ Result<RuntimeConfig> RuntimeConfig::FromSettings(
 }
 
 Status RuntimeConfig::Validate() const {
-  TESS_RETURN_IF_ERROR(OutputFormatFromName(output_format).status());
+  // Each message names its setting (TESSERACT_<SETTING>, --<setting>).
+  TESS_RETURN_IF_ERROR(OutputFormatFromName(output_format).status().WithContext("output_format"));
   if (!CompressionFromName(compression).ok()) {
     return Status::InvalidArgument("compression '", compression, "' is not one of none, lz4");
   }
-  TESS_ASSIGN_OR_RETURN(const GpuTransport transport, GpuTransportFromName(gpu_transport));
+  auto named_transport = GpuTransportFromName(gpu_transport);
+  if (!named_transport.ok()) return named_transport.status().WithContext("gpu_transport");
+  const GpuTransport transport = *named_transport;
   if (transport == GpuTransport::kCudaIpc && !cuda::BuiltWithCuda()) {
     return Status::InvalidArgument("gpu transport 'cuda_ipc' is not available: ",
                                    cuda::CheckAvailable().message());

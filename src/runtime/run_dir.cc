@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string_view>
 
@@ -20,6 +22,24 @@ Status MakeDirectory(const std::string& path) {
 }
 
 }  // namespace
+
+Status PrepareOutputDirectory(const std::string& path) {
+  auto refused = [&](const std::string& why) {
+    return Status::InvalidArgument("the output path (TESSERACT_OUTPUT_PATH, --output-path) '", path,
+                                   "' cannot hold run directories: ", why);
+  };
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return refused(ec.message());
+  if (!std::filesystem::is_directory(path, ec)) return refused("it is not a directory");
+  // access(2) says yes to root on a read-only mount: try what a call does.
+  std::string probe = path + "/.tesscpp-write-probe-XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) return refused(std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::OK();
+}
 
 // Plain syscalls rather than std::filesystem: this runs on every call of a
 // wrapped endpoint, and each saved stat or reopen is latency a client sees.

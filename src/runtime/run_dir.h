@@ -11,6 +11,12 @@
 
 namespace tesscpp::runtime {
 
+/// \brief Makes the output directory, parents included, as tesseract-runtime
+/// does, and proves it can hold run directories (a file is made and removed
+/// in it). kInvalidArgument naming TESSERACT_OUTPUT_PATH and the path where it
+/// cannot: better refused at start-up than a 500 on every call.
+Status PrepareOutputDirectory(const std::string& path);
+
 /// \brief Creates `<dir>/logs/` with an empty tesseract.log and, when runs
 /// are tracked in files (`tracked_in_files`, no MLflow server), metrics.csv
 /// (its header row) and artifacts/, as tesseract-core's backends do; returns

@@ -660,6 +660,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedCompo
                                                RuntimeConfig config,
                                                component::RunLoggerFactory mlflow_runs) {
   TESS_RETURN_IF_ERROR(config.Validate());
+  TESS_RETURN_IF_ERROR(runtime::PrepareOutputDirectory(config.output_path));
   if (!component->Implements(EndpointId::kApply)) {
     return Status::InvalidArgument("component '", component->name(), "' has no apply endpoint");
   }
@@ -724,6 +725,10 @@ const RuntimeConfig& Runtime::config() const { return impl_->config; }
 Result<Value> Runtime::Call(std::string_view endpoint, const Value& payload,
                             const std::optional<std::string>& run_id) const {
   return Guarded([&] { return impl_->CallInProcess(endpoint, payload, run_id); });
+}
+Status Runtime::MakeOneShotLogs() const {
+  return runtime::CreateRunDirectory(impl_->config.output_path, impl_->config.mlflow_tracking_uri.empty())
+      .status();
 }
 const std::vector<std::string>& Runtime::endpoints() const { return impl_->endpoints; }
 const Buffer& Runtime::openapi_document() const { return impl_->openapi_body; }

@@ -130,6 +130,10 @@ class Runtime {
   Result<Value> Call(std::string_view endpoint, const Value& payload,
                      const std::optional<std::string>& run_id = std::nullopt) const;
 
+  /// \brief What a one-shot command leaves in the output directory whatever it
+  /// runs, as tesseract-runtime's do: `logs/` with an empty tesseract.log and
+  /// metrics.csv's header (POST commands get them with their call).
+  Status MakeOneShotLogs() const;
   /// \brief The served endpoints, in the OpenAPI document's order ("test" in debug mode).
   const std::vector<std::string>& endpoints() const;
   /// \brief The OpenAPI document as served at /openapi.json.

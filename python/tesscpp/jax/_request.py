@@ -149,7 +149,11 @@ def send(tesseract: Any, request: Request, arrays: list[Any], on_device: bool = 
     for path, array in zip(request.arguments, arrays, strict=True):
         _place(body, path, array if on_device else np.asarray(array))
     inputs = body.pop("inputs")
-    answer = getattr(tesseract, request.endpoint)(inputs, **body)
+    method = getattr(tesseract, request.endpoint)
+    # As tesseract-jax calls them: apply and abstract_eval with the inputs by
+    # position, the derivatives with every argument by keyword (an object whose
+    # derivative methods take keywords only works with both).
+    answer = method(inputs) if request.endpoint in ("apply", "abstract_eval") else method(inputs=inputs, **body)
     out = []
     for place, aval in zip(request.results, request.avals, strict=True):
         value = np.full(aval.shape, np.nan, dtype=aval.dtype) if place is None else _find(answer, place)

@@ -432,9 +432,17 @@ Result<Tensor> ToTensor(const Float& values, std::vector<int64_t> dims, Dtype dt
 template <typename Float, typename Fn, typename Prepare>
 Result<ArrayContext<Float>> RunOn(const Fn& fn, const ModelView& in, Arrays<Float> inputs,
                                   const std::map<std::string, Dtype>& output_fields, Prepare prepare) {
-  ArrayContext<Float> ctx(in, std::move(inputs), output_fields);
+  // The function's reads through ctx.inputs() are noted: a differentiable
+  // input read there is what a replay key does not cover (UncoveredReads).
+  FieldReads reads;
+  ArrayContext<Float> ctx(ModelView(in.value(), &reads), std::move(inputs), output_fields);
   TESS_RETURN_IF_ERROR(prepare(ctx.inputs_by_name()));
-  TESS_RETURN_IF_ERROR(fn(ctx));
+  const Status done = fn(ctx);
+  int index = 0;
+  for (const auto& [name, field] : in.value().as_dict()) {
+    if (reads.Read(index++) && ctx.inputs_by_name().contains(name)) UncoveredReads::Note();
+  }
+  TESS_RETURN_IF_ERROR(done);
   return ctx;
 }
 

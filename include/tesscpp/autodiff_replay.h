@@ -251,6 +251,25 @@ inline std::optional<Value> DerivativeKey(const Value& model, const std::map<std
                      {"vectors", Value(std::move(layouts))}};
 }
 
+/// \brief Whether the call running on this thread read what no replay key
+/// covers: the bytes of a differentiable input through ctx.inputs() (a time
+/// step from `max|u|`), which a recording would keep as the first call's
+/// constant. RunOn notes it; a recording of such a call is thrown away and
+/// its key traced on every call, so no replay can answer differently from a
+/// fresh trace.
+class UncoveredReads {
+ public:
+  static void Note() { flag() = true; }
+  /// \brief Whether one was noted since the last Take (and forgets it).
+  static bool Take() { return std::exchange(flag(), false); }
+
+ private:
+  static bool& flag() {
+    thread_local bool noted = false;
+    return noted;
+  }
+};
+
 /// \brief The recordings of one derived endpoint, the most recently used first.
 class Replays {
  public:
@@ -365,6 +384,7 @@ Result<NamedArrays<Float>> Recorded(Replays& replays, const Value& key, const st
   inputs.insert(inputs.end(), slots.begin(), slots.end());
   Result<NamedArrays<Float>> arrays = Status::Internal("not run");
   jit_freeze_start(kBackend, inputs.data(), static_cast<uint32_t>(inputs.size()));
+  (void)UncoveredReads::Take();
   try {
     typename ParamSlots<Float>::Scope in_slots(params.get());
     arrays = traced();
@@ -379,6 +399,14 @@ Result<NamedArrays<Float>> Recorded(Replays& replays, const Value& key, const st
   if (!arrays.ok()) {  // a refusal is the call's answer, not recorded
     jit_freeze_abort(kBackend);
     return arrays;
+  }
+  if (UncoveredReads::Take()) {
+    // The function read a differentiable input's bytes on the host: traced
+    // from now on, this call too (outside the recording that is dropped).
+    jit_freeze_abort(kBackend);
+    entry.params.reset();
+    replays.Add(std::move(entry));
+    return traced();
   }
   std::vector<uint32_t> produced;
   for (const auto& [name, array] : *arrays) {

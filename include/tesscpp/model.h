@@ -213,22 +213,50 @@ struct OptionalOf {
 };
 /// @}
 
-/// \brief A validated model: its fields in declaration order.
+/// \brief Which top-level fields were read through a ModelView that notes
+/// them: what a replayed array-form call must know of the function it
+/// recorded (autodiff_replay.h).
+class FieldReads {
+ public:
+  void Note(int index) {
+    if (index < 0) return;
+    if (static_cast<size_t>(index) >= read_.size()) read_.resize(static_cast<size_t>(index) + 1);
+    read_[static_cast<size_t>(index)] = true;
+  }
+  void NoteAll() { all_ = true; }
+  bool Read(int index) const {
+    return all_ || (index >= 0 && static_cast<size_t>(index) < read_.size() && read_[index]);
+  }
+
+ private:
+  std::vector<bool> read_;
+  bool all_ = false;
+};
+
+/// \brief A validated model: its fields in declaration order. With `reads`,
+/// every field read (and a read of the whole) is noted there.
 class ModelView {
  public:
-  explicit ModelView(const Value& model) : model_(&model) {}
+  explicit ModelView(const Value& model, FieldReads* reads = nullptr) : model_(&model), reads_(reads) {}
 
   template <typename D>
   typename D::View operator[](const FieldKey<D>& key) const {
     return D::Read(field(key.index));
   }
   /// \brief The field at `index` (declaration order), as a Value.
-  const Value& field(int index) const { return (model_->as_dict().begin() + index)->second; }
+  const Value& field(int index) const {
+    if (reads_ != nullptr) reads_->Note(index);
+    return (model_->as_dict().begin() + index)->second;
+  }
   /// \brief The whole model as a Value dict.
-  const Value& value() const { return *model_; }
+  const Value& value() const {
+    if (reads_ != nullptr) reads_->NoteAll();
+    return *model_;
+  }
 
  private:
   const Value* model_;
+  FieldReads* reads_;
 };
 
 inline ModelView Nested::Read(const Value& v) { return ModelView(v); }

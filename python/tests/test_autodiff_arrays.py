@@ -406,3 +406,98 @@ def test_what_cannot_be_recorded_is_traced_every_time(tmp_path, how):
         np.testing.assert_array_equal(got["x"], factor * np.ones(3))
     assert "launching" in logs[3] and "launching" not in logs[4], logs
     assert_scalar_form_vjps(calls[3:], answers[3:])
+
+
+# Calls of any derived endpoint, in order, in one fresh process; each answer
+# as lists. A call: the library, "apply", "jvp" or "vjp", the point, and for
+# the derivatives the inputs and outputs and the tangents or cotangents.
+ENDPOINT_CALLS = """
+import json, sys
+import numpy as np
+from tesscpp import Tesseract
+out, calls = sys.argv[1], json.loads(sys.argv[2])
+loaded, answers = {}, []
+as_arrays = lambda d: {k: np.asarray(v, dtype=np.float64) if isinstance(v, list) else v for k, v in d.items()}
+for i, call in enumerate(calls):
+    t = loaded.setdefault(call["library"], Tesseract.from_library(call["library"], output_path=out))
+    point = as_arrays(call["point"])
+    if call["endpoint"] == "apply":
+        answer = t.apply(point, run_id=f"call{i}")
+    elif call["endpoint"] == "jvp":
+        answer = t.jacobian_vector_product(point, call["wrt"], call["of"], as_arrays(call["vector"]), run_id=f"call{i}")
+    else:
+        answer = t.vector_jacobian_product(point, call["wrt"], call["of"], as_arrays(call["vector"]), run_id=f"call{i}")
+    answers.append({k: np.asarray(v).tolist() for k, v in answer.items()})
+print(json.dumps(answers))
+"""
+
+
+def endpoint_calls(tmp_path: Path, calls: list[dict], replay: bool) -> tuple[list, list[str]]:
+    """The answers of `calls` in a fresh process (replays on or off), and each call's Dr.Jit log."""
+    env = {**os.environ, "TESSCPP_DRJIT_LOG": "info", "TESSCPP_DRJIT_REPLAY": "1" if replay else "0"}
+    out = tmp_path / ("replayed" if replay else "traced")
+    out.mkdir()
+    done = subprocess.run([sys.executable, "-c", ENDPOINT_CALLS, str(out), json.dumps(calls)],
+                          capture_output=True, text=True, timeout=300, env=env, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    logs = [(out / f"run_call{i}" / "logs" / "tesseract.log").read_text() for i in range(len(calls))]
+    return json.loads(done.stdout), logs
+
+
+def _burgers_calls(endpoint: str) -> list[dict]:
+    """Three calls of one key (new values of u and nu, of the tangents or
+    cotangents), then one with another time step (a new key)."""
+    rng = np.random.default_rng(5)
+    n = len(BURGERS["u"])
+    calls = []
+    for s, dt in ((1.0, 2e-4), (-0.5, 2e-4), (2.0, 2e-4), (1.5, 4e-4)):
+        point = {**BURGERS, "u": (BURGERS["u"] * s).tolist(), "nu": 0.05 * abs(s), "dt": dt}
+        call = {"library": str(example("burgers_array")), "endpoint": endpoint, "point": point}
+        if endpoint == "jvp":
+            call.update(wrt=["u", "nu"], of=OUTPUTS, vector={"u": rng.standard_normal(n).tolist(),
+                                                              "nu": float(rng.standard_normal())})  # fmt: skip
+        elif endpoint == "vjp":
+            call.update(wrt=["u", "nu"], of=OUTPUTS, vector={"u_next": rng.standard_normal(n).tolist(),
+                                                              "energy": float(rng.standard_normal())})  # fmt: skip
+        calls.append(call)
+    return calls
+
+
+@pytest.mark.parametrize("endpoint", ["apply", "jvp", "vjp"])
+def test_replayed_answers_are_the_traced_ones_bit_for_bit(tmp_path, endpoint):
+    """Apply, JVP and VJP replayed with new inputs, new tangents or cotangents,
+    and a changed non-differentiable input (another key), against the same
+    calls with TESSCPP_DRJIT_REPLAY=0: every answer equal, bit for bit. The
+    second and third calls were replays (their logs launch nothing traced),
+    the fourth a new recording."""
+    calls = _burgers_calls(endpoint)
+    replayed, logs = endpoint_calls(tmp_path, calls, replay=True)
+    traced, _ = endpoint_calls(tmp_path, calls, replay=False)
+    assert "launching" in logs[0] and "launching" in logs[3], logs
+    assert all("launching" not in log for log in logs[1:3]), logs
+    for got, want in zip(replayed, traced, strict=True):
+        assert got.keys() == want.keys()
+        for name in got:
+            np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), err_msg=name)
+
+
+@pytest.mark.parametrize("endpoint", ["apply", "jvp", "vjp"])
+def test_a_differentiable_input_read_through_inputs_is_never_replayed(tmp_path, endpoint):
+    """branch_array with how = 2 scales x by max |x| read through
+    ctx.inputs(), which no replay key covers: each call is traced (its log
+    launches kernels) and scales by its own maximum, as with replays off."""
+    xs = [[1.5, -2.0, 0.5], [-1.0, 4.0, 2.0], [3.0, 1.0, -1.0]]
+    calls = []
+    for x in xs:
+        call = {"library": str(fixture("branch_array")), "endpoint": endpoint, "point": {"x": x, "how": 2}}
+        if endpoint != "apply":
+            call.update(wrt=["x"], of=["y"], vector={("x" if endpoint == "jvp" else "y"): [1.0, 1.0, 1.0]})
+        calls.append(call)
+    replayed, logs = endpoint_calls(tmp_path, calls, replay=True)
+    traced, _ = endpoint_calls(tmp_path, calls, replay=False)
+    assert all("launching" in log for log in logs), logs
+    assert replayed == traced
+    for x, got in zip(xs, replayed, strict=True):
+        factor = max(abs(v) for v in x)
+        answer = got["x"] if endpoint == "vjp" else got["y"]
+        np.testing.assert_array_equal(answer, np.asarray(x) * factor if endpoint == "apply" else [factor] * 3)

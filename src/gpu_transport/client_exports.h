@@ -31,8 +31,17 @@ inline std::string ExportsDoneHeader(const std::vector<std::string>& ids) {
 class ExportAcks {
  public:
   // Whether the device work that may still read an export is done, waiting
-  // for it first when asked to (an id without one may leave at once).
-  using Ready = std::function<bool(bool wait)>;
+  // for it first when asked to (an id without one may leave at once); an
+  // error where that cannot be proven (a failed query or wait).
+  using Ready = std::function<Result<bool>(bool wait)>;
+
+  // What may be acknowledged now, and why some could not be (the ids whose
+  // completion could not be proven stay held: acknowledging them would let
+  // the server reuse memory that device work may still read).
+  struct Taken {
+    std::optional<std::vector<std::string>> ids;
+    Status unproven;
+  };
 
   void Add(std::string id, Ready ready = nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -45,28 +54,35 @@ class ExportAcks {
   // The ids that may leave now (nullopt when there are none and `always` is
   // false). Without `wait`, one whose device work is still running stays for
   // a later request: the call never waits for the user's kernels.
-  std::optional<std::vector<std::string>> Take(bool always, bool wait) {
+  Taken Take(bool always, bool wait) {
     std::vector<Pending> pending;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       pending = std::exchange(pending_, {});
     }
+    Taken taken;
     std::vector<std::string> ids;
     std::vector<Pending> later;
     for (Pending& p : pending) {  // outside the lock: a wait may be long
-      if (p.ready == nullptr || p.ready(wait)) {
+      Result<bool> ready = p.ready == nullptr ? Result<bool>(true) : p.ready(wait);
+      if (ready.ok() && *ready) {
         ids.push_back(std::move(p.id));
-      } else {
-        later.push_back(std::move(p));
+        continue;
       }
+      if (!ready.ok() && taken.unproven.ok()) {
+        taken.unproven = ready.status().WithContext(
+            "the device work on the borrowed outputs of an earlier call cannot be proven finished; its "
+            "export stays held");
+      }
+      later.push_back(std::move(p));
     }
     if (!later.empty()) {
       std::lock_guard<std::mutex> lock(mutex_);
       pending_.insert(pending_.begin(), std::make_move_iterator(later.begin()),
                       std::make_move_iterator(later.end()));
     }
-    if (!always && ids.empty()) return std::nullopt;
-    return ids;
+    if (always || !ids.empty()) taken.ids = std::move(ids);
+    return taken;
   }
 
  private:
@@ -81,28 +97,29 @@ class ExportAcks {
 // When the user's device work on borrowed outputs of `devices` is done: marks
 // on the devices' legacy default streams, taken now (the outputs are going).
 // Where a mark cannot be taken, the devices are synchronised before the id
-// leaves, as nothing narrower is known. (A failed query or wait leaves
-// nothing better to do than to acknowledge: the device is unusable anyway.)
+// leaves, as nothing narrower is known. A failed query, wait or
+// synchronisation proves nothing: an error, and the id is not acknowledged.
 inline ExportAcks::Ready AfterDeviceWork(const std::vector<int>& devices) {
   if (devices.empty()) return nullptr;
   std::vector<cuda::StreamMark> marks;
   for (int device : devices) {
     Result<cuda::StreamMark> mark = cuda::StreamMark::OnLegacyStream(device);
     if (!mark.ok()) {
-      return [devices](bool) {
-        for (int d : devices) (void)cuda::SynchronizeDevice(d);
+      return [devices](bool) -> Result<bool> {
+        for (int d : devices) TESS_RETURN_IF_ERROR(cuda::SynchronizeDevice(d));
         return true;
       };
     }
     marks.push_back(*std::move(mark));
   }
-  return [marks = std::move(marks)](bool wait) {
+  return [marks = std::move(marks)](bool wait) -> Result<bool> {
     for (const cuda::StreamMark& mark : marks) {
       if (wait) {
-        (void)mark.Wait();
-      } else if (Result<bool> reached = mark.Reached(); reached.ok() && !*reached) {
-        return false;
+        TESS_RETURN_IF_ERROR(mark.Wait());
+        continue;
       }
+      TESS_ASSIGN_OR_RETURN(const bool reached, mark.Reached());
+      if (!reached) return false;
     }
     return true;
   };

@@ -69,7 +69,13 @@ class CudaIpcCall final : public ClientCall {
       TESS_ASSIGN_OR_RETURN(std::string event, RecordIpcEvents(core::DevicesOf(*payload)));
       if (!event.empty()) headers.push_back(std::string(kInputsEventHeader) + ": " + event);
     }
-    exports_done_ = state_->acks->Take(/*always=*/cuda_ipc_, /*wait=*/false);
+    ExportAcks::Taken taken = state_->acks->Take(/*always=*/cuda_ipc_, /*wait=*/false);
+    if (!taken.unproven.ok()) {
+      // Nothing is acknowledged with a call that cannot be made.
+      if (taken.ids) state_->acks->Requeue(*taken.ids);
+      return taken.unproven;
+    }
+    exports_done_ = std::move(taken.ids);
     if (exports_done_) headers.push_back(ExportsDoneHeader(*exports_done_));
     // Offer to borrow the outputs (only a client that acknowledges may be
     // left holding an export id).
@@ -154,7 +160,9 @@ class CudaIpcClient final : public ClientTransport {
     return CheckFromClient(peer, post, [&](const HeaderLookup& header) { state_->Acknowledge(header); });
   }
   std::optional<std::vector<std::string>> Closing() override {
-    const std::optional<std::vector<std::string>> ids = state_->acks->Take(false, /*wait=*/true);
+    // What cannot be proven finished stays unacknowledged: the server frees
+    // it when this process goes.
+    const std::optional<std::vector<std::string>> ids = state_->acks->Take(false, /*wait=*/true).ids;
     if (!ids) return std::nullopt;
     return std::vector<std::string>{ExportsDoneHeader(*ids)};
   }

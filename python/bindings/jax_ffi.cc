@@ -452,8 +452,11 @@ void BindJaxFfi(nb::module_& m) {
       "_jax_ffi_calls", [] { return handled_calls.load(std::memory_order_relaxed); },
       "How many times the custom call's handler ran in this process.");
   m.def(
-      "_jax_requests_peak", [] { return requests_peak.load(); },
-      "The most requests the custom call's handlers had under way at once in this process.");
+      "_jax_requests_peak",
+      [](bool reset) { return reset ? requests_peak.exchange(0) : requests_peak.load(); },
+      nanobind::arg("reset") = false,
+      "The most requests the custom call's handlers had under way at once since the last reset (or the "
+      "process began); `reset` starts a new count after reading this one.");
 }
 
 }  // namespace tesscpp::bindings

@@ -86,9 +86,10 @@ def ffi_calls() -> int:
     return _tesscpp._jax_ffi_calls()
 
 
-def ffi_requests_peak() -> int:
-    """The most requests the custom call's handlers had under way at once."""
-    return _tesscpp._jax_requests_peak()
+def ffi_requests_peak(reset: bool = False) -> int:
+    """The most requests the custom call's handlers had under way at once
+    since the last reset; `reset` reads it and starts a new count."""
+    return _tesscpp._jax_requests_peak(reset)
 
 
 def _client_of(tesseract: Any) -> Any:

@@ -6,7 +6,7 @@ BOOTSTRAP := scripts/bootstrap.sh
 PYTHON := .venv/bin/python
 FUZZ_SECONDS ?= 300
 
-.PHONY: all bootstrap build demo test check check-format check-layers check-namespaces check-python check-functions bench wheel fuzz asan tsan format lint clean
+.PHONY: all bootstrap build demo test check check-format check-layers check-namespaces check-python check-functions check-citations bench wheel fuzz asan tsan format lint clean
 
 all: build
 
@@ -66,7 +66,7 @@ format:
 	clang-format-14 -i $(SOURCES)
 
 # Part of `make test`: the rules a reviewer would otherwise have to enforce.
-check: check-format check-layers check-namespaces check-python check-functions
+check: check-format check-layers check-namespaces check-python check-functions check-citations
 
 # Every C++ file as clang-format leaves it (fix with `make format`).
 check-format: bootstrap
@@ -83,6 +83,11 @@ check-namespaces: bootstrap
 # ruff and mypy on the Python package and its tests.
 check-python: bootstrap
 	@scripts/check_python.sh
+
+# Every bench/results/ file README.md and docs/ cite exists and says where it came from; no
+# failed GPU run is cited as passing (scripts/check_citations.py).
+check-citations: bootstrap
+	@$(PYTHON) scripts/check_citations.py
 
 # No C++ or Python function outside bench/ and examples/ over 80 lines (lizard's count, signature to
 # closing brace): a longer one is split into named steps. Tests are held to it too.

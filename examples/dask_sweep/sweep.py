@@ -4,9 +4,9 @@ Every task calls `apply` on the Tesseract at `url`: one replica, or (better)
 an HAProxy in front of several (deploy/haproxy), which then spreads the calls
 over the replicas. Each Dask worker keeps one `tesscpp.Tesseract` for the
 URL and shares it between its threads (its calls run concurrently over a
-pool of connections). The same code runs on a LocalCluster, on a real Dask
-cluster (`Client("tcp://scheduler:8786")`) or on SLURM through
-dask-jobqueue (`Client(SLURMCluster(...))`).
+pool of connections). It takes any Dask client; tests/deploy runs it on a
+LocalCluster (other clusters, e.g. `Client("tcp://scheduler:8786")`, are
+untested here).
 
     python examples/dask_sweep/sweep.py http://127.0.0.1:8000 --points 1000
 

@@ -322,7 +322,8 @@ class Replays {
   /// \brief Whether a call with a key not seen before is worth recording:
   /// not after kKept new keys in a row (a time step that changes every call
   /// would record every call and evict every recording). A replay resets it.
-  bool RecordsNewKeys() const { return misses_in_a_row_ < kKept; }
+  /// Called after CountMiss counted this call's key.
+  bool RecordsNewKeys() const { return misses_in_a_row_ <= kKept; }
   void CountHit() { misses_in_a_row_ = 0; }
   void CountMiss() { ++misses_in_a_row_; }
 

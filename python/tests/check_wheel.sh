@@ -26,7 +26,7 @@ torch_dir=$("$python" -c 'import pathlib, torch; print(pathlib.Path(torch.__file
 site=$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$torch_dir" >"$site/zz_test_venv_torch.pth"
 cd "$work"
-env -u PYTHONPATH -u TESSCPP_CLI "$work/venv/bin/python" - "$examples" <<'PY'
+env -u PYTHONPATH -u TESSCPP_CLI -u TESSCPP_PYTHON "$work/venv/bin/python" - "$examples" "$root" <<'PY'
 import sys
 from pathlib import Path
 
@@ -43,6 +43,13 @@ with tesscpp.Tesseract.from_source(examples / "libvectoradd.so") as served:
 np.testing.assert_array_equal(local["result"], remote["result"])
 np.testing.assert_array_equal(remote["result"], np.array([4.0, 6.0]))
 print("installed tesscpp", tesscpp.__version__, "from", package, "->", remote["result"])
+
+# A tesseract_api.py served by the wheel's runtime: its CLI execs this venv's
+# Python to host the module (tesseract-core comes from the test venv's path).
+module = Path(sys.argv[2]) / "tests" / "fixtures" / "python" / "vectoradd" / "tesseract_api.py"
+with tesscpp.Tesseract.from_source(module) as served_module:
+    np.testing.assert_array_equal(served_module.apply(inputs)["result"], remote["result"])
+print("a Python module served by the installed wheel ->", remote["result"])
 
 # The torch bridge of the installed package: the Rosenbrock function's value and
 # gradient (f = (1-x)^2 + 100 (y-x^2)^2) in process and served.
@@ -90,7 +97,12 @@ export PATH="$work/venv/bin:$PATH"
 [ "$(command -v tesscpp)" = "$work/venv/bin/tesscpp" ] || { echo "pip install put no tesscpp on PATH" >&2; exit 1; }
 cmake_dir=$(env -u PYTHONPATH python -m tesscpp --cmake-dir)
 case "$cmake_dir" in "$work"/venv/*) ;; *) echo "cmake dir outside the venv: $cmake_dir" >&2; exit 1 ;; esac
-unset TESSCPP_CLI PYTHONPATH
+unset TESSCPP_CLI PYTHONPATH TESSCPP_PYTHON
+# The wheel's CLI on a Python module, as a user runs it (python -m tesscpp names the interpreter).
+module="$root/tests/fixtures/python/vectoradd/tesseract_api.py"
+answer=$(cd "$work" && tesscpp apply "$module" '{"inputs": {"a": [1.0, 2.0], "b": [3.0, 4.0]}}')
+case "$answer" in *'"buffer":[4.0,6.0]'*) echo "tesscpp apply tesseract_api.py -> $answer" ;;
+  *) echo "the wheel's CLI on a module answered: $answer" >&2; exit 1 ;; esac
 build_scaffold() {  # $1: the project's directory
   { env -u CMAKE_PREFIX_PATH cmake -S "$1" -B "$1/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$cmake_dir" && cmake --build "$1/build"; } >"$1.log" 2>&1 \

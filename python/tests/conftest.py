@@ -76,14 +76,6 @@ def vjps_at_once(
         )
 
 
-def leak_bound(answer_bytes: list[int]) -> int:
-    """How much a churn test lets the device's memory in use grow: half of
-    what keeping one answer of each call (`answer_bytes`, one per call) would
-    take, and never more than 256 MiB, so that a leak of every answer fails
-    and allocator caches below that do not."""
-    return min(sum(answer_bytes) // 2, 256 * 2**20)
-
-
 def fixture_library(name: str) -> Path:
     path = required_dir("TESSCPP_BRIDGE_FIXTURES") / f"lib{name}.so"
     if not path.exists():

@@ -501,3 +501,19 @@ def test_a_differentiable_input_read_through_inputs_is_never_replayed(tmp_path, 
         factor = max(abs(v) for v in x)
         answer = got["x"] if endpoint == "vjp" else got["y"]
         np.testing.assert_array_equal(answer, np.asarray(x) * factor if endpoint == "apply" else [factor] * 3)
+
+
+def test_each_endpoint_keeps_its_eight_most_recent_keys(tmp_path):
+    """Time steps are keys. Eight new ones are recorded; the ninth evicts the
+    least recently used (the first is used again in between, so the second
+    goes), and a key evicted is traced again. Then a run of nine new keys:
+    eight are recorded, the ninth only traced, as is a tenth call of it, until
+    a replay (of the eighth) lets it be recorded (docs/autodiff.md)."""
+    steps = [1e-4 * (k + 1) for k in range(18)]
+    order = [*range(8), 0, 8, 2, 1, 0, *range(9, 18), 17, 16, 17, 17]
+    calls = burgers_vjp_calls([{**BURGERS, "dt": steps[k]} for k in order], ["u"], {"u_next": "ones", "energy": 1.0})
+    answers, logs = logged_vjps(tmp_path, calls)
+    traced = ["launching" in log for log in logs]
+    expected = [True] * 8 + [False, True, False, True, False] + [True] * 9 + [True, False, True, False]
+    assert traced == expected, traced
+    assert_scalar_form_vjps(calls, answers)

@@ -20,7 +20,7 @@ import torch
 
 import tesscpp
 import tesscpp.cuda
-from conftest import leak_bound
+from leaks import leak_bound
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 

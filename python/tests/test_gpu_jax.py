@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 
 import tesscpp  # noqa: E402
 import tesscpp.jax  # noqa: E402
-from conftest import leak_bound  # noqa: E402
+from leaks import leak_bound  # noqa: E402
 from tesscpp.jax import apply_tesseract  # noqa: E402
 
 

@@ -23,7 +23,7 @@ import torch
 
 import tesscpp
 import tesscpp.cuda
-from conftest import leak_bound
+from leaks import leak_bound
 from tesscpp.torch import apply_tesseract
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

@@ -68,4 +68,7 @@ python3 -m pytest -v -p no:cacheprovider --noconftest -rs -s "$root/python/tests
 cat "$out/pytest.log" >>"$out/run.log"
 echo "processes left on the GPU after the tests:"
 gpu_processes
+# The verdict, in the log that is kept as the run's evidence: a log whose
+# status is not 0 is never cited as a passing run (scripts/check_citations.py).
+echo "build_and_test.sh exit status: $status" | tee -a "$out/run.log"
 exit $status

@@ -79,6 +79,11 @@ struct HttpConnection::Transfer {
     auto* t = static_cast<Transfer*>(self);
     const std::string_view line(data, size * count);
     if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a 100 Continue, a retry)
+      // "HTTP/1.1 404 NOT FOUND\r\n": what follows the code is the reason.
+      const size_t code = line.find(' ');
+      const size_t reason = code == std::string_view::npos ? code : line.find(' ', code + 1);
+      t->response.reason =
+          reason == std::string_view::npos ? std::string() : std::string(Trim(line.substr(reason + 1)));
       t->response.headers.clear();
       t->body = Buffer();
       t->received = 0;

@@ -17,6 +17,7 @@ namespace tesscpp::client {
 
 struct HttpResponse {
   int status = 0;
+  std::string reason;  ///< the status line's reason phrase, as the server wrote it ("NOT FOUND")
   std::string content_type;
   std::vector<std::pair<std::string, std::string>> headers;  ///< names lowercased
   Buffer body;                                               ///< padded (simdjson parses it in place)

@@ -191,21 +191,6 @@ std::string ProgramPath() {
   return ec ? "tesscpp" : path.string();
 }
 
-// A reason phrase for the statuses a tracking server answers with (libcurl
-// does not hand the server's own out).
-std::string_view Reason(int status) {
-  switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    default: return "";
-  }
-}
-
 class MlflowRun;
 
 // The tracking server, shared by every run of the process.
@@ -340,7 +325,7 @@ class MlflowServer : public std::enable_shared_from_this<MlflowServer> {
     if (response->status >= 400) {
       return AsRuntimeError(Status::Unavailable(
           "MLflow tracking server at ", uri_, " returned an error response: ", response->status, " ",
-          Reason(response->status),
+          response->reason,
           ". Please check that the server is configured correctly. If your MLflow server has authentication "
           "enabled, please make sure that MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD are set "
           "correctly. "

@@ -63,6 +63,41 @@ TEST(FiniteDifferences, StepsPerPathMustNameExactlyTheDifferentiatedOnes) {
             "eps names input path(s) that are not being differentiated: z");
 }
 
+TEST(FiniteDifferences, StepsPerPathAreTaken) {
+  const Value inputs = Inputs();
+  JacobianMap jac;
+  Component c = Square({.algorithm = FdAlgorithm::kForward, .eps_by_path = {{"x", 1e-2}}});
+  ASSERT_TRUE(c.jacobian().fn(ModelView(inputs), {"x"}, {"y"}, jac).ok());
+  const double* d = jac.at("y").at("x").data_as<double>();
+  EXPECT_NEAR(d[0], 2.0 + 1e-2, 1e-9);  // the forward quotient's error is the step: this one's
+  EXPECT_NEAR(d[3], 6.0 + 1e-2, 1e-9);
+}
+
+// y = x for float32 x: the perturbed inputs are float32 values, so the
+// quotient is (float(x + h) - float(x - h)) / 2h, not exactly 1.
+TEST(FiniteDifferences, PerturbationsAreRoundedToTheInputsDtype) {
+  Component c("identity32", "1");
+  auto x = c.inputs().Array<float>("x", {kAnyDim}, {.differentiable = true});
+  auto y = c.outputs().Array<double>("y", {kAnyDim}, {.differentiable = true});
+  c.Apply([=](const ModelView& in, Record& out) -> Status {
+    const auto v = in[x].values();
+    TESS_ASSIGN_OR_RETURN(std::span<double> w, out.NewArray<double>(y, {static_cast<int64_t>(v.size())}));
+    std::copy(v.begin(), v.end(), w.begin());
+    return Status::OK();
+  });
+  DeriveByFiniteDifferences(c, {.algorithm = FdAlgorithm::kCentral, .eps = 1e-3});
+  auto t = *NewTensor<float>({1});
+  t.second[0] = 1.0F;
+  const Value inputs(Value::Dict{{"x", Value(t.first)}});
+  JacobianMap jac;
+  ASSERT_TRUE(c.jacobian().fn(ModelView(inputs), {"x"}, {"y"}, jac).ok());
+  const double rounded = (static_cast<double>(static_cast<float>(1.0 + 1e-3)) -
+                          static_cast<double>(static_cast<float>(1.0 - 1e-3))) /
+                         2e-3;
+  ASSERT_NE(rounded, 1.0);
+  EXPECT_DOUBLE_EQ(jac.at("y").at("x").data_as<double>()[0], rounded);
+}
+
 // The positive elements of x: an output whose shape follows the values.
 TEST(FiniteDifferences, RefusesOutputsThatChangeShape) {
   Component c("positive", "1");

@@ -218,3 +218,202 @@ def test_an_unreachable_tracking_server_fails_the_call_as_in_tesseract_runtime(o
     for backend, answer in answers.items():
         assert answer.status_code == 500, (backend, answer.text)
         assert "RuntimeError" in answer.text and expected in answer.text, (backend, answer.text)
+
+
+class _AuthProxy:
+    """A reverse proxy in front of the real `mlflow server` that answers 401
+    unless a request carries `required` as its Authorization header (`scope`
+    "all", or "api" for MLflow's REST paths only, where mlflow's client sends
+    MLFLOW_TRACKING_TOKEN; tesseract-runtime's reachability GET sends basic
+    authentication only). What it forwards, MLflow answers."""
+
+    def __init__(self, upstream: str, required: str, scope: str) -> None:
+        import http.server
+        import threading
+
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                guarded = scope == "all" or self.path.startswith("/api/")
+                if guarded and self.headers.get("Authorization") != required:
+                    proxy.refused += 1
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization")}
+                answer = requests.request(self.command, upstream + self.path, data=body, headers=headers, timeout=60)
+                self.send_response(answer.status_code)
+                for key, value in answer.headers.items():
+                    if key.lower() not in ("transfer-encoding", "content-encoding", "connection", "content-length"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            do_GET = do_POST = do_PUT = _forward  # noqa: N815 - http.server's names
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+        self.refused = 0
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def _campaign(backend: str, tmp_path: Path, settings: dict, env: dict, calls: int = 1) -> list[requests.Response]:
+    server = start_server(backend, "oscillator", tmp_path / backend, settings={"debug": "1", **settings},
+                          env_extra=env)  # fmt: skip
+    try:
+        return [_apply(server.url, f"call{i}", debug_body=True) for i in range(calls)]
+    finally:
+        server.stop()
+
+
+def _both_campaigns(ours: str, tmp_path: Path, settings_for, env_for=lambda backend: {}, calls: int = 1) -> dict:
+    return {b: _campaign(b, tmp_path, settings_for(b), env_for(b), calls) for b in (ours, "python")}
+
+
+MLFLOW_VARIANTS = ["resume-run-id", "experiment-by-name", "experiment-by-id", "run-name", "parent-run"]
+
+
+@pytest.mark.parametrize("variant", MLFLOW_VARIANTS)
+def test_mlflow_settings_make_the_runs_tesseract_runtime_makes(ours, mlflow_server, tmp_path, variant):
+    """docs/run-tracking.md §2, one claim each: where the run goes and what it
+    is named, for ours and for tesseract-runtime, read back through MLflow."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(mlflow_server)
+    experiments = {b: client.create_experiment(f"{variant}-{b}-{tmp_path.name}") for b in (ours, "python")}
+    # The run resumed, or the parent (made by MLflow's client; not compared).
+    needs_target = variant in ("resume-run-id", "parent-run")
+    targets = {b: client.create_run(experiments[b]).info.run_id if needs_target else None for b in (ours, "python")}
+    extra = {
+        "resume-run-id": lambda b: {"run_id": targets[b]},
+        "experiment-by-name": lambda b: {},
+        "experiment-by-id": lambda b: {},
+        "run-name": lambda b: {"experiment_id": experiments[b], "run_name": "named-run"},
+        "parent-run": lambda b: {"experiment_id": experiments[b], "parent_run_id": targets[b]},
+    }[variant]
+    named = {b: f"created-{variant}-{b}-{tmp_path.name}" for b in (ours, "python")}
+    env = {
+        "experiment-by-name": lambda b: {"MLFLOW_EXPERIMENT_NAME": named[b]},
+        "experiment-by-id": lambda b: {"MLFLOW_EXPERIMENT_ID": experiments[b]},
+    }.get(variant, lambda b: {})
+    answers = _both_campaigns(ours, tmp_path, lambda b: {"mlflow_tracking_uri": mlflow_server,
+                                                         "mlflow_run_extra_args": json.dumps(extra(b))},
+                              env, calls=2)  # fmt: skip
+    described = {}
+    for backend in (ours, "python"):
+        assert [a.status_code for a in answers[backend]] == [200, 200], (backend, [a.text for a in answers[backend]])
+        if variant == "experiment-by-name":  # made when missing
+            experiment = client.get_experiment_by_name(named[backend]).experiment_id
+        else:
+            experiment = experiments[backend]
+        runs = [r for r in _runs(client, experiment) if variant != "parent-run" or r.info.run_id != targets[backend]]
+        described[backend] = []
+        for i, r in enumerate(runs):
+            run = _described(client, r, tmp_path / f"{backend}-{i}")
+            run["tags"].pop("mlflow.parentRunId", None)  # each side's own parent: compared as a flag
+            run["run_name"] = r.data.tags.get("mlflow.runName") if variant == "run-name" else None
+            run["parent"] = r.data.tags.get("mlflow.parentRunId") == targets[backend]
+            run["resumed"] = r.info.run_id == targets[backend]
+            described[backend].append(run)
+    assert described[ours] == described["python"]
+    expected_runs = 1 if variant == "resume-run-id" else 2
+    assert len(described[ours]) == expected_runs, described[ours]
+    if variant == "resume-run-id":
+        assert described[ours][0]["resumed"] and len(described[ours][0]["metrics"]["energy"]) == 2 * 25
+    if variant == "run-name":
+        assert [r["run_name"] for r in described[ours]] == ["named-run"] * 2
+    if variant == "parent-run":
+        assert all(r["parent"] for r in described[ours])
+
+
+def test_a_call_that_mlflow_refuses_fails_and_ends_its_run_as_tesseract_runtime(ours, mlflow_server, tmp_path):
+    """A resumed run that already holds the parameter dt with another value:
+    MLflow refuses the call's log_parameter, the call fails (500), and the
+    run is ended with the status tesseract-runtime gives it."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(mlflow_server)
+    experiment = client.create_experiment(f"refused-{tmp_path.name}")
+    targets = {}
+    for backend in (ours, "python"):
+        targets[backend] = client.create_run(experiment).info.run_id
+        client.log_param(targets[backend], "dt", "0.5")
+    resume = {b: json.dumps({"run_id": run}) for b, run in targets.items()}
+    answers = _both_campaigns(ours, tmp_path, lambda b: {"mlflow_tracking_uri": mlflow_server,
+                                                         "mlflow_run_extra_args": resume[b]})  # fmt: skip
+    statuses = {b: client.get_run(targets[b]).info.status for b in targets}
+    for backend in (ours, "python"):
+        assert answers[backend][0].status_code == 500, (backend, answers[backend][0].text)
+    assert statuses[ours] == statuses["python"], statuses
+
+
+def test_a_file_artifact_store_receives_the_artifacts(ours, mlflow_server, tmp_path):
+    """An experiment whose artifact location is file:// : both runtimes copy the
+    artifact into it (no upload through the server)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(mlflow_server)
+    stores = {b: tmp_path / f"store-{b}" for b in (ours, "python")}
+    experiments = {b: client.create_experiment(f"files-{b}-{tmp_path.name}", artifact_location=stores[b].as_uri())
+                   for b in (ours, "python")}  # fmt: skip
+    answers = _both_campaigns(ours, tmp_path, lambda b: {"mlflow_tracking_uri": mlflow_server,
+                                                         "mlflow_run_extra_args": json.dumps(
+                                                             {"experiment_id": experiments[b]})})  # fmt: skip
+    for backend in (ours, "python"):
+        assert answers[backend][0].status_code == 200, answers[backend][0].text
+        (run,) = _runs(client, experiments[backend])
+        written = stores[backend] / run.info.run_id / "artifacts" / "trajectory.csv"
+        assert written.is_file(), sorted(str(p) for p in stores[backend].rglob("*"))
+    mine = next((stores[ours]).rglob("trajectory.csv")).read_bytes()
+    assert mine == next((stores["python"]).rglob("trajectory.csv")).read_bytes()
+
+
+@pytest.mark.parametrize("how", ["basic", "token"])
+def test_credentials_reach_the_tracking_server(ours, mlflow_server, tmp_path, how):
+    """MLFLOW_TRACKING_USERNAME/PASSWORD (basic authentication on every request,
+    the reachability check included) and MLFLOW_TRACKING_TOKEN (a bearer token
+    on MLflow's REST calls), through a proxy that refuses requests without
+    them: with them both runtimes' calls succeed, without them both fail."""
+    import base64
+
+    required = ("Basic " + base64.b64encode(b"alice:secret").decode()) if how == "basic" else "Bearer t0ken"
+    proxy = _AuthProxy(mlflow_server, required, "all" if how == "basic" else "api")
+    credentials = ({"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": "secret"} if how == "basic"
+                   else {"MLFLOW_TRACKING_TOKEN": "t0ken"})  # fmt: skip
+    try:
+        settings = lambda b: {"mlflow_tracking_uri": proxy.url}  # noqa: E731
+        granted = _both_campaigns(ours, tmp_path / "granted", settings, lambda b: credentials)
+        refused_before = proxy.refused
+        refused = _both_campaigns(ours, tmp_path / "refused", settings)
+    finally:
+        proxy.close()
+    for backend in (ours, "python"):
+        assert granted[backend][0].status_code == 200, (backend, granted[backend][0].text)
+        assert refused[backend][0].status_code == 500, (backend, refused[backend][0].text)
+    assert proxy.refused > refused_before
+
+
+def test_an_error_answer_of_the_tracking_server_is_reported_as_in_tesseract_runtime(ours, mlflow_server, tmp_path):
+    """The reachability check answered 404: the call fails with tesseract-runtime's message."""
+    uri = f"{mlflow_server}/no-such-page"
+    answers = _both_campaigns(ours, tmp_path, lambda b: {"mlflow_tracking_uri": uri})
+    messages = {}
+    for backend in (ours, "python"):
+        answer = answers[backend][0]
+        assert answer.status_code == 500, (backend, answer.text)
+        found = re.search(r"RuntimeError: (MLflow tracking server at .*? to an empty string\.)", answer.text)
+        assert found, (backend, answer.text)
+        messages[backend] = found.group(1)
+    assert messages[ours] == messages["python"]
+    assert f"{uri} returned an error response: 404 " in messages[ours]  # the server's own reason phrase follows

@@ -62,7 +62,8 @@ class Deployment:
         output.mkdir(parents=True)
         proc = subprocess.Popen([required("TESSCPP_CLI"), "serve", self.library, "--port", "0",
                                  "--output-path", output, "--drain-timeout", "20"],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                start_new_session=True)  # fmt: skip
         self.replicas.append(proc)
         line = proc.stdout.readline()
         if not line:
@@ -80,11 +81,15 @@ class Deployment:
     def events(self) -> list[str]:
         return self.balancer.events() if self.balancer else []
 
+    def kill(self, i: int) -> None:
+        """Replica i dies at once, supervisor and workers (its own process group), as a machine that fails."""
+        os.killpg(self.replicas[i].pid, signal.SIGKILL)
+        self.replicas[i].wait()
+
     def close(self) -> None:
-        for proc in self.replicas:
+        for i, proc in enumerate(self.replicas):
             if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+                self.kill(i)
         if self.balancer:
             self.balancer.stop()
 
@@ -135,7 +140,8 @@ def test_a_killed_replica_costs_no_read_and_no_second_execution(deployment):
     """Reads run from 4 threads while one long apply (run_id "victim")
     computes; once the replica that began it is found (its run directory, and
     the apply in flight in its /metrics), short applies join from 3 threads and
-    that replica is SIGKILLed. The victim and any apply in flight there must
+    that replica is SIGKILLed (its process group: supervisor and worker). The
+    victim and any apply in flight there must
     fail with the balancer's error, never be replayed on another replica (a
     POST may have had effects), and no read may fail."""
     client = tesscpp.Tesseract.from_url(deployment.url)
@@ -179,8 +185,7 @@ def test_a_killed_replica_costs_no_read_and_no_second_execution(deployment):
         assert in_flight(deployment.replica_url(killed)) == 1
         appliers.start()
         wait_until(lambda: len(outcomes) >= 3, 30, "short applies to be answered")
-        deployment.replicas[killed].send_signal(signal.SIGKILL)
-        deployment.replicas[killed].wait()
+        deployment.kill(killed)
         victim.join(60)
         assert not victim.is_alive(), "the victim call is still waiting for an answer"
         # The pool carries on: HAProxy takes the dead replica out, applies succeed on the others.

@@ -75,11 +75,12 @@ void AddCommonOptions(CLI::App* command, CommonOptions& o) {
   command->add_option("component", o.library,
                       "Component library (lib<name>.so) or tesseract_api.py; default $TESSCPP_COMPONENT, "
                       "else $TESSERACT_API_PATH");
-  command->add_option("--output-format", o.output_format, "json, json+base64 or json+binref");
+  command->add_option("--output-format", o.output_format, OutputFormatChoices(NameList::kPlain));
   command->add_option("--output-path", o.output_path, "Directory for run directories and binref outputs");
   command->add_option("--input-path", o.input_path, "Directory relative binref inputs are read from");
-  command->add_option("--gpu-transport", o.gpu_transport,
-                      "none or cuda_ipc: CUDA arrays in and out by IPC handle (TESSERACT_GPU_TRANSPORT)");
+  command->add_option(
+      "--gpu-transport", o.gpu_transport,
+      GpuTransportChoices(NameList::kPlain) + ": how CUDA arrays go in and out (TESSERACT_GPU_TRANSPORT)");
   command->add_flag("--debug", o.debug, "Tracebacks in 500 responses and the /test endpoint");
 }
 
@@ -362,26 +363,6 @@ bool PrintsLosslesslyAsJson(const tesscpp::Value& v) {
   return true;
 }
 
-// The payload's field `name`, or a clear error.
-Result<const tesscpp::Value*> Field(const tesscpp::Value& payload, const char* name) {
-  const tesscpp::Value* v = payload.is_dict() ? payload.as_dict().find(name) : nullptr;
-  if (v == nullptr) return Status::InvalidArgument("the payload has no field '", name, "'");
-  return v;
-}
-
-Result<std::vector<std::string>> Paths(const tesscpp::Value& payload, const char* name) {
-  TESS_ASSIGN_OR_RETURN(const tesscpp::Value* list, Field(payload, name));
-  std::vector<std::string> out;
-  if (list->is_list()) {
-    for (const tesscpp::Value& v : list->as_list()) {
-      if (!v.is_string()) return Status::InvalidArgument("'", name, "' must be a list of strings");
-      out.push_back(v.as_string());
-    }
-    return out;
-  }
-  return Status::InvalidArgument("'", name, "' must be a list of strings");
-}
-
 // The names `tesscpp call` takes: the endpoints and "openapi".
 std::string CallableEndpoints() {
   std::string names;
@@ -389,32 +370,21 @@ std::string CallableEndpoints() {
   return names + "openapi";
 }
 
-// The endpoint's request body, split into the client's arguments.
+// `tesscpp call`'s request, sent through the client's method for it.
 Result<tesscpp::Value> CallEndpoint(const tesscpp::Tesseract& t, const CallOptions& o,
                                     const tesscpp::Value& p) {
   const std::string& e = o.endpoint;
   if (e == "openapi" || e == "openapi.json") return t.OpenApiSchema();
   const std::optional<core::EndpointId> id = core::FindEndpoint(e);
   if (!id) return Status::InvalidArgument("unknown endpoint '", e, "' (", CallableEndpoints(), ")");
-  const core::EndpointInfo& endpoint = core::Endpoint(*id);
   if (*id == core::EndpointId::kHealth) return t.Health();
   if (*id == core::EndpointId::kTest) {
     TESS_ASSIGN_OR_RETURN(tesscpp::TestOutcome outcome, t.Test(p));
     return tesscpp::Value::Dict{{"status", tesscpp::Value(outcome.status)},
                                 {"message", tesscpp::Value(outcome.message)}};
   }
-  TESS_ASSIGN_OR_RETURN(const tesscpp::Value* inputs, Field(p, "inputs"));
-  if (*id == core::EndpointId::kApply) return t.Apply(*inputs, o.run_id);
-  if (*id == core::EndpointId::kAbstractEval) return t.AbstractEval(*inputs);
-  const std::string prefix(endpoint.short_name);
-  TESS_ASSIGN_OR_RETURN(auto in, Paths(p, (prefix + "_inputs").c_str()));
-  TESS_ASSIGN_OR_RETURN(auto out, Paths(p, (prefix + "_outputs").c_str()));
-  if (*id == core::EndpointId::kJacobian) return t.Jacobian(*inputs, in, out, o.run_id);
-  TESS_ASSIGN_OR_RETURN(const tesscpp::Value* vector, Field(p, std::string(endpoint.vector_field).c_str()));
-  if (*id == core::EndpointId::kJacobianVectorProduct) {
-    return t.JacobianVectorProduct(*inputs, in, out, *vector, o.run_id);
-  }
-  return t.VectorJacobianProduct(*inputs, in, out, *vector, o.run_id);
+  // Every component endpoint, present and future: the request as it is.
+  return t.Call(e, p, o.run_id);
 }
 
 // A payload for the client: arraydicts in it become tensors, which the client
@@ -655,9 +625,10 @@ void AddCallCommand(CLI::App& app) {
   call->add_option("endpoint", o->call.endpoint, CallableEndpoints())->required();
   call->add_option("payload", o->call.payload, "Request body: JSON text or @file (none for health, openapi)");
   tesscpp::RequestedEncoding& encoding = o->call.client.encoding;
-  call->add_option("--output-format", encoding.output_format, "json, json+base64 or json+binref");
-  call->add_option("--compression", encoding.compression, "none or lz4");
-  call->add_option("--gpu-transport", encoding.gpu_transport, "none or cuda_ipc (CUDA arrays by IPC handle)");
+  call->add_option("--output-format", encoding.output_format, OutputFormatChoices(NameList::kPlain));
+  call->add_option("--compression", encoding.compression, CompressionChoices(NameList::kPlain));
+  call->add_option("--gpu-transport", encoding.gpu_transport,
+                   GpuTransportChoices(NameList::kPlain) + ": how CUDA arrays go in and out");
   call->add_option("--server-output-path", o->call.client.server_output_path,
                    "The server's output directory, as seen here (json+binref outputs)");
   call->add_option("--server-input-path", o->call.client.server_input_path,
@@ -863,13 +834,14 @@ void AddRuntimeOptions(CLI::App& app) {
   auto given = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
   for (const RuntimeSetting& s : RuntimeSettings()) {
     const std::string variable = s.variable;
+    const std::string help = s.choices == nullptr ? s.help : std::string(s.help) + ": " + s.choices();
     CLI::Option* option =
         s.is_switch
             ? app.add_flag_callback(
-                  s.flag, [given, variable] { given->emplace_back(variable, "1"); }, s.help)
+                  s.flag, [given, variable] { given->emplace_back(variable, "1"); }, help)
             : app.add_option_function<std::string>(
                   s.flag, [given, variable](const std::string& v) { given->emplace_back(variable, v); },
-                  s.help);
+                  help);
     option->group("tesseract-runtime's settings (before the command)");
   }
   app.parse_complete_callback([given] {

@@ -1,9 +1,16 @@
 #include "runtime_options.h"
 
 #include <cstdlib>
+#include <string>
+
+#include "tesscpp/internal/encoding.h"
 
 namespace tesscpp::cli {
 namespace {
+
+std::string OutputFormats() { return OutputFormatChoices(NameList::kPlain); }
+std::string Compressions() { return CompressionChoices(NameList::kPlain); }
+std::string GpuTransports() { return GpuTransportChoices(NameList::kPlain); }
 
 // `tesseract-runtime --help`.
 constexpr RuntimeSetting kSettings[] = {
@@ -19,17 +26,18 @@ constexpr RuntimeSetting kSettings[] = {
      "Directory binref inputs and InputPaths are read from"},
     {"--output-path", "TESSERACT_RUNTIME_OUTPUT_PATH", false,
      "Directory for run directories and binref outputs"},
-    {"--output-format", "TESSERACT_RUNTIME_OUTPUT_FORMAT", false, "json, json+base64 or json+binref"},
+    {"--output-format", "TESSERACT_RUNTIME_OUTPUT_FORMAT", false, "How arrays are written", &OutputFormats},
     {"--output-file", "TESSERACT_RUNTIME_OUTPUT_FILE", false,
      "One-shot commands: write the answer to this file"},
-    {"--compression", "TESSERACT_RUNTIME_COMPRESSION", false, "lz4: compress base64 and binref buffers"},
+    {"--compression", "TESSERACT_RUNTIME_COMPRESSION", false, "Of base64 and binref buffers", &Compressions},
     {"--mlflow-tracking-uri", "TESSERACT_RUNTIME_MLFLOW_TRACKING_URI", false,
      "Track runs on this MLflow server"},
     {"--mlflow-run-extra-args", "TESSERACT_RUNTIME_MLFLOW_RUN_EXTRA_ARGS", false,
      "mlflow.start_run's keyword arguments, a dict"},
     {"--profiling", "TESSERACT_RUNTIME_PROFILING", true, "Timings of each call into its run log"},
     {"--tracing", "TESSERACT_RUNTIME_TRACING", true, "One line per call on stderr"},
-    {"--gpu-transport", "TESSERACT_RUNTIME_GPU_TRANSPORT", false, "none or cuda_ipc"},
+    {"--gpu-transport", "TESSERACT_RUNTIME_GPU_TRANSPORT", false, "How CUDA arrays go in and out",
+     &GpuTransports},
     {"--cuda-ipc-pool-fraction", "TESSERACT_RUNTIME_CUDA_IPC_POOL_FRACTION", false,
      "Share of GPU memory cuda_ipc keeps for reuse"},
 };

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 
 namespace tesscpp::cli {
 
@@ -20,6 +21,7 @@ struct RuntimeSetting {
   const char* variable;  ///< "TESSERACT_RUNTIME_OUTPUT_PATH"
   bool is_switch;        ///< a boolean flag, which takes no value
   const char* help;
+  std::string (*choices)() = nullptr;  ///< the values it takes, from their table (encoding.h)
 };
 
 /// \brief tesseract-runtime 1.15's global options, in its order.

@@ -329,6 +329,14 @@ class Tesseract {
                                       const std::optional<std::string>& run_id = std::nullopt) const;
   /// \brief Posts a TestSpec to /test (debug mode only).
   Result<TestOutcome> Test(const Value& test_spec) const;
+  /// \brief Posts `body`, a whole request, to the component endpoint named
+  /// `endpoint` (its path without '/': "vector_jacobian_product"), which the
+  /// typed methods above wrap: for requests forwarded as they are and
+  /// endpoints without a typed method. kUnimplemented, in tesseract-core's
+  /// words, for one the Tesseract does not serve (apply excepted: every
+  /// Tesseract has it); kInvalidArgument for a name that is no endpoint.
+  Result<Value> Call(std::string_view endpoint, const Value& body,
+                     const std::optional<std::string>& run_id = std::nullopt) const;
   /// @}
 
   /// \brief The OpenAPI document (fetched once per connection).
@@ -376,7 +384,7 @@ class Tesseract {
 
  private:
   Tesseract(std::shared_ptr<TesseractSession> session, RequestedEncoding encoding);
-  Result<Value> Call(std::string_view endpoint, const Value* payload,
+  Result<Value> Send(std::string_view endpoint, const Value* payload,
                      const std::optional<std::string>& run_id) const;
   // kUnimplemented, in tesseract-core's words, when `endpoint` is not served.
   Status RequireEndpoint(std::string_view endpoint) const;

@@ -518,6 +518,21 @@ TEST(ClientErrors, MissingEndpointsFailBeforeAnyRequest) {
   EXPECT_EQ(server.requests(), std::vector<std::string>{"GET /openapi.json HTTP/1.1"});
 }
 
+TEST(ClientErrors, TheGenericCallSendsOnlyComponentEndpointsByTheirOwnName) {
+  // `tesscpp call` sends every endpoint through Call: a name that is no
+  // component endpoint must be refused, never sent as another endpoint.
+  ScriptedServer server(WithOpenApi(ScriptedServer::Http(200, R"({"result":1})")));
+  auto t = Tesseract::FromUrl(server.url());
+  const Value body = Value::Dict{{"inputs", VectorAddInputs()}};
+  for (const char* name : {"vjp", "health", "openapi", "vector_jacobian_products"}) {
+    EXPECT_STATUS(t->Call(name, body), StatusCode::kInvalidArgument) << name;
+  }
+  EXPECT_STATUS(t->Call("jacobian", body), StatusCode::kUnimplemented);
+  ASSERT_OK(t->Call("apply", body));
+  EXPECT_EQ(server.requests(),
+            (std::vector<std::string>{"GET /openapi.json HTTP/1.1", "POST /apply HTTP/1.1"}));
+}
+
 TEST(ClientErrors, ServerClosingAKeptConnectionIsRetried) {
   // Answers without "Connection: close" and then closes: the client's next
   // request meets a dead kept-alive connection.

@@ -50,7 +50,8 @@ Result<BodyEncoding> BodyEncodingOf(const RequestedEncoding& encoding) {
     auto transport = GpuTransportFromName(*encoding.gpu_transport);
     if (!transport.ok()) {
       return Status::InvalidArgument("gpu_transport: this client does not implement '",
-                                     *encoding.gpu_transport, "' (none, cuda_ipc)");
+                                     *encoding.gpu_transport, "' (", GpuTransportChoices(NameList::kPlain),
+                                     ")");
     }
     body.transport = *transport;
   }
@@ -58,7 +59,7 @@ Result<BodyEncoding> BodyEncodingOf(const RequestedEncoding& encoding) {
     auto compression = CompressionFromName(*encoding.compression);
     if (!compression.ok()) {
       return Status::InvalidArgument("compression: this client does not implement '", *encoding.compression,
-                                     "' (none, lz4)");
+                                     "' (", CompressionChoices(NameList::kPlain), ")");
     }
     body.compression = *compression;
   }

@@ -66,8 +66,8 @@ Status CheckOptions(const std::string& image, const ImageOptions& o) {
   const std::string transport = client::RequestedTransport(o).value_or("none");
   const Result<GpuTransport> parsed = GpuTransportFromName(transport);
   if (!parsed.ok()) {
-    return Status::InvalidArgument("from_image: gpu_transport '", transport,
-                                   "' is not one of 'none', 'cuda_ipc'");
+    return Status::InvalidArgument("from_image: gpu_transport '", transport, "' is not one of ",
+                                   GpuTransportChoices(NameList::kQuoted));
   }
   if (*parsed != GpuTransport::kNone && o.num_workers > 1) {
     return Status::InvalidArgument("from_image: gpu_transport='", transport,

@@ -54,8 +54,8 @@ Result<std::pair<std::string, std::string>> PrepareServeDirs(const ServeOptions&
                                                              ServedServer& server, std::string_view who) {
   const Result<OutputFormat> format = OutputFormatFromName(options.output_format);
   if (!format.ok()) {
-    return Status::InvalidArgument(who, ": output_format '", options.output_format,
-                                   "' is not one of 'json', 'json+base64', 'json+binref'");
+    return Status::InvalidArgument(who, ": output_format '", options.output_format, "' is not one of ",
+                                   OutputFormatChoices(NameList::kQuoted));
   }
   std::error_code ec;
   std::string output_path = options.output_path;

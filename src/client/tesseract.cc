@@ -49,9 +49,19 @@ Result<Tesseract> Tesseract::FromLibrary(const std::string& path, const LibraryO
   return Tesseract(std::move(session), RequestedEncoding{std::nullopt, options.gpu_transport, std::nullopt});
 }
 
-Result<Value> Tesseract::Call(std::string_view endpoint, const Value* payload,
+Result<Value> Tesseract::Send(std::string_view endpoint, const Value* payload,
                               const std::optional<std::string>& run_id) const {
   return session_->Run(endpoint, payload, run_id, encoding_);
+}
+
+Result<Value> Tesseract::Call(std::string_view endpoint, const Value& body,
+                              const std::optional<std::string>& run_id) const {
+  const std::optional<EndpointId> id = core::FindEndpoint(endpoint);
+  if (!id || core::Endpoint(*id).kind == core::EndpointKind::kRuntime) {
+    return Status::InvalidArgument("'", endpoint, "' is not a component endpoint");
+  }
+  if (*id != EndpointId::kApply) TESS_RETURN_IF_ERROR(RequireEndpoint(endpoint));
+  return Send(endpoint, &body, run_id);
 }
 
 Status Tesseract::RequireEndpoint(std::string_view endpoint) const {
@@ -77,16 +87,16 @@ const ServedEndpointsDetail* GetServedEndpointsDetail(const Status& status) {
 
 Result<Value> Tesseract::Apply(const Value& inputs, const std::optional<std::string>& run_id) const {
   const Value payload = Value::Dict{{"inputs", inputs}};
-  return Call(Named(EndpointId::kApply), &payload, run_id);
+  return Send(Named(EndpointId::kApply), &payload, run_id);
 }
 
 Result<Value> Tesseract::AbstractEval(const Value& abstract_inputs) const {
   TESS_RETURN_IF_ERROR(RequireEndpoint(Named(EndpointId::kAbstractEval)));
   const Value payload = Value::Dict{{"inputs", abstract_inputs}};
-  return Call(Named(EndpointId::kAbstractEval), &payload, std::nullopt);
+  return Send(Named(EndpointId::kAbstractEval), &payload, std::nullopt);
 }
 
-Result<Value> Tesseract::Health() const { return Call(Named(EndpointId::kHealth), nullptr, std::nullopt); }
+Result<Value> Tesseract::Health() const { return Send(Named(EndpointId::kHealth), nullptr, std::nullopt); }
 
 Result<Value> Tesseract::CallGradient(std::string_view endpoint, const Value& inputs,
                                       const std::vector<std::string>& in, const std::vector<std::string>& out,
@@ -98,7 +108,7 @@ Result<Value> Tesseract::CallGradient(std::string_view endpoint, const Value& in
       {"inputs", inputs}, {prefix + "_inputs", PathList(in)}, {prefix + "_outputs", PathList(out)}};
   if (vector != nullptr) payload.set(std::string(e.vector_field), *vector);
   const Value body(std::move(payload));
-  return Call(endpoint, &body, run_id);
+  return Send(endpoint, &body, run_id);
 }
 
 Result<Value> Tesseract::Jacobian(const Value& inputs, const std::vector<std::string>& jac_inputs,
@@ -131,7 +141,7 @@ Result<TestOutcome> Tesseract::Test(const Value& test_spec) const {
     return Status::Unimplemented(available.message(), " It is served only in debug mode.")
         .WithDetail(available.detail());
   }
-  TESS_ASSIGN_OR_RETURN(Value result, Call(Named(EndpointId::kTest), &test_spec, std::nullopt));
+  TESS_ASSIGN_OR_RETURN(Value result, Send(Named(EndpointId::kTest), &test_spec, std::nullopt));
   const Value* status = result.is_dict() ? result.as_dict().find("status") : nullptr;
   if (status == nullptr || !status->is_string()) {
     return Status::DecodeError("the answer of test has no 'status' string");

@@ -256,7 +256,9 @@ Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& optio
       if (char* out = writer.ReserveStringBody(n)) Base64Encode(payload, out);
       break;
     }
-    default: writer.String(binref_spec); break;
+    case ArrayEncoding::kBinref: writer.String(binref_spec); break;
+    // No default: a new encoding must say here what it writes (-Wswitch).
+    case ArrayEncoding::kCudaIpc: return Status::Internal("cuda_ipc host arrays are refused above");
   }
   writer.Key("encoding");
   writer.String(ArrayEncodingName(options.encoding));

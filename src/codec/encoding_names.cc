@@ -2,6 +2,7 @@
 // and GPU transports, parsed once where they enter (config, Accept, arraydict)
 // and compared as enums everywhere else.
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "tesscpp/internal/encoding.h"
@@ -39,14 +40,30 @@ std::optional<E> FindIn(const Names<E> (&table)[N], std::string_view name) {
   return std::nullopt;
 }
 
+template <typename E, size_t N>
+std::string ListOf(const Names<E> (&table)[N], NameList style) {
+  std::string list;
+  for (size_t i = 0; i < N; ++i) {
+    list += i == 0 ? "" : i + 1 == N ? " or " : ", ";
+    const std::string_view name = table[i].second;
+    list += style == NameList::kQuoted ? "'" + std::string(name) + "'" : std::string(name);
+  }
+  return list;
+}
+
 }  // namespace
+
+std::string ArrayEncodingChoices(NameList style) { return ListOf(kArrayEncodings, style); }
+std::string CompressionChoices(NameList style) { return ListOf(kCompressions, style); }
+std::string OutputFormatChoices(NameList style) { return ListOf(kOutputFormats, style); }
+std::string GpuTransportChoices(NameList style) { return ListOf(kGpuTransports, style); }
 
 std::string_view ArrayEncodingName(ArrayEncoding encoding) { return NameIn(kArrayEncodings, encoding); }
 
 Result<ArrayEncoding> ArrayEncodingFromName(std::string_view name) {
   if (auto found = FindIn(kArrayEncodings, name)) return *found;
-  return Status::ValidationError("unknown array encoding '", name,
-                                 "' (expected 'json', 'base64', 'binref' or 'cuda_ipc')");
+  return Status::ValidationError("unknown array encoding '", name, "' (expected ",
+                                 ArrayEncodingChoices(NameList::kQuoted), ")");
 }
 
 std::string_view CompressionName(Compression compression) { return NameIn(kCompressions, compression); }
@@ -60,7 +77,8 @@ std::string_view OutputFormatName(OutputFormat format) { return NameIn(kOutputFo
 
 Result<OutputFormat> OutputFormatFromName(std::string_view name) {
   if (auto found = FindIn(kOutputFormats, name)) return *found;
-  return Status::InvalidArgument("output format '", name, "' is not one of json, json+base64, json+binref");
+  return Status::InvalidArgument("output format '", name, "' is not one of ",
+                                 OutputFormatChoices(NameList::kPlain));
 }
 
 ArrayEncoding ArrayEncodingOf(OutputFormat format) {
@@ -76,7 +94,8 @@ std::string_view GpuTransportName(GpuTransport transport) { return NameIn(kGpuTr
 
 Result<GpuTransport> GpuTransportFromName(std::string_view name) {
   if (auto found = FindIn(kGpuTransports, name)) return *found;
-  return Status::InvalidArgument("gpu transport '", name, "' is not one of none, cuda_ipc");
+  return Status::InvalidArgument("gpu transport '", name, "' is not one of ",
+                                 GpuTransportChoices(NameList::kPlain));
 }
 
 }  // namespace tesscpp

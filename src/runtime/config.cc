@@ -118,7 +118,8 @@ Status RuntimeConfig::Validate() const {
   // Each message names its setting (TESSERACT_<SETTING>, --<setting>).
   TESS_RETURN_IF_ERROR(OutputFormatFromName(output_format).status().WithContext("output_format"));
   if (!CompressionFromName(compression).ok()) {
-    return Status::InvalidArgument("compression '", compression, "' is not one of none, lz4");
+    return Status::InvalidArgument("compression '", compression, "' is not one of ",
+                                   CompressionChoices(NameList::kPlain));
   }
   auto named_transport = GpuTransportFromName(gpu_transport);
   if (!named_transport.ok()) return named_transport.status().WithContext("gpu_transport");

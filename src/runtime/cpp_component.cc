@@ -79,7 +79,8 @@ std::optional<std::string> DocOf(const Component& c, EndpointId endpoint) {
     case EndpointId::kVectorJacobianProduct: return doc(c.vector_jacobian_product());
     case EndpointId::kAbstractEval: return doc(c.abstract_eval());
     case EndpointId::kHealth:
-    case EndpointId::kTest: break;  // the runtime's
+    case EndpointId::kTest: break;   // the runtime's
+    case EndpointId::kCount: break;  // no endpoint
   }
   return std::nullopt;
 }

@@ -268,6 +268,7 @@ Value BuildOpenApiDocument(const OpenApiInput& input) {
       case core::EndpointId::kTest:
         for (const char* name : {"TestSpec", "TestCliConfig", "TestOutputSchema"}) b.AddReferenceModel(name);
         break;
+      case core::EndpointId::kCount: continue;  // no row has it
     }
     // The wrapped endpoints take the Accept header (negotiated output encoding).
     paths.set(path, Operation(e.name, "post", EndpointDocstring(e, input), e.request_model,

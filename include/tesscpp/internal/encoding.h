@@ -29,6 +29,10 @@ namespace tesscpp {
 
 class BufferPool;
 
+/// \brief How a list of the names below reads in a message or help text:
+/// "json, json+base64 or json+binref", or "'json', 'base64' or 'binref'".
+enum class NameList : uint8_t { kPlain, kQuoted };
+
 enum class ArrayEncoding : uint8_t { kJson, kBase64, kBinref, kCudaIpc };
 enum class Compression : uint8_t { kNone, kLz4 };
 
@@ -36,10 +40,14 @@ enum class Compression : uint8_t { kNone, kLz4 };
 std::string_view ArrayEncodingName(ArrayEncoding encoding);
 /// \brief Parses an encoding name; kValidationError listing the valid ones.
 Result<ArrayEncoding> ArrayEncodingFromName(std::string_view name);
+/// \brief Every name, from the one table the names come from (so messages
+/// and help texts follow a new entry); likewise for each kind below.
+std::string ArrayEncodingChoices(NameList style);
 /// \brief "none" or "lz4".
 std::string_view CompressionName(Compression compression);
 /// \brief Parses "lz4" (and "none"); kValidationError otherwise.
 Result<Compression> CompressionFromName(std::string_view name);
+std::string CompressionChoices(NameList style);
 
 /// \brief A response body's format, as the Accept header and
 /// TESSERACT_OUTPUT_FORMAT name it: JSON with arrays as nested lists,
@@ -49,6 +57,7 @@ enum class OutputFormat : uint8_t { kJson, kJsonBase64, kJsonBinref };
 std::string_view OutputFormatName(OutputFormat format);
 /// \brief Parses a format name; kInvalidArgument listing the valid ones.
 Result<OutputFormat> OutputFormatFromName(std::string_view name);
+std::string OutputFormatChoices(NameList style);
 /// \brief The array encoding a body format writes arrays with.
 ArrayEncoding ArrayEncodingOf(OutputFormat format);
 
@@ -59,6 +68,7 @@ enum class GpuTransport : uint8_t { kNone, kCudaIpc };
 std::string_view GpuTransportName(GpuTransport transport);
 /// \brief Parses a transport name; kInvalidArgument listing the valid ones.
 Result<GpuTransport> GpuTransportFromName(std::string_view name);
+std::string GpuTransportChoices(NameList style);
 
 /// \brief How the codec reaches CUDA memory for the cuda_ipc transport. The
 /// codec links no CUDA: the GPU transport layer implements this (one object

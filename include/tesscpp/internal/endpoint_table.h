@@ -23,8 +23,9 @@ enum class EndpointId : int {
   kHealth,
   kAbstractEval,
   kTest,
+  kCount,  ///< not an endpoint: how many there are (a new one goes above)
 };
-inline constexpr int kEndpointCount = 7;
+inline constexpr int kEndpointCount = static_cast<int>(EndpointId::kCount);
 
 /// \brief How the runtime runs an endpoint.
 enum class EndpointKind {

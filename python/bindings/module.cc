@@ -240,53 +240,35 @@ void BindFromImageAndLibrary(nb::class_<Tesseract>& cls) {
 }
 
 // One method per endpoint, and what the served document says.
+// The component endpoints' rows, for the Python client: how each request is
+// built (the path-set prefix and the vector field of a gradient).
+nb::list EndpointRows() {
+  nb::list rows;
+  for (const core::EndpointInfo& e : core::Endpoints()) {
+    if (e.kind == core::EndpointKind::kRuntime) continue;
+    nb::dict row;
+    row["name"] = std::string(e.name);
+    row["command"] = std::string(e.command);
+    row["short_name"] = std::string(e.short_name);
+    row["vector_field"] = std::string(e.vector_field);
+    rows.append(row);
+  }
+  return rows;
+}
+
+// Component endpoints go through one generic call: _tesseract.py builds each
+// request from the endpoint table (endpoint_rows), so an endpoint added to
+// the table needs no binding of its own.
 void BindEndpoints(nb::class_<Tesseract>& cls) {
   cls.def(
-         Named(EndpointId::kApply),
-         [](const Tesseract& t, const nb::handle& inputs, const Name& run_id) {
-           const Value payload = ToValue(inputs);
-           return CallReleased([&] { return t.Apply(payload, run_id); });
+         "call",
+         [](const Tesseract& t, const std::string& endpoint, const nb::handle& body, const Name& run_id) {
+           const Value request = ToValue(body);
+           return CallReleased([&] { return t.Call(endpoint, request, run_id); });
          },
-         nb::arg("inputs"), nb::arg("run_id").none())
-      .def(Named(EndpointId::kAbstractEval),
-           [](const Tesseract& t, const nb::handle& inputs) {
-             const Value payload = ToValue(inputs);
-             return CallReleased([&] { return t.AbstractEval(payload); });
-           })
+         nb::arg("endpoint"), nb::arg("body"), nb::arg("run_id").none())
       .def(Named(EndpointId::kHealth),
            [](const Tesseract& t) { return CallReleased([&] { return t.Health(); }); })
-      .def(
-          Named(EndpointId::kJacobian),
-          [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& jac_inputs,
-             const std::vector<std::string>& jac_outputs, const Name& run_id) {
-            const Value payload = ToValue(inputs);
-            return CallReleased([&] { return t.Jacobian(payload, jac_inputs, jac_outputs, run_id); });
-          },
-          nb::arg("inputs"), nb::arg("jac_inputs"), nb::arg("jac_outputs"), nb::arg("run_id").none())
-      .def(
-          Named(EndpointId::kJacobianVectorProduct),
-          [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& jvp_inputs,
-             const std::vector<std::string>& jvp_outputs, const nb::handle& tangent_vector,
-             const Name& run_id) {
-            const Value payload = ToValue(inputs);
-            const Value tangent = ToValue(tangent_vector);
-            return CallReleased(
-                [&] { return t.JacobianVectorProduct(payload, jvp_inputs, jvp_outputs, tangent, run_id); });
-          },
-          nb::arg("inputs"), nb::arg("jvp_inputs"), nb::arg("jvp_outputs"), nb::arg("tangent_vector"),
-          nb::arg("run_id").none())
-      .def(
-          Named(EndpointId::kVectorJacobianProduct),
-          [](const Tesseract& t, const nb::handle& inputs, const std::vector<std::string>& vjp_inputs,
-             const std::vector<std::string>& vjp_outputs, const nb::handle& cotangent_vector,
-             const Name& run_id) {
-            const Value payload = ToValue(inputs);
-            const Value cotangent = ToValue(cotangent_vector);
-            return CallReleased(
-                [&] { return t.VectorJacobianProduct(payload, vjp_inputs, vjp_outputs, cotangent, run_id); });
-          },
-          nb::arg("inputs"), nb::arg("vjp_inputs"), nb::arg("vjp_outputs"), nb::arg("cotangent_vector"),
-          nb::arg("run_id").none())
       .def(Named(EndpointId::kTest),
            [](const Tesseract& t, const nb::handle& test_spec) {
              const Value spec = ToValue(test_spec);
@@ -371,6 +353,7 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
   BindFromUrlAndSource(tesseract);
   BindFromImageAndLibrary(tesseract);
   BindEndpoints(tesseract);
+  m.def("endpoint_rows", &EndpointRows);
   BindHandle(tesseract);
   BindJaxFfi(m);
 }

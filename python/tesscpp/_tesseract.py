@@ -80,12 +80,12 @@ def _rebuild_validation_error(failure: _tesscpp.ValidationFailure, endpoint: str
     return ValidationError.from_exception_data(title, line_errors=details)
 
 
-def _call(method: Callable[..., Any], *args: Any) -> Any:
+def _call(method: Callable[..., Any], *args: Any, endpoint: str | None = None) -> Any:
     """Run a C++ call, turning a validation failure into pydantic's error."""
     try:
         return method(*args)
     except _tesscpp.ValidationFailure as failure:
-        raise _rebuild_validation_error(failure, method.__name__) from None
+        raise _rebuild_validation_error(failure, endpoint or method.__name__) from None
 
 
 def _log_sink(stream_logs: bool | Callable[[str], Any]) -> Callable[[str], Any] | None:
@@ -133,6 +133,10 @@ def _serve_config(
         "stream_logs": _log_sink(stream_logs),
         "token": token or "",
     }
+
+
+# The component endpoints' rows of the C++ endpoint table, by name.
+_ENDPOINTS = {row["name"]: row for row in _tesscpp.endpoint_rows()}
 
 
 class _Shared:
@@ -517,11 +521,38 @@ class Tesseract:
 
     # -- endpoints -------------------------------------------------------------
 
+    # Each typed method builds its request from the endpoint's row of the C++
+    # endpoint table and sends it through the one generic call.
+
+    def call(self, endpoint: str, body: dict, run_id: str | None = None) -> dict:
+        """Post `body`, a whole request, to the component endpoint `endpoint`
+        (its path without '/'): for endpoints without a method below."""
+        return _call(self._client.call, endpoint, body, run_id, endpoint=endpoint)
+
+    def _gradient(
+        self,
+        endpoint: str,
+        inputs: dict,
+        paths_in: list[str],
+        paths_out: list[str],
+        vector: dict | None,
+        run_id: str | None,
+    ) -> dict:
+        row = _ENDPOINTS[endpoint]
+        body: dict[str, Any] = {
+            "inputs": inputs,
+            f"{row['short_name']}_inputs": list(paths_in),
+            f"{row['short_name']}_outputs": list(paths_out),
+        }
+        if row["vector_field"]:
+            body[row["vector_field"]] = vector
+        return self.call(endpoint, body, run_id)
+
     def apply(self, inputs: dict, run_id: str | None = None) -> dict:
-        return _call(self._client.apply, inputs, run_id)
+        return self.call("apply", {"inputs": inputs}, run_id)
 
     def abstract_eval(self, abstract_inputs: dict) -> dict:
-        return _call(self._client.abstract_eval, abstract_inputs)
+        return self.call("abstract_eval", {"inputs": abstract_inputs})
 
     def health(self) -> dict:
         return _call(self._client.health)
@@ -533,7 +564,7 @@ class Tesseract:
         jac_outputs: list[str],
         run_id: str | None = None,
     ) -> dict:
-        return _call(self._client.jacobian, inputs, list(jac_inputs), list(jac_outputs), run_id)
+        return self._gradient("jacobian", inputs, jac_inputs, jac_outputs, None, run_id)
 
     def jacobian_vector_product(
         self,
@@ -543,14 +574,7 @@ class Tesseract:
         tangent_vector: dict,
         run_id: str | None = None,
     ) -> dict:
-        return _call(
-            self._client.jacobian_vector_product,
-            inputs,
-            list(jvp_inputs),
-            list(jvp_outputs),
-            tangent_vector,
-            run_id,
-        )
+        return self._gradient("jacobian_vector_product", inputs, jvp_inputs, jvp_outputs, tangent_vector, run_id)
 
     def vector_jacobian_product(
         self,
@@ -560,14 +584,7 @@ class Tesseract:
         cotangent_vector: dict,
         run_id: str | None = None,
     ) -> dict:
-        return _call(
-            self._client.vector_jacobian_product,
-            inputs,
-            list(vjp_inputs),
-            list(vjp_outputs),
-            cotangent_vector,
-            run_id,
-        )
+        return self._gradient("vector_jacobian_product", inputs, vjp_inputs, vjp_outputs, cotangent_vector, run_id)
 
     def test(self, test_spec: dict) -> None:
         """Run a TestSpec on the debug-mode /test endpoint: AssertionError when it

@@ -354,9 +354,9 @@ def test_test_endpoint_runs_test_specs(served_vectoradd):
 @pytest.mark.parametrize(
     ("inputs", "message"),
     [
-        ({"a": object()}, r"^a: cannot send a value of type object"),
-        ({"a": {1: 2}}, r"^a: dict keys must be strings"),
-        ({"a": [1, 2**70]}, r"^a\.\[1\]: integer does not fit 64 bits"),
+        ({"a": object()}, r"^inputs\.a: cannot send a value of type object"),
+        ({"a": {1: 2}}, r"^inputs\.a: dict keys must be strings"),
+        ({"a": [1, 2**70]}, r"^inputs\.a\.\[1\]: integer does not fit 64 bits"),
     ],
 )
 def test_unsendable_inputs_are_type_errors_naming_the_field(served_vectoradd, inputs, message):

@@ -37,6 +37,7 @@ RANK = {
     "component": 4,
     "gpu_transport": 5,
     "runtime": 6,
+    "cpp_kind": 7,
     "loader": 7,
     "client": 8,
     "libtesscpp": 9,  # the shared library: every layer above, no code of its own

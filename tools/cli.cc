@@ -45,7 +45,9 @@
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/gradient_check.h"
+#include "tesscpp/internal/component_kind.h"
 #include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/cpp_kind.h"
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/internal/http_server.h"
 #include "tesscpp/internal/json.h"
@@ -123,7 +125,7 @@ Result<Opened> MakeRuntime(const CommonOptions& o) {
   if (o.debug) config.debug = true;
   if (o.gpu_transport) config.gpu_transport = *o.gpu_transport;
   Opened opened;
-  if (IsPythonModule(o.library)) {
+  if (core::ComponentKindOf(o.library) == core::ComponentKind::kPythonModule) {
     const Process& process = ThisProcess();
     if (process.host == nullptr) return ExecPythonHost(process.argc, process.argv);
     // Before the module is imported under them (Runtime::Make checks again).
@@ -144,8 +146,8 @@ Result<Opened> MakeRuntime(const CommonOptions& o) {
   std::shared_ptr<const tesscpp::Component> component(std::move(library), held);
   TESS_ASSIGN_OR_RETURN(tesscpp::component::RunLoggerFactory mlflow_runs,
                         tesscpp::client::MlflowRunLoggers(config));
-  TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(component), std::move(config),
-                                                               std::move(mlflow_runs)));
+  TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::cpp_kind::MakeRuntime(
+                                            std::move(component), std::move(config), std::move(mlflow_runs)));
   return opened;
 }
 
@@ -440,7 +442,7 @@ Result<tesscpp::Tesseract> Target(const std::string& target) {
   if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0) {
     return tesscpp::Tesseract::FromUrl(target);
   }
-  if (target.size() > 3 && target.compare(target.size() - 3, 3, ".py") == 0) {
+  if (core::ComponentKindOf(target) == core::ComponentKind::kPythonModule) {
     return tesscpp::Tesseract::FromSource(target);
   }
   return tesscpp::Tesseract::FromLibrary(target);

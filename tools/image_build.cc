@@ -10,6 +10,7 @@
 #include "image_root.h"
 #include "python_image.h"
 #include "tesscpp/component.h"
+#include "tesscpp/internal/component_kind.h"
 #include "tesscpp/internal/component_library.h"
 #include "tesscpp/internal/json.h"
 #include "tesscpp/internal/subprocess.h"
@@ -73,10 +74,9 @@ Result<std::string> BuildProject(const fs::path& dir, const std::string& cli) {
 
 Result<std::string> BuildImage(const ImageBuildOptions& options) {
   ImageBuildOptions o = options;
-  if (fs::is_directory(o.component) && fs::exists(fs::path(o.component) / "tesseract_api.py")) {
-    return BuildPythonImage(o);
-  }
-  if (fs::is_directory(o.component)) {
+  const core::ComponentKind kind = core::ComponentKindOf(o.component);
+  if (kind == core::ComponentKind::kPythonProject) return BuildPythonImage(o);
+  if (kind == core::ComponentKind::kCppProject) {
     TESS_ASSIGN_OR_RETURN(o.component, BuildProject(fs::absolute(o.component), o.cli));
   }
   TESS_ASSIGN_OR_RETURN(auto library, ComponentLibrary::Open(o.component));

@@ -36,10 +36,6 @@ std::string PackageRoot() {
   return "";
 }
 
-bool IsPythonModule(std::string_view path) {
-  return path.size() > 3 && path.substr(path.size() - 3) == ".py";
-}
-
 Status ExecPythonHost(int argc, char** argv) {
   if (const std::string root = PackageRoot(); !root.empty()) {
     const char* old = std::getenv("PYTHONPATH");

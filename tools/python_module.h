@@ -21,9 +21,6 @@ std::string PythonToRun();
 /// executable (a wheel's site-packages, or <build>/python); empty when none.
 std::string PackageRoot();
 
-/// \brief Whether `path` names a Python module (a tesseract_api.py).
-bool IsPythonModule(std::string_view path);
-
 /// \brief Replaces this process by the Python host running `argv[1:]`: the
 /// interpreter is $TESSCPP_PYTHON, else the build's Python where it exists,
 /// else python3 on PATH; the tesscpp package beside this executable is put

@@ -8,6 +8,7 @@
 #include "client/session.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
+#include "tesscpp/internal/cpp_kind.h"
 #include "tesscpp/internal/device_values.h"
 #include "tesscpp/internal/file.h"
 #include "tesscpp/internal/json.h"
@@ -112,8 +113,8 @@ Result<std::shared_ptr<TesseractSession>> MakeLibrarySession(const std::string& 
   auto config = RuntimeConfig::FromSettings(settings);
   Result<component::RunLoggerFactory> mlflow_runs =
       config.ok() ? MlflowRunLoggers(*config) : Result<component::RunLoggerFactory>(config.status());
-  auto runtime =
-      mlflow_runs.ok() ? Runtime::Make(component, *config, *std::move(mlflow_runs)) : mlflow_runs.status();
+  auto runtime = mlflow_runs.ok() ? cpp_kind::MakeRuntime(component, *config, *std::move(mlflow_runs))
+                                  : mlflow_runs.status();
   if (!runtime.ok()) {
     std::error_code ignored;
     if (!scratch.empty()) std::filesystem::remove_all(scratch, ignored);

@@ -12,6 +12,7 @@
 #include "client/http_connection.h"
 #include "client/server_process.h"
 #include "client/session.h"
+#include "tesscpp/internal/component_kind.h"
 #include "tesscpp/internal/file.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
@@ -33,10 +34,6 @@ std::string TesscppExecutable(const std::string& configured) {
     if (fs::exists(beside)) return beside.string();
   }
   return "tesscpp";
-}
-
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
 // `python -c` this: tesseract-runtime's console script, without needing it on PATH.
@@ -70,8 +67,9 @@ Result<std::string> WaitForListeningLine(client::ServerProcess& process, bool te
 
 Result<std::shared_ptr<TesseractSession>> MakeServedSession(const std::string& path,
                                                             const SourceOptions& options) {
-  const bool is_library = EndsWith(path, ".so") || path.find(".so.") != std::string::npos;
-  const bool is_python = EndsWith(path, ".py");
+  const core::ComponentKind kind = core::ComponentKindOf(path);
+  const bool is_library = kind == core::ComponentKind::kLibrary;
+  const bool is_python = kind == core::ComponentKind::kPythonModule;
   if (!is_library && !is_python) {
     return Status::InvalidArgument("from_source: '", path,
                                    "' is neither a component library (.so) nor a tesseract_api.py (.py)");

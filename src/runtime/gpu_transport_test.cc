@@ -13,6 +13,7 @@
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/cpp_kind.h"
 #include "tesscpp/internal/json.h"
 #include "tesscpp/internal/runtime.h"
 
@@ -27,7 +28,7 @@ std::unique_ptr<Runtime> ServeNoop(const std::string& gpu_transport) {
   config.output_path = (std::filesystem::temp_directory_path() / "tesscpp_gpu_transport_test").string();
   std::filesystem::create_directories(config.output_path);
   std::shared_ptr<const Component> component(*library, &(*library)->component());
-  auto runtime = Runtime::Make(component, config);
+  auto runtime = cpp_kind::MakeRuntime(component, config);
   EXPECT_OK(runtime);
   return runtime.ok() ? *std::move(runtime) : nullptr;
 }

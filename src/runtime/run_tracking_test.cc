@@ -14,6 +14,7 @@
 #include "runtime/run_dir.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
+#include "tesscpp/internal/cpp_kind.h"
 #include "tesscpp/internal/run_logger.h"
 #include "tesscpp/internal/runtime.h"
 #include "tesscpp/run_log.h"
@@ -138,7 +139,7 @@ TEST(RunTrackingConfig, AnMlflowUriNeedsAnMlflowClient) {
   ASSERT_TRUE(config.ok());
   Component component("c", "1");
   component.Apply([](const ModelView&, Record&) { return Status::OK(); });
-  auto runtime = Runtime::Make(std::make_shared<const Component>(std::move(component)), *config);
+  auto runtime = cpp_kind::MakeRuntime(std::make_shared<const Component>(std::move(component)), *config);
   ASSERT_FALSE(runtime.ok());
   EXPECT_NE(runtime.status().message().find("TESSERACT_MLFLOW_TRACKING_URI"), std::string::npos);
 }

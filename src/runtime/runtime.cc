@@ -24,7 +24,6 @@
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
 #include "runtime/binref_output_pool.h"
-#include "runtime/cpp_component.h"
 #include "runtime/docs_page.h"
 #include "runtime/file_run_logger.h"
 #include "runtime/json_error.h"
@@ -32,7 +31,7 @@
 #include "runtime/per_process.h"
 #include "runtime/run_dir.h"
 #include "runtime/run_dir_pool.h"
-#include "runtime/test_endpoint.h"
+#include "runtime/test_spec_runner.h"
 #include "schema/validate.h"
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/internal/json.h"
@@ -644,16 +643,6 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
     return r;
   }
   return Post(*endpoint, request, query);
-}
-
-Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const Component> component,
-                                               RuntimeConfig config,
-                                               component::RunLoggerFactory mlflow_runs) {
-  TESS_ASSIGN_OR_RETURN(
-      std::shared_ptr<const runtime::CppComponent> served,
-      runtime::CppComponent::Make(std::move(component), config.input_path, config.output_path));
-  return Make(std::shared_ptr<const ServedComponent>(std::move(served)), std::move(config),
-              std::move(mlflow_runs));
 }
 
 Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedComponent> component,

@@ -4,6 +4,7 @@
 // arrays by value and dtype, maps without key order, 422 issues by type, loc,
 // ctx and (where ours is not documented to differ) message.
 #include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/cpp_kind.h"
 
 #include <gtest/gtest.h>
 
@@ -37,7 +38,7 @@ std::unique_ptr<Runtime> Serve(const std::string& example, RuntimeConfig config 
   config.version = "unknown";
   config.output_path = TempDir(example).string();
   std::shared_ptr<const Component> component(*library, &(*library)->component());
-  auto runtime = Runtime::Make(component, config);
+  auto runtime = cpp_kind::MakeRuntime(component, config);
   EXPECT_OK(runtime);
   return runtime.ok() ? *std::move(runtime) : nullptr;
 }

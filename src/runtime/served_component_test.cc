@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "core/status_matchers.h"
-#include "runtime/callback_component.h"
+#include "support/callback_component.h"
 #include "support/test_files.h"
 #include "tesscpp/internal/json.h"
 #include "tesscpp/internal/runtime.h"

@@ -1,7 +1,7 @@
 """A second component kind served by tesscpp's unchanged runtime over HTTP,
 called by tesseract-core 1.15's own SDK.
 
-The kind (src/runtime/callback_component.h) is vectoradd written as callbacks
+The kind (tests/support/callback_component.h) is vectoradd written as callbacks
 that validate their own requests and bring tesseract-runtime's recorded OpenAPI
 document of the Python twin — the shape a Python module served on tesscpp's
 runtime takes. Nothing in the runtime knows about it: it implements the

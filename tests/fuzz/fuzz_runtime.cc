@@ -14,6 +14,7 @@
 
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
+#include "tesscpp/internal/cpp_kind.h"
 #include "tesscpp/internal/json.h"
 #include "tesscpp/internal/runtime.h"
 
@@ -31,7 +32,7 @@ const tesscpp::Runtime& Served(bool gpu_transport) {
     config.output_path = "/tmp/tesscpp-fuzz-runtime";
     config.input_path = "/tmp/tesscpp-fuzz-runtime";
     config.gpu_transport = transport;
-    return *tesscpp::Runtime::Make(component, config);
+    return *tesscpp::cpp_kind::MakeRuntime(component, config);
   };
   static const std::unique_ptr<tesscpp::Runtime> plain = make("none");
   static const std::unique_ptr<tesscpp::Runtime> gpu =

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "runtime/callback_component.h"
+#include "support/callback_component.h"
 #include "support/test_files.h"
 #include "tesscpp/internal/http_server.h"
 #include "tesscpp/internal/json.h"

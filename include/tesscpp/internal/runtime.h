@@ -21,7 +21,6 @@
 
 namespace tesscpp {
 
-class Component;
 class ServedComponent;  // served_component.h: what every kind of component implements
 
 /// \brief The runtime settings tesseract-core reads from TESSERACT_* variables.
@@ -94,18 +93,13 @@ struct RuntimeResponse {
 
 class Runtime {
  public:
-  /// \brief Prepares every endpoint of `component` (models, OpenAPI document).
-  /// kInvalidArgument for a config that does not validate.
-  /// `mlflow_runs` makes the runs of C++ endpoints when
-  /// config.mlflow_tracking_uri is set (the client layer's MlflowRunLoggers;
-  /// kInvalidArgument when it is set and none is given, unless the component
-  /// tracks its runs itself).
-  static Result<std::unique_ptr<Runtime>> Make(std::shared_ptr<const Component> component,
-                                               RuntimeConfig config,
-                                               component::RunLoggerFactory mlflow_runs = nullptr);
   /// \brief Serves a component of any kind through the interface every kind
-  /// implements (a C++ Component is one: the overload above wraps it).
-  /// kInvalidArgument also for a component without apply.
+  /// implements (a C++ Component: cpp_kind::MakeRuntime, tesscpp/internal/cpp_kind.h).
+  /// kInvalidArgument for a config that does not validate or a component
+  /// without apply. `mlflow_runs` makes the runs of the component's endpoints
+  /// when config.mlflow_tracking_uri is set (the client layer's
+  /// MlflowRunLoggers; kInvalidArgument when it is set and none is given,
+  /// unless the component tracks its runs itself).
   static Result<std::unique_ptr<Runtime>> Make(std::shared_ptr<const ServedComponent> component,
                                                RuntimeConfig config,
                                                component::RunLoggerFactory mlflow_runs = nullptr);

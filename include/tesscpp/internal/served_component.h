@@ -5,7 +5,7 @@
 // The runtime (runtime.cc) owns everything a served Tesseract does around its
 // endpoints: routing, body rules, Accept negotiation, run directories, stdio
 // capture, the GPU transport, /health, /test, errors. A component kind — C++
-// components (src/runtime/cpp_component.h), a Python module
+// components (src/cpp_kind/cpp_component.h), a Python module
 // (python/bindings/python_component.h), a table of callbacks in a test — implements this interface and
 // nothing else: it says which endpoints it has, brings its OpenAPI document, and turns a request body into a
 // call. The runtime has no branch on the kind (docs/architecture.md).

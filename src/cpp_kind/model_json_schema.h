@@ -11,7 +11,7 @@
 #include "tesscpp/schema.h"
 #include "tesscpp/value.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 
 /// \brief {"$ref": "#/components/schemas/<model>"}.
 Value SchemaRef(std::string_view model);
@@ -45,4 +45,4 @@ struct JsonSchemaBuilder {
   Value ArrayLeaf(const SchemaType& type);
 };
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

@@ -1,4 +1,4 @@
-#include "runtime/gradient_request.h"
+#include "cpp_kind/gradient_request.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "schema/validate.h"
 #include "tesscpp/validation_issue.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 namespace {
 
 // "jvp_inputs", "jvp_outputs": the request's path-set fields.
@@ -31,7 +31,7 @@ void CheckPathItem(const std::vector<DifferentiablePath>& paths, const Value& it
   for (const DifferentiablePath& p : paths) {
     std::vector<Value> loc{Value(field), loc_index};
     if (!p.wildcard) {
-      const std::string expected = PyRepr(p.spelling);
+      const std::string expected = runtime::PyRepr(p.spelling);
       if (tagged) loc.emplace_back("literal[" + expected + "]");
       issues.push_back({"literal_error", loc, "Input should be " + expected, item,
                         Value::Dict{{"expected", Value(expected)}}});
@@ -41,8 +41,9 @@ void CheckPathItem(const std::vector<DifferentiablePath>& paths, const Value& it
         issues.push_back({"string_type", loc, "Input should be a valid string", item, Value()});
       } else {
         const std::string pattern = "^" + p.regex + "$";
-        issues.push_back({"string_pattern_mismatch", loc, "String should match pattern " + PyRepr(pattern),
-                          item, Value::Dict{{"pattern", Value(pattern)}}});
+        issues.push_back({"string_pattern_mismatch", loc,
+                          "String should match pattern " + runtime::PyRepr(pattern), item,
+                          Value::Dict{{"pattern", Value(pattern)}}});
       }
     }
   }
@@ -140,7 +141,7 @@ Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, co
   sorted_given.erase(std::unique(sorted_given.begin(), sorted_given.end()), sorted_given.end());
   if (sorted_given != *keys) {
     return value_error(std::string("Expected ") + vector_name + " with keys conforming to " + set_name +
-                       ": " + PySetRepr(*keys) + ", got " + PySetRepr(given) + ".");
+                       ": " + runtime::PySetRepr(*keys) + ", got " + runtime::PySetRepr(given) + ".");
   }
   if (tangent && !inputs) {
     return value_error("Unable to validate tangent vector as inputs either missing or invalid");
@@ -160,8 +161,8 @@ Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, co
     }
     auto validated = schema::ValidateValue(type, value);
     if (!validated.ok()) {
-      return value_error(std::string(tangent ? "Tangent" : "Cotangent") + " vector " + PyRepr(key) + ": " +
-                         IssueSummary(validated.status()));
+      return value_error(std::string(tangent ? "Tangent" : "Cotangent") + " vector " + runtime::PyRepr(key) +
+                         ": " + IssueSummary(validated.status()));
     }
     out.insert_or_assign(key, validated->as_tensor());
   }
@@ -267,14 +268,15 @@ Result<Value> ValidateJacobianResult(const GradientModels& m, const GradientRequ
   for (const auto& [k, v] : result) out_keys.push_back(k);
   if (out_keys != request.output_set) {
     return Status::Internal("Error when validating output of jacobian:\nExpected keys ",
-                            PySetRepr(request.output_set), " in output; got ", PySetRepr(out_keys));
+                            runtime::PySetRepr(request.output_set), " in output; got ",
+                            runtime::PySetRepr(out_keys));
   }
   Value::Dict out;
   for (const auto& [out_path, blocks] : result) {
     if (Keys(blocks) != request.input_set) {
       return Status::Internal("Error when validating output of jacobian:\nExpected input keys ",
-                              PySetRepr(request.input_set), ", got ", PySetRepr(Keys(blocks)),
-                              " for output key ", out_path);
+                              runtime::PySetRepr(request.input_set), ", got ",
+                              runtime::PySetRepr(Keys(blocks)), " for output key ", out_path);
     }
     const ShapeSpec& out_shape = FindDifferentiablePath(m.output_paths, out_path)->type.shape();
     Value::Dict row;
@@ -317,8 +319,8 @@ Result<Value> ValidateProductResult(const GradientModels& m, const GradientReque
   const bool jvp = m.endpoint == core::EndpointId::kJacobianVectorProduct;
   const PathSet& expected = jvp ? request.output_set : request.input_set;
   if (Keys(result) != expected) {
-    return Status::Internal("Expected keys ", PySetRepr(expected), " in output; got ",
-                            PySetRepr(Keys(result)));
+    return Status::Internal("Expected keys ", runtime::PySetRepr(expected), " in output; got ",
+                            runtime::PySetRepr(Keys(result)));
   }
   Value::Dict out;
   for (const auto& [path, tensor] : result) {
@@ -333,4 +335,4 @@ Result<Value> ValidateProductResult(const GradientModels& m, const GradientReque
   return Value(std::move(out));
 }
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

@@ -1,18 +1,18 @@
-#include "runtime/cpp_component.h"
+#include "cpp_kind/cpp_component.h"
 
 #include <algorithm>
 #include <array>
 #include <utility>
 
+#include "cpp_kind/endpoint_schemas.h"
+#include "cpp_kind/gradient_request.h"
+#include "cpp_kind/openapi.h"
 #include "platform/phase_trace.h"
-#include "runtime/endpoint_schemas.h"
-#include "runtime/gradient_request.h"
-#include "runtime/openapi.h"
 #include "schema/validate.h"
 #include "tesscpp/internal/device_values.h"
 #include "tesscpp/internal/run_logger.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 
 using core::EndpointId;
 
@@ -49,7 +49,7 @@ namespace {
 // OutputDirectory() names `output_path` during every call, with a run or
 // without one (/test, abstract_eval).
 template <typename Fn>
-Result<Value> InRun(const CallContext& context, const std::string& output_path, const Fn& call) {
+Result<Value> InRun(const runtime::CallContext& context, const std::string& output_path, const Fn& call) {
   if (context.run_loggers == nullptr || !*context.run_loggers) {
     component::ScopedRunLogger scope(nullptr, output_path);
     return call();
@@ -197,7 +197,7 @@ Result<std::shared_ptr<const CppComponent>> CppComponent::Make(std::shared_ptr<c
 
 bool CppComponent::Implements(EndpointId endpoint) const { return DocOf(*component_, endpoint).has_value(); }
 
-Result<ServedDocuments> CppComponent::Documents(const DocumentSettings& settings) const {
+Result<runtime::ServedDocuments> CppComponent::Documents(const runtime::DocumentSettings& settings) const {
   OpenApiInput doc;
   doc.title = settings.title.value_or(component_->name());
   doc.version = settings.version.value_or(component_->version());
@@ -210,18 +210,18 @@ Result<ServedDocuments> CppComponent::Documents(const DocumentSettings& settings
   doc.gpu_transports = settings.gpu_transports;
   doc.compressions = settings.compressions;
   // The runtime writes the document and renders /docs from it.
-  return ServedDocuments{BuildOpenApiDocument(doc), std::nullopt, std::nullopt};
+  return runtime::ServedDocuments{BuildOpenApiDocument(doc), std::nullopt, std::nullopt};
 }
 
-Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& body,
-                                           std::string_view /*text*/) const {
+Result<runtime::PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& body,
+                                                    std::string_view /*text*/) const {
   // Each call shares the component and the models (`gradient` points into
   // them), so it stays valid whatever becomes of this object.
   if (const GradientModels* gradient = models_->Gradient(endpoint)) {
     TESS_ASSIGN_OR_RETURN(GradientRequest validated,
                           ValidateGradientRequest(*gradient, body, models_->requests));
-    return PreparedCall([c = component_, m = models_, gradient,
-                         validated = std::move(validated)](const CallContext& context) {
+    return runtime::PreparedCall([c = component_, m = models_, gradient,
+                                  validated = std::move(validated)](const runtime::CallContext& context) {
       return InRun(context, m->requests.output_path, [&] { return CallGradient(*c, *gradient, validated); });
     });
   }
@@ -234,12 +234,12 @@ Result<PreparedCall> CppComponent::Prepare(EndpointId endpoint, const Value& bod
   TESS_ASSIGN_OR_RETURN(Value validated,
                         schema::ValidateModel(apply ? *models_->apply_request : *models_->abstract_request,
                                               body, models_->requests));
-  return PreparedCall(
-      [c = component_, m = models_, apply, validated = std::move(validated)](const CallContext& context) {
-        const Value& inputs = validated.as_dict().at("inputs");
-        return InRun(context, m->requests.output_path,
-                     [&] { return apply ? CallApply(*c, *m, inputs) : CallAbstractEval(*c, *m, inputs); });
-      });
+  return runtime::PreparedCall([c = component_, m = models_, apply,
+                                validated = std::move(validated)](const runtime::CallContext& context) {
+    const Value& inputs = validated.as_dict().at("inputs");
+    return InRun(context, m->requests.output_path,
+                 [&] { return apply ? CallApply(*c, *m, inputs) : CallAbstractEval(*c, *m, inputs); });
+  });
 }
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

@@ -11,7 +11,7 @@
 #include "tesscpp/internal/path.h"
 #include "tesscpp/schema.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 
 /// \brief A copy of `model` and every model nested in it, each renamed
 /// `<prefix><name>`. With `abstract`, array leaves become ShapeDType leaves and
@@ -42,4 +42,4 @@ const DifferentiablePath* FindDifferentiablePath(const std::vector<Differentiabl
 /// path ("" for the root): the OpenAPI document's field_order.
 std::vector<std::pair<std::string, std::vector<std::string>>> FieldOrder(const ModelSchema& model);
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

@@ -11,7 +11,7 @@
 #include "tesscpp/component.h"
 #include "tesscpp/internal/served_component.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 
 /// \brief The author's docstring of each endpoint `component` implements
 /// (may be empty), keyed by the table's id.
@@ -28,11 +28,11 @@ class CppComponent final : public ServedComponent {
 
   std::string name() const override { return component_->name(); }
   bool Implements(core::EndpointId endpoint) const override;
-  Result<ServedDocuments> Documents(const DocumentSettings& settings) const override;
+  Result<runtime::ServedDocuments> Documents(const runtime::DocumentSettings& settings) const override;
   /// A component that does not accept device arrays gets host copies of any
   /// CUDA tensors in the request when the call runs.
-  Result<PreparedCall> Prepare(core::EndpointId endpoint, const Value& body,
-                               std::string_view text) const override;
+  Result<runtime::PreparedCall> Prepare(core::EndpointId endpoint, const Value& body,
+                                        std::string_view text) const override;
 
   struct Models;  // the derived models, per endpoint
   CppComponent(std::shared_ptr<const Component> component, std::shared_ptr<const Models> models);
@@ -42,4 +42,4 @@ class CppComponent final : public ServedComponent {
   std::shared_ptr<const Models> models_;
 };
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

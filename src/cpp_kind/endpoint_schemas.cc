@@ -1,9 +1,9 @@
 // Endpoint models derived from a component's schemas.
-#include "runtime/endpoint_schemas.h"
+#include "cpp_kind/endpoint_schemas.h"
 
 #include <map>
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 namespace {
 
 using ModelCache = std::map<const ModelSchema*, std::shared_ptr<const ModelSchema>>;
@@ -143,4 +143,4 @@ std::vector<std::pair<std::string, std::vector<std::string>>> FieldOrder(const M
   return out;
 }
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

@@ -1,8 +1,8 @@
-#include "runtime/endpoint_schemas.h"
+#include "cpp_kind/endpoint_schemas.h"
 
 #include <gtest/gtest.h>
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 namespace {
 
 std::shared_ptr<const ModelSchema> Mesh() {
@@ -54,4 +54,4 @@ TEST(EndpointSchemas, FieldOrderListsEveryModel) {
 }
 
 }  // namespace
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

@@ -1,4 +1,4 @@
-#include "runtime/test_endpoint.h"
+#include "runtime/test_spec_runner.h"
 
 #include <cmath>
 #include <complex>

@@ -13,7 +13,7 @@
 #include "tesscpp/schema.h"
 #include "tesscpp/value.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 
 struct OpenApiInput {
   std::string title;        ///< info.title
@@ -34,4 +34,4 @@ struct OpenApiInput {
 /// \brief The whole document.
 Value BuildOpenApiDocument(const OpenApiInput& input);
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

@@ -1,11 +1,11 @@
-#include "runtime/reference_models.h"
+#include "cpp_kind/reference_models.h"
 
 #include <cstdlib>
 #include <string_view>
 
 #include "tesscpp/internal/json.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 namespace {
 
 // Models of the reference that do not depend on the component, as pydantic
@@ -254,4 +254,4 @@ const Value::Dict& ArrayLeafParts() {
   return kParts.as_dict();
 }
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

@@ -7,7 +7,7 @@
 
 #include "tesscpp/value.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 
 /// \brief The component schema of a fixed model by name ("Base64ArrayData",
 /// "ShapeDType", "HTTPValidationError", "TestSpec", ...). Aborts on an
@@ -18,4 +18,4 @@ const Value& ReferenceModel(std::string_view name);
 /// and dtype ("object_type", "data").
 const Value::Dict& ArrayLeafParts();
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

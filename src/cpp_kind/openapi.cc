@@ -5,7 +5,7 @@
 // content: model_json_schema.h builds schemas as pydantic builds them,
 // fastapi_schema.h gives them the reference's key order, and this file adds
 // the runtime's request/response models and the paths.
-#include "runtime/openapi.h"
+#include "cpp_kind/openapi.h"
 
 #include <initializer_list>
 #include <string>
@@ -13,13 +13,13 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/endpoint_schemas.h"
-#include "runtime/fastapi_schema.h"
-#include "runtime/model_json_schema.h"
+#include "cpp_kind/endpoint_schemas.h"
+#include "cpp_kind/fastapi_schema.h"
+#include "cpp_kind/model_json_schema.h"
 #include "runtime/py_text.h"
 #include "tesscpp/internal/endpoint_table.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 namespace {
 
 using Dict = Value::Dict;
@@ -44,8 +44,8 @@ Value PathsJson(const std::vector<DifferentiablePath>& paths) {
 Value PathSetJson(const std::vector<DifferentiablePath>& paths, std::string_view name,
                   std::string_view description) {
   return Dict{
-      {"type", "array"}, {"items", PathsJson(paths)}, {"uniqueItems", true},
-      {"minItems", 1},   {"title", PyTitle(name)},    {"description", description},
+      {"type", "array"}, {"items", PathsJson(paths)},       {"uniqueItems", true},
+      {"minItems", 1},   {"title", runtime::PyTitle(name)}, {"description", description},
   };
 }
 
@@ -201,7 +201,7 @@ Value JsonContent(Value schema) { return Dict{{"application/json", Dict{{"schema
 // (requestBody: content, required). `request` is empty for a GET.
 Value Operation(std::string_view name, std::string_view method, std::string_view docstring,
                 std::string_view request, Value response_schema, bool accept_header) {
-  Dict op{{"summary", PyTitle(name)}};
+  Dict op{{"summary", runtime::PyTitle(name)}};
   if (std::string description = RouteDescription(docstring); !description.empty()) {
     op.set("description", std::move(description));
   }
@@ -294,4 +294,4 @@ Value BuildOpenApiDocument(const OpenApiInput& input) {
               {"x-supported-compressions", StringList(input.compressions)}};
 }
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

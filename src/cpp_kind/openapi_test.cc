@@ -3,7 +3,7 @@
 // (tests/data/golden/runtime, recorded by tests/golden/generate_runtime.py
 // with TESSERACT_NAME=<fixture>, no version or description, debug off).
 // Clients diff these documents, so the comparison is exact, key order included.
-#include "runtime/openapi.h"
+#include "cpp_kind/openapi.h"
 
 #include <gtest/gtest.h>
 
@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "core/status_matchers.h"
-#include "runtime/cpp_component.h"
+#include "cpp_kind/cpp_component.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
 #include "tesscpp/internal/component_library.h"
 #include "tesscpp/internal/json.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 namespace {
 
 std::shared_ptr<const ComponentLibrary> Load(const std::string& name) {
@@ -423,4 +423,4 @@ TEST(OpenApi, EndpointDescriptionIsTheCleanedDocstring) {
 }
 
 }  // namespace
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

@@ -1,4 +1,4 @@
-#include "runtime/model_json_schema.h"
+#include "cpp_kind/model_json_schema.h"
 
 #include <array>
 #include <cstdint>
@@ -7,11 +7,11 @@
 #include <string>
 #include <utility>
 
+#include "cpp_kind/reference_models.h"
 #include "runtime/py_text.h"
-#include "runtime/reference_models.h"
 #include "schema/validate.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 namespace {
 
 using Dict = Value::Dict;
@@ -171,7 +171,7 @@ Value JsonSchemaBuilder::ModelRef(const ModelSchema& model) {
 Value JsonSchemaBuilder::FieldJson(const FieldSchema& field) {
   Value schema = TypeJson(field.type);
   Dict& s = schema.as_dict();
-  if (TitleFromFieldName(field.type) && !s.contains("title")) s.set("title", PyTitle(field.name));
+  if (TitleFromFieldName(field.type) && !s.contains("title")) s.set("title", runtime::PyTitle(field.name));
   if (!field.description.empty()) s.set("description", field.description);
   if (field.default_value) s.set("default", DefaultJson(field.type, *field.default_value));
   return schema;
@@ -227,4 +227,4 @@ Value JsonSchemaBuilder::ArrayLeaf(const SchemaType& type) {
               {"array_flags", std::move(flags)}};
 }
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

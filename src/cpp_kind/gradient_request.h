@@ -7,14 +7,14 @@
 
 #include <vector>
 
-#include "runtime/endpoint_schemas.h"
+#include "cpp_kind/endpoint_schemas.h"
 #include "schema/validate.h"
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/model.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 
 struct GradientModels {
   core::EndpointId endpoint;  ///< one of the three gradients
@@ -44,4 +44,4 @@ Result<Value> ValidateJacobianResult(const GradientModels& models, const Gradien
 Result<Value> ValidateProductResult(const GradientModels& models, const GradientRequest& request,
                                     const TensorMap& result);
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

@@ -1,7 +1,7 @@
 // vectoradd written as callbacks (callback_component.h), without Component,
 // ModelSchema or the derived models: the component kind does all of its own
 // validation, as a Python module does with pydantic.
-#include "runtime/callback_component.h"
+#include "support/callback_component.h"
 
 #include <algorithm>
 #include <cstdio>

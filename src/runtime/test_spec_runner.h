@@ -1,4 +1,4 @@
-// test_endpoint.h: the debug-mode /test endpoint — run one
+// test_spec_runner.h: what the debug-mode /test endpoint does — run one
 // endpoint on a TestSpec's payload and compare with its expected outputs or
 // expected exception, answering {"status", "message", "endpoint"}.
 //

@@ -8,7 +8,7 @@
 
 #include "tesscpp/value.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 
 /// \brief A component schema as it appears under components.schemas: keys in
 /// pydantic's sort order, then re-validated through FastAPI's Schema model
@@ -18,4 +18,4 @@ Value FastApiComponentSchema(const Value& schema, std::string_view name);
 /// \brief FastAPI's operation description: the cleaned docstring up to a form feed, stripped.
 std::string RouteDescription(std::string_view docstring);
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

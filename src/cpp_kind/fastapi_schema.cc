@@ -1,4 +1,4 @@
-#include "runtime/fastapi_schema.h"
+#include "cpp_kind/fastapi_schema.h"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 
 #include "runtime/py_text.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::cpp_kind {
 namespace {
 
 using Dict = Value::Dict;
@@ -123,9 +123,9 @@ Value FastApiComponentSchema(const Value& schema, std::string_view name) {
 }
 
 std::string RouteDescription(std::string_view docstring) {
-  const std::string cleaned = PyCleanDoc(docstring);
+  const std::string cleaned = runtime::PyCleanDoc(docstring);
   const std::string_view text = cleaned;
-  return std::string(PyStrip(text.substr(0, text.find('\f'))));
+  return std::string(runtime::PyStrip(text.substr(0, text.find('\f'))));
 }
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::cpp_kind

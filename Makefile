@@ -6,7 +6,7 @@ BOOTSTRAP := scripts/bootstrap.sh
 PYTHON := .venv/bin/python
 FUZZ_SECONDS ?= 300
 
-.PHONY: all bootstrap build demo test check check-format check-layers check-namespaces check-python check-functions check-citations bench wheel fuzz asan tsan format lint clean
+.PHONY: all bootstrap build demo test check check-format check-layers check-namespaces check-python check-functions check-citations check-doc-refs bench wheel fuzz asan tsan format lint clean
 
 all: build
 
@@ -66,7 +66,7 @@ format:
 	clang-format-14 -i $(SOURCES)
 
 # Part of `make test`: the rules a reviewer would otherwise have to enforce.
-check: check-format check-layers check-namespaces check-python check-functions check-citations
+check: check-format check-layers check-namespaces check-python check-functions check-citations check-doc-refs
 
 # Every C++ file as clang-format leaves it (fix with `make format`).
 check-format: bootstrap
@@ -88,6 +88,11 @@ check-python: bootstrap
 # failed GPU run is cited as passing (scripts/check_citations.py).
 check-citations: bootstrap
 	@$(PYTHON) scripts/check_citations.py
+
+# Every docs/<name>.md a comment, test or document cites exists, with the section it names
+# (scripts/check_doc_refs.py): renaming, splitting or renumbering a document leaves none dangling.
+check-doc-refs: bootstrap
+	@$(PYTHON) scripts/check_doc_refs.py
 
 # No C++ or Python function outside bench/ and examples/ over 80 lines (lizard's count, signature to
 # closing brace): a longer one is split into named steps. Tests are held to it too.

@@ -1,7 +1,10 @@
-// The tesscpp commands (cli.h): serve a component library or a
-// tesseract_api.py over HTTP, print its OpenAPI document, run one endpoint
-// once from the shell — what `tesseract-runtime` does for a tesseract_api.py —
-// or call any served Tesseract.
+// The tesscpp command line (cli.h): every command's options, parsed with
+// CLI11 (kept to this file: a heavy header), and the command each runs —
+// serve a component library or a tesseract_api.py over HTTP
+// (serve_command.h), print its OpenAPI document or run one endpoint once from
+// the shell as `tesseract-runtime` does (one_shot_commands.h), call any
+// served Tesseract (call_command.h), check gradients
+// (check_gradients_command.h), build and run images, write a project.
 //
 //   tesscpp serve build/examples/libvectoradd.so --port 8000
 //   tesscpp serve tesseract_api.py --num-workers 4
@@ -18,42 +21,28 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
 #pragma GCC diagnostic pop
-#include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <sstream>
 #include <utility>
 #include <vector>
 
+#include "call_command.h"
+#include "check_gradients_command.h"
 #include "cli.h"
-#include "gradient_report.h"
+#include "command_context.h"
 #include "image_build.h"
 #include "image_run.h"
 #include "init_project.h"
-#include "python_module.h"
+#include "one_shot_commands.h"
 #include "runtime_options.h"
+#include "serve_command.h"
 #include "tesscpp/client.h"
-#include "tesscpp/component.h"
-#include "tesscpp/cuda.h"
-#include "tesscpp/gradient_check.h"
-#include "tesscpp/internal/component_kind.h"
-#include "tesscpp/internal/component_library.h"
-#include "tesscpp/internal/cpp_kind.h"
+#include "tesscpp/internal/encoding.h"
 #include "tesscpp/internal/endpoint_table.h"
 #include "tesscpp/internal/http_server.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/mlflow_runs.h"
-#include "tesscpp/internal/runtime.h"
-#include "tesscpp/internal/served_component.h"
 
 namespace tesscpp::cli {
 namespace {
@@ -61,17 +50,6 @@ namespace {
 namespace core = tesscpp::core;
 using tesscpp::Result;
 using tesscpp::Status;
-
-struct CommonOptions {
-  std::string library;
-  std::optional<std::string> output_format;
-  std::optional<std::string> output_path;
-  std::optional<std::string> input_path;
-  std::optional<std::string> output_file;
-  std::optional<std::string> gpu_transport;
-  bool debug = false;
-  bool one_shot = false;  // a one-shot endpoint command (RuntimeConfig::one_shot)
-};
 
 void AddCommonOptions(CLI::App* command, CommonOptions& o) {
   command->add_option("component", o.library,
@@ -84,414 +62,6 @@ void AddCommonOptions(CLI::App* command, CommonOptions& o) {
       "--gpu-transport", o.gpu_transport,
       GpuTransportChoices(NameList::kPlain) + ": how CUDA arrays go in and out (TESSERACT_GPU_TRANSPORT)");
   command->add_flag("--debug", o.debug, "Tracebacks in 500 responses and the /test endpoint");
-}
-
-int Fail(const Status& status) {
-  std::cerr << "tesscpp: " << status << "\n";
-  return 1;
-}
-
-// What a command serves: its runtime, the component's name, and whatever
-// keeps the component alive (its library).
-struct Opened {
-  std::string name;
-  std::unique_ptr<tesscpp::Runtime> runtime;
-  Status forkable;  // ServedComponent::Forkable of what is served
-};
-
-// The process's argv, for handing a Python module's command to Python, and
-// the Python host when this process is one.
-struct Process {
-  int argc = 0;
-  char** argv = nullptr;
-  const PythonHost* host = nullptr;
-};
-Process& ThisProcess() {
-  static Process process;
-  return process;
-}
-
-// The environment's TESSERACT_* settings with the command line on top, and the
-// component they apply to: a library loaded here, or a tesseract_api.py opened
-// by the Python host (this command is handed to one first when there is none).
-Result<Opened> MakeRuntime(const CommonOptions& o) {
-  TESS_ASSIGN_OR_RETURN(tesscpp::RuntimeConfig config, tesscpp::RuntimeConfig::FromEnvironment());
-  if (o.output_format) config.output_format = *o.output_format;
-  if (o.output_path)
-    config.output_path = std::filesystem::absolute(*o.output_path).lexically_normal().string();
-  if (o.input_path) config.input_path = std::filesystem::absolute(*o.input_path).lexically_normal().string();
-  if (o.output_file) config.output_file = *o.output_file;
-  config.one_shot = o.one_shot;
-  if (o.debug) config.debug = true;
-  if (o.gpu_transport) config.gpu_transport = *o.gpu_transport;
-  Opened opened;
-  if (core::ComponentKindOf(o.library) == core::ComponentKind::kPythonModule) {
-    const Process& process = ThisProcess();
-    if (process.host == nullptr) return ExecPythonHost(process.argc, process.argv);
-    // Before the module is imported under them (Runtime::Make checks again).
-    TESS_RETURN_IF_ERROR(config.Validate());
-    TESS_ASSIGN_OR_RETURN(std::shared_ptr<const tesscpp::ServedComponent> module,
-                          process.host->open_module(o.library, config));
-    opened.name = module->name();
-    opened.forkable = module->Forkable();
-    // A module's endpoints log through tesseract-core (TracksRunsItself).
-    TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::Runtime::Make(std::move(module), std::move(config)));
-    return opened;
-  }
-  std::shared_ptr<const tesscpp::ComponentLibrary> library;
-  TESS_ASSIGN_OR_RETURN(library, tesscpp::ComponentLibrary::Open(o.library));
-  opened.name = library->component().name();
-  // The component lives as long as its library: share the library's lifetime.
-  const tesscpp::Component* held = &library->component();
-  std::shared_ptr<const tesscpp::Component> component(std::move(library), held);
-  TESS_ASSIGN_OR_RETURN(tesscpp::component::RunLoggerFactory mlflow_runs,
-                        tesscpp::client::MlflowRunLoggers(config));
-  TESS_ASSIGN_OR_RETURN(opened.runtime, tesscpp::cpp_kind::MakeRuntime(
-                                            std::move(component), std::move(config), std::move(mlflow_runs)));
-  return opened;
-}
-
-// An image names its component once, in its environment (TESSCPP_COMPONENT),
-// so that `<image> serve --port 8000 ...` (as tesseract-core starts
-// containers) and `<image> apply @in.json` need no path: with it set, a
-// command given one positional where it takes a component and a payload
-// reads that one as the payload. `payload` is null for commands without one.
-Status ResolveComponent(std::string& component, std::string* payload) {
-  // Named by the environment: TESSCPP_COMPONENT, else TESSERACT_API_PATH (as
-  // tesseract-runtime finds its module). Then a command's one positional
-  // argument is its payload: `tesseract-runtime apply @payload.json`.
-  std::string from_env;
-  for (const char* variable : {"TESSCPP_COMPONENT", "TESSERACT_API_PATH"}) {
-    const char* value = std::getenv(variable);
-    if (from_env.empty() && value != nullptr) from_env = value;
-  }
-  if (payload != nullptr && payload->empty() && !from_env.empty()) *payload = std::exchange(component, "");
-  if (component.empty()) component = from_env;
-  if (component.empty()) {
-    return Status::InvalidArgument("no component: name it, or set TESSCPP_COMPONENT or TESSERACT_API_PATH");
-  }
-  if (payload != nullptr && payload->empty()) {
-    return Status::InvalidArgument("no payload: give the request body as JSON text or @file");
-  }
-  return Status::OK();
-}
-
-// A bearer token: the first line of `file`, else $TESSERACT_API_TOKEN, else
-// none. Never an argument: the command lines of processes are public (ps).
-Result<std::string> ReadToken(const std::string& file) {
-  std::string token;
-  if (!file.empty()) {
-    std::ifstream in(file);
-    if (!in) return Status::NotFound("cannot read the token file '", file, "'");
-    std::getline(in, token);
-  } else if (const char* env = std::getenv("TESSERACT_API_TOKEN"); env != nullptr) {
-    token = env;
-  }
-  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
-  if (!file.empty() && token.empty()) return Status::InvalidArgument("the token file '", file, "' is empty");
-  return token;
-}
-
-// A payload given as JSON text or as @path.
-Result<std::string> ReadPayload(const std::string& arg) {
-  if (arg.empty() || arg[0] != '@') return arg;
-  std::ifstream in(arg.substr(1), std::ios::binary);
-  if (!in) return Status::NotFound("cannot read payload file '", arg.substr(1), "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-int RunOnce(const CommonOptions& o, const std::string& endpoint, const std::string& payload_arg) {
-  auto opened = MakeRuntime(o);
-  if (!opened.ok()) return Fail(opened.status());
-  const auto& runtime = opened->runtime;
-  tesscpp::RuntimeRequest request;
-  request.target = "/" + endpoint;
-  if (endpoint == "health" || endpoint == "openapi.json") {
-    request.method = "GET";
-    if (Status logs = runtime->MakeOneShotLogs(); !logs.ok()) return Fail(logs);
-  } else {
-    request.method = "POST";
-    auto payload = ReadPayload(payload_arg);
-    if (!payload.ok()) return Fail(payload.status());
-    request.body = tesscpp::Buffer::FromString(*std::move(payload));
-    request.accept = "application/" + runtime->config().output_format;
-    request.content_type = "application/json";
-    // As tesseract-runtime: the output directory is made, and the call's
-    // logs/ go into it.
-    std::error_code ec;
-    std::filesystem::create_directories(runtime->config().output_path, ec);
-  }
-  const tesscpp::RuntimeResponse response = runtime->Handle(request);
-  // tesseract-runtime streams the run's log to stderr as well.
-  if (const auto log = std::filesystem::path(runtime->config().output_path) / "logs" / "tesseract.log";
-      request.method == "POST" && std::filesystem::exists(log)) {
-    std::ifstream text(log, std::ios::binary);
-    std::cerr << text.rdbuf();
-  }
-  const std::string_view body = response.body.string_view();
-  if (response.status != 200) {
-    std::cerr << "tesscpp: " << endpoint << " failed with HTTP status " << response.status << ":\n"
-              << body << "\n";
-    return 2;
-  }
-  const std::string& file = runtime->config().output_file;
-  if (!file.empty()) {
-    const auto path = std::filesystem::path(runtime->config().output_path) / file;
-    std::ofstream out(path, std::ios::binary);
-    out.write(body.data(), static_cast<std::streamsize>(body.size()));
-    if (!out) return Fail(Status::IoError("cannot write '", path.string(), "'"));
-    return 0;
-  }
-  // The bytes alone, as tesseract-runtime writes them (no newline after).
-  std::cout.write(body.data(), static_cast<std::streamsize>(body.size()));
-  std::cout.flush();
-  return 0;
-}
-
-// Workers are forks of this process, unless the component cannot be forked
-// (threads its set-up started) or the GPU transport is on (this process may
-// have initialised CUDA, which a fork cannot use): then they are fresh
-// processes running this same command (a worker_command), through the
-// Python host's command or this executable; fails with why they cannot be
-// forked when there is no such command.
-Status ChooseWorkerStart(const Opened& opened, tesscpp::http::HttpServerOptions& server_options) {
-  const Process& process = ThisProcess();
-  if (process.host != nullptr) server_options.fork_hooks = process.host->fork_hooks;
-  const bool workers = server_options.num_workers > 1 || server_options.supervise;
-  const bool gpu = opened.runtime->config().gpu_transport != "none";
-  if (!workers || (opened.forkable.ok() && !gpu)) return Status::OK();
-  std::vector<std::string> command;
-  if (process.host != nullptr) {
-    command = process.host->command;
-  } else {
-    std::error_code ec;
-    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (!ec) command = {self.string()};
-  }
-  if (command.empty()) {
-    if (!opened.forkable.ok()) return opened.forkable;
-    return Status::Unavailable("cannot start fresh worker processes for gpu_transport='",
-                               opened.runtime->config().gpu_transport, "' (serve with --no-supervise)");
-  }
-  command.insert(command.end(), process.argv + 1, process.argv + process.argc);
-  server_options.worker_command = std::move(command);
-  return Status::OK();
-}
-
-int Serve(const CommonOptions& o, tesscpp::http::HttpServerOptions server_options) {
-  // Before the component is set up: its subprocesses must not see it.
-  auto handoff = tesscpp::http::TakeWorkerHandoff();
-  if (!handoff.ok()) return Fail(handoff.status());
-  if (*handoff) {  // a worker its supervisor exec'd: serves as one process
-    server_options.handoff = **handoff;
-    server_options.num_workers = 1;
-    server_options.supervise = false;
-  }
-  auto opened = MakeRuntime(o);
-  if (!opened.ok()) return Fail(opened.status());
-  const tesscpp::Runtime& runtime = *opened->runtime;
-  if (Status workers = ChooseWorkerStart(*opened, server_options); !workers.ok()) return Fail(workers);
-  const std::string& transport = runtime.config().gpu_transport;
-  if (transport != "none" && server_options.num_workers > 1) {
-    // Exports of clients that never acknowledge are freed at the next call,
-    // which is only safe when calls come one at a time.
-    return Fail(Status::InvalidArgument(
-        "gpu_transport='", transport,
-        "' cannot be served by more than one worker (got num_workers=", server_options.num_workers, ")."));
-  }
-  // Where requests are served: a supervisor of fresh workers leaves CUDA to them.
-  if (transport != "none" && server_options.worker_command.empty()) {
-    if (Status cuda = tesscpp::cuda::CheckAvailable(); !cuda.ok()) {
-      std::cerr << "tesscpp: warning: gpu_transport='" << transport
-                << "' is enabled, but GPU arrays cannot be read here: " << cuda.message() << "\n";
-    }
-  }
-  auto server = tesscpp::http::HttpServer::Start(runtime, server_options);
-  if (!server.ok()) return Fail(server.status());
-  // One line per server: its supervisor's. Written at once: with stdout
-  // unbuffered (PYTHONUNBUFFERED, for a Python module) each `<<` is a write
-  // of its own, and a client reading the log between two of them would see
-  // a cut URL.
-  if (!server_options.handoff) {
-    const std::string line = "tesscpp: serving " + opened->name + " on http://" + server_options.host + ":" +
-                             std::to_string((*server)->port()) + "\n";
-    std::cout << line << std::flush;
-  }
-  (*server)->Run();
-  return 0;
-}
-
-struct CallOptions {
-  std::string url;
-  std::string endpoint;
-  std::string payload;
-  tesscpp::ClientOptions client;
-  std::optional<std::string> run_id;
-  std::string print_arrays = "auto";
-};
-
-// Whether the floats of a host array all have a JSON spelling (JSON has none
-// for inf and nan, which would print as null). Device arrays are not read.
-bool AllFinite(const tesscpp::Tensor& t) {
-  if (t.device().type != tesscpp::DeviceType::kCPU) return false;
-  const int64_t n = t.num_elements();
-  auto finite = [](const auto* values, int64_t count) {
-    return std::all_of(values, values + count, [](auto x) { return std::isfinite(x); });
-  };
-  switch (t.dtype()) {
-    case tesscpp::Dtype::kFloat16:  // all-ones exponent: inf or nan
-      return std::none_of(t.data_as<const uint16_t>(), t.data_as<const uint16_t>() + n,
-                          [](uint16_t h) { return (h & 0x7C00) == 0x7C00; });
-    case tesscpp::Dtype::kFloat32: return finite(t.data_as<const float>(), n);
-    case tesscpp::Dtype::kComplex64: return finite(t.data_as<const float>(), 2 * n);
-    case tesscpp::Dtype::kFloat64: return finite(t.data_as<const double>(), n);
-    case tesscpp::Dtype::kComplex128: return finite(t.data_as<const double>(), 2 * n);
-    default: return true;
-  }
-}
-
-// Whether every array in `v` prints as a JSON list without loss.
-bool PrintsLosslesslyAsJson(const tesscpp::Value& v) {
-  if (v.is_tensor()) return AllFinite(v.as_tensor());
-  if (v.is_list()) {
-    return std::all_of(v.as_list().begin(), v.as_list().end(), PrintsLosslesslyAsJson);
-  }
-  if (v.is_dict()) {
-    return std::all_of(v.as_dict().begin(), v.as_dict().end(),
-                       [](const auto& item) { return PrintsLosslesslyAsJson(item.second); });
-  }
-  return true;
-}
-
-// The names `tesscpp call` takes: the endpoints and "openapi".
-std::string CallableEndpoints() {
-  std::string names;
-  for (const core::EndpointInfo& e : core::Endpoints()) names += std::string(e.name) + ", ";
-  return names + "openapi";
-}
-
-// `tesscpp call`'s request, sent through the client's method for it.
-Result<tesscpp::Value> CallEndpoint(const tesscpp::Tesseract& t, const CallOptions& o,
-                                    const tesscpp::Value& p) {
-  const std::string& e = o.endpoint;
-  if (e == "openapi" || e == "openapi.json") return t.OpenApiSchema();
-  const std::optional<core::EndpointId> id = core::FindEndpoint(e);
-  if (!id) return Status::InvalidArgument("unknown endpoint '", e, "' (", CallableEndpoints(), ")");
-  if (*id == core::EndpointId::kHealth) return t.Health();
-  if (*id == core::EndpointId::kTest) {
-    TESS_ASSIGN_OR_RETURN(tesscpp::TestOutcome outcome, t.Test(p));
-    return tesscpp::Value::Dict{{"status", tesscpp::Value(outcome.status)},
-                                {"message", tesscpp::Value(outcome.message)}};
-  }
-  // Every component endpoint, present and future: the request as it is.
-  return t.Call(e, p, o.run_id);
-}
-
-// A payload for the client: arraydicts in it become tensors, which the client
-// encodes as asked.
-Result<tesscpp::Value> ReadClientPayload(const std::string& arg) {
-  TESS_ASSIGN_OR_RETURN(std::string text, ReadPayload(arg));
-  tesscpp::JsonReadOptions read;
-  read.arrays = tesscpp::ArrayDetection::kShaped;
-  auto parsed = tesscpp::ReadJson(text, read);
-  if (!parsed.ok()) return parsed.status().WithContext("payload");
-  return parsed;
-}
-
-int Call(const CallOptions& o) {
-  tesscpp::Value payload;
-  if (!o.payload.empty()) {
-    auto parsed = ReadClientPayload(o.payload);
-    if (!parsed.ok()) return Fail(parsed.status());
-    payload = *std::move(parsed);
-  }
-  auto tesseract = tesscpp::Tesseract::FromUrl(o.url, o.client);
-  if (!tesseract.ok()) return Fail(tesseract.status());
-  auto result = CallEndpoint(*tesseract, o, payload);
-  if (!result.ok()) {
-    std::cerr << "tesscpp: " << o.endpoint << " failed: " << result.status().message() << "\n";
-    return 2;
-  }
-  tesscpp::JsonWriteOptions write;
-  // auto: lists where they are lossless, base64 (exact) as soon as one is not.
-  if (o.print_arrays == "base64" || (o.print_arrays == "auto" && !PrintsLosslesslyAsJson(*result))) {
-    write.arrays.encoding = tesscpp::ArrayEncoding::kBase64;
-  }
-  auto text = tesscpp::WriteJson(*result, write);
-  if (!text.ok()) return Fail(text.status());
-  std::cout.write(reinterpret_cast<const char*>(text->data()), static_cast<std::streamsize>(text->size()));
-  std::cout << std::endl;
-  return 0;
-}
-
-struct CheckGradientsOptions {
-  std::string target;
-  std::string payload;
-  tesscpp::GradientCheckOptions check;
-  std::vector<std::string> eps_for;
-  std::optional<int64_t> seed;
-  int64_t max_failures = 10;
-  bool show_progress = true;
-};
-
-// The Tesseract a command names: a URL, a tesseract_api.py (served by
-// `tesscpp serve`) or a component library (loaded in-process).
-Result<tesscpp::Tesseract> Target(const std::string& target) {
-  if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0) {
-    return tesscpp::Tesseract::FromUrl(target);
-  }
-  if (core::ComponentKindOf(target) == core::ComponentKind::kPythonModule) {
-    return tesscpp::Tesseract::FromSource(target);
-  }
-  return tesscpp::Tesseract::FromLibrary(target);
-}
-
-Result<std::map<std::string, double>> ParseEpsFor(const std::vector<std::string>& items) {
-  std::map<std::string, double> steps;
-  for (const std::string& item : items) {
-    const size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Status::InvalidArgument("--eps-for '", item, "': expected PATH=VALUE");
-    }
-    double step = 0;
-    const char* end = item.data() + item.size();
-    auto [ptr, ec] = std::from_chars(item.data() + eq + 1, end, step);
-    if (ec != std::errc() || ptr != end) {
-      return Status::InvalidArgument("--eps-for '", item, "': '", item.substr(eq + 1), "' is not a number");
-    }
-    steps[item.substr(0, eq)] = step;
-  }
-  return steps;
-}
-
-// Exit status: 0 every check passed, 1 some failed, 2 the check could not run.
-int CheckGradients(CheckGradientsOptions o) {
-  const auto fail = [](const Status& status) {
-    Fail(status);
-    return 2;
-  };
-  auto steps = ParseEpsFor(o.eps_for);
-  if (!steps.ok()) return fail(steps.status());
-  o.check.eps_for = *std::move(steps);
-  if (o.seed) o.check.seed = static_cast<uint64_t>(*o.seed);
-  auto payload = ReadClientPayload(o.payload);
-  if (!payload.ok()) return fail(payload.status());
-  auto tesseract = Target(o.target);
-  if (!tesseract.ok()) return fail(tesseract.status());
-  // Progress only where someone watches: a terminal on stderr.
-  const bool live = o.show_progress && ::isatty(STDERR_FILENO) == 1;
-  tesscpp::GradientCheckProgress progress;
-  if (live) {
-    progress = [](const std::string& endpoint, int64_t done, int64_t total) {
-      std::cerr << "\rChecking gradients for " << endpoint << "... " << done << "/" << total
-                << (done == total ? "\r\033[K" : "") << std::flush;
-    };
-  }
-  auto results = tesscpp::CheckGradients(*tesseract, *payload, o.check, progress);
-  if (!results.ok()) return fail(results.status());
-  return tesscpp::cli::PrintGradientReport(*results, o.max_failures, std::cout) ? 0 : 1;
 }
 
 // serve: the server's flags, each with tesseract-runtime's variable where it has one.
@@ -791,28 +361,6 @@ void AddCheckGradientsCommand(CLI::App& app) {
     }
     std::exit(CheckGradients(*gradients));
   });
-}
-
-// check: tesseract-runtime check. Opens the component as serve would (a
-// library: it loads, its build signature matches this tesscpp, its factory
-// succeeds; a module: imported with tesseract-core's own checks of
-// InputSchema, OutputSchema and apply) and builds its OpenAPI document, which
-// renders every schema; serves and calls nothing.
-int CheckComponent(const CommonOptions& o) {
-  auto opened = MakeRuntime(o);
-  if (!opened.ok()) return Fail(opened.status());
-  tesscpp::RuntimeRequest request;
-  request.method = "GET";
-  request.target = "/openapi.json";
-  const tesscpp::RuntimeResponse response = opened->runtime->Handle(request);
-  if (response.status != 200) {
-    std::cerr << "tesscpp: the OpenAPI document of " << opened->name << " failed with HTTP status "
-              << response.status << ":\n"
-              << response.body.string_view() << "\n";
-    return 1;
-  }
-  std::cout << "✅ Tesseract API check successful ✅" << std::endl;
-  return 0;
 }
 
 void AddCheckCommand(CLI::App& app) {

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Every reference to a document of docs/ points at something there (`make check`).
+
+Code comments, docs, tests and scripts cite documents as `docs/<name>.md`,
+often with a section: `docs/architecture.md §2a`, `docs/gpu-transport-protocol.md 3`
+(a number right after the name is a section too). A document that was renamed
+or split, or a section that was renumbered, leaves such references dangling,
+and nothing else notices: this check fails for
+
+- a `docs/<name>.md` that does not exist;
+- a section that no heading of that document carries (`## 2a. ...`,
+  `### 12.4.1 ...`: the heading's first word, without its trailing dot).
+
+Relative links inside docs/ (`[x](other.md)`) are checked the same way.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# Where references live: everything we write, not what we vendor or build.
+SCANNED = ("src", "include", "tools", "python", "tests", "scripts", "docs", "examples", "bench", "deploy", "cmake")
+SUFFIXES = {".cc", ".h", ".cu", ".cuh", ".py", ".md", ".sh", ".txt", ".cmake", ".yaml", ".yml", ".cfg", ".toml"}
+SKIPPED_DIRS = {"results", "fixtures_out", "__pycache__"}
+
+REFERENCE = re.compile(r"docs/([A-Za-z0-9_-]+\.md)(?:,?\s*§\s*([0-9]+(?:[0-9a-z.]*[0-9a-z])?)|\s+([0-9]+(?:\.[0-9]+)*[a-z]?)\b)?")
+LINK = re.compile(r"\]\(([A-Za-z0-9_-]+\.md)(?:#[^)]*)?\)")
+HEADING = re.compile(r"^#{1,6}\s+([0-9]+[0-9a-z.]*)", re.M)
+
+
+@cache
+def sections(document: Path) -> frozenset[str]:
+    text = document.read_text()
+    # Headings inside fenced code blocks are code (a C++ #include), not sections.
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return frozenset(m.group(1).rstrip(".") for m in HEADING.finditer(text))
+
+
+def scanned_files() -> list[Path]:
+    files = [ROOT / "README.md"]
+    for top in SCANNED:
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.is_file() and path.suffix in SUFFIXES and not SKIPPED_DIRS & set(path.parts):
+                files.append(path)
+    return files
+
+
+def problems_in(path: Path) -> list[str]:
+    found = []
+    text = path.read_text(errors="replace")
+    where = path.relative_to(ROOT)
+    for m in REFERENCE.finditer(text):
+        name, section = m.group(1), m.group(2) or m.group(3)
+        line = text.count("\n", 0, m.start()) + 1
+        document = ROOT / "docs" / name
+        if not document.exists():
+            found.append(f"{where}:{line}: docs/{name} does not exist")
+        elif section and section.rstrip(".") not in sections(document):
+            found.append(f"{where}:{line}: docs/{name} has no section {section}")
+    if path.parent == ROOT / "docs":
+        for m in LINK.finditer(text):
+            if not (ROOT / "docs" / m.group(1)).exists():
+                line = text.count("\n", 0, m.start()) + 1
+                found.append(f"{where}:{line}: link to {m.group(1)}, which docs/ does not have")
+    return found
+
+
+def main() -> int:
+    problems = [p for path in scanned_files() for p in problems_in(path)]
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"check-doc-refs: {len(problems)} dangling references to docs/")
+        return 1
+    print("check-doc-refs: every reference to docs/ and its sections resolves")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,12 +1,11 @@
-// Runtime: routing, request validation, negotiation, run directories and the
-// endpoint calls of a served component.
+// Runtime: routing, body reading, negotiation, run directories and the
+// endpoint calls of a served component of any kind. Its answers' shapes are
+// in answers.h, the query and Content-Type rules in request_rules.h, how a
+// failing call is caught and reported in endpoint_failure.h.
 #include "tesscpp/internal/runtime.h"
-
-#include <cxxabi.h>
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -15,7 +14,6 @@
 #include <iostream>
 #include <map>
 #include <mutex>
-#include <typeinfo>
 
 #include <unistd.h>
 
@@ -23,12 +21,15 @@
 #include "gpu_transport/server_transport.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
+#include "runtime/answers.h"
 #include "runtime/binref_output_pool.h"
 #include "runtime/docs_page.h"
+#include "runtime/endpoint_failure.h"
 #include "runtime/file_run_logger.h"
 #include "runtime/json_error.h"
 #include "runtime/negotiate.h"
 #include "runtime/per_process.h"
+#include "runtime/request_rules.h"
 #include "runtime/run_dir.h"
 #include "runtime/run_dir_pool.h"
 #include "runtime/test_spec_runner.h"
@@ -41,7 +42,17 @@
 namespace tesscpp {
 
 using core::EndpointId;
+using runtime::Detail;
 using runtime::Encoding;
+using runtime::EndpointFailure;
+using runtime::FailureOf;
+using runtime::Guarded;
+using runtime::IsJsonContentType;
+using runtime::JsonResponse;
+using runtime::MissingBody;
+using runtime::OsError;
+using runtime::QueryParam;
+using runtime::Unprocessable;
 
 namespace {
 
@@ -53,160 +64,12 @@ std::unique_ptr<T> OrWarned(Result<std::unique_ptr<T>> made, const char* without
   return nullptr;
 }
 
-RuntimeResponse JsonResponse(int status, const Value& body, std::string content_type = "application/json") {
-  RuntimeResponse r;
-  r.status = status;
-  r.content_type = std::move(content_type);
-  auto bytes = WriteJson(body);
-  r.body = bytes.ok() ? *std::move(bytes) : Buffer::FromString("{}");
-  return r;
-}
-
-RuntimeResponse Detail(int status, std::string_view detail) {
-  return JsonResponse(status, Value::Dict{{"detail", Value(detail)}});
-}
-
-RuntimeResponse Unprocessable(const std::vector<ValidationIssue>& issues) {
-  return JsonResponse(422, ValidationIssuesToJson(issues, {Value("body")}));
-}
-
-// A request-level problem that has no issues of its own (e.g. an unreadable
-// body): one value_error at the body.
-RuntimeResponse Unprocessable(const Status& status) {
-  if (const ValidationDetail* detail = GetValidationDetail(status)) {
-    // A kind whose framework renders its own 422s (FastAPI's bytes) is answered with them.
-    if (const auto* rendered = dynamic_cast<const runtime::RenderedValidationDetail*>(detail)) {
-      RuntimeResponse r;
-      r.status = 422;
-      r.body = Buffer::FromString(rendered->body());
-      return r;
-    }
-    return Unprocessable(detail->issues());
-  }
-  return Unprocessable(std::vector<ValidationIssue>{{"value_error",
-                                                     {},
-                                                     "Value error, " + status.message(),
-                                                     Value(),
-                                                     Value::Dict{{"error", Value::Dict{}}}}});
-}
-
-RuntimeResponse MissingBody() {
-  return Unprocessable(std::vector<ValidationIssue>{{"missing", {}, "Field required", Value(), Value()}});
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// application/x-www-form-urlencoded decoding, as Starlette reads query values.
-std::string UrlDecode(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && HexDigit(s[i + 1]) >= 0 && HexDigit(s[i + 2]) >= 0) {
-      out += static_cast<char>(HexDigit(s[i + 1]) * 16 + HexDigit(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-std::optional<std::string> QueryParam(std::string_view query, std::string_view name) {
-  std::optional<std::string> found;
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    std::string_view pair = query.substr(0, amp);
-    const size_t eq = pair.find('=');
-    if (UrlDecode(pair.substr(0, eq)) == name) {
-      found = eq == std::string_view::npos ? "" : UrlDecode(pair.substr(eq + 1));  // the last one wins
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return found;
-}
-
-// The type name of the exception being handled, demangled.
-std::string CurrentExceptionType() {
-  const std::type_info* type = abi::__cxa_current_exception_type();
-  if (type == nullptr) return "unknown exception";
-  int status = 0;
-  char* name = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
-  std::string out = status == 0 && name != nullptr ? name : type->name();
-  std::free(name);  // NOLINT(cppcoreguidelines-no-malloc): __cxa_demangle allocates with malloc
-  return out;
-}
-
-// What an endpoint failure becomes: the reference's plain 500, or in debug
-// mode a traceback-shaped text with the failure's type and message.
-struct EndpointFailure {
-  std::string type;
-  std::string message;
-  std::string traceback;  // the kind's own report, when it has one
-};
-
-EndpointFailure FailureOf(const Status& status) {
-  const runtime::ExceptionDetail* exception = runtime::GetExceptionDetail(status);
-  if (exception == nullptr) return {"Error", status.message(), {}};
-  return {exception->type(), status.message(), exception->traceback()};
-}
-
-// A failure of the runtime's own around a call (the run directory, the
-// capture), reported as the Python runtime's OSError would be.
-Status OsError(const Status& status) {
-  return status.WithDetail(std::make_shared<runtime::ExceptionDetail>("OSError", "OSError"));
-}
-
-// Runs `fn` (returning a Result or a Status), turning a C++ exception out of
-// it into a Status that names the exception's type. Any component kind's
-// code may throw, in its calls and in its validation; none may reach the
-// server's threads, where it would end the process.
-template <typename Fn>
-auto Guarded(Fn&& fn) -> decltype(fn()) {
-  auto thrown = [](std::string message) {
-    const std::string type = CurrentExceptionType();
-    return Status::Internal(std::move(message))
-        .WithDetail(std::make_shared<runtime::ExceptionDetail>(
-            type, runtime::PythonExceptionFor(type, StatusCode::kInternal)));
-  };
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return thrown(e.what());
-  } catch (...) {
-    return thrown("non-standard exception");
-  }
-}
-
-Result<Value> Guarded(const runtime::PreparedCall& call, const runtime::CallContext& context = {}) {
-  return Guarded([&] { return call(context); });
-}
-
 ValidationIssue RunIdIssue(const std::string& run_id) {
   return {"value_error",
           {Value("query"), Value("run_id")},
           "Value error, run_id must be a non-empty name without '/'",
           Value(run_id),
           Value::Dict{{"error", Value::Dict{}}}};
-}
-
-// FastAPI parses application/json and application/<anything>+json (any case,
-// parameters ignored); a request without Content-Type is not parsed.
-bool IsJsonContentType(const std::optional<std::string>& content_type) {
-  if (!content_type) return false;
-  std::string type = content_type->substr(0, content_type->find(';'));
-  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
-  type.erase(0, type.find_first_not_of(" \t"));
-  type.erase(type.find_last_not_of(" \t") + 1);
-  if (type.rfind("application/", 0) != 0) return false;
-  const std::string subtype = type.substr(12);
-  return subtype == "json" || (subtype.size() > 5 && subtype.compare(subtype.size() - 5, 5, "+json") == 0);
 }
 
 double Seconds(std::chrono::steady_clock::time_point since) {

@@ -16,7 +16,7 @@ Each is served these ways, one server at a time (another process holding a CUDA
 context on the GPU slows every call):
 - tesscpp:    tesscpp.Tesseract (C++ client) -> `tesscpp serve --gpu-transport
               cuda_ipc` running the C++ component (inputs and outputs borrowed
-              in place, docs/gpu-transport-extensions.md 1);
+              in place, docs/gpu-transport-protocol.md 11);
 - tesscpp-py: the same client and server running the Python component
               (`tesscpp serve tesseract_api.py`, docs/python-host.md);
 - reference:  tesseract-core 1.15's SDK -> `tesseract-runtime serve` with

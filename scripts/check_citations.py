@@ -9,10 +9,16 @@ command (a script or program of the tree) — files written before the rule are
 listed in LEGACY, never to grow; and when a cited GPU test log records a
 failure (a pytest summary with failed tests, or `build_and_test.sh exit
 status:` other than 0) while the paragraph that cites it does not say "failed".
+
+It also holds bench/results/ to what bench/README.md says it keeps: the latest
+run of each benchmark (the files of its newest date) and the runs something
+cites by name — a document, a code comment, a script, or a kept result file.
+Any other file is stale: git's history keeps it, the tree does not.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import sys
 from pathlib import Path
@@ -65,8 +71,67 @@ def missing_header(path: Path) -> list[str]:
     return [what for what, pattern in HEADER.items() if not pattern.search(head)]
 
 
+RESULTS = ROOT / "bench" / "results"
+DATED = re.compile(r"^(?P<benchmark>.*?)-(?P<date>\d{8})")
+# Where names of result files are cited besides the documents.
+# A glob over result names in a citation ("autodiff-gpu-20261205-h100*.md", "h2d-probe-*").
+GLOB = re.compile(r"[\w.\-]*-\*[\w.\-*]*|[\w.\-]*\d{8}[\w.\-]*\*[\w.\-*]*")
+CITING_TREES = ("src", "include", "tools", "python", "tests", "scripts", "bench", "examples", "docs", "deploy")
+CITING_SUFFIXES = {".cc", ".h", ".py", ".md", ".sh", ".txt", ".log", ".json"}
+
+
+def plain_run(name: str) -> tuple[str, str] | None:
+    """(benchmark, date) of a benchmark's plain run: the name is the benchmark,
+    the date and at most a time, commits and the card after it
+    ("gpu-tests-20261207-h100.log"). A descriptive suffix names an experiment
+    ("runtime-20261203-served-component-ab.md"), kept only when cited."""
+    m = DATED.match(name)
+    if not m:
+        return None
+    rest = name[m.end() :].split(".")[0].strip("-")
+    plain = all(re.fullmatch(r"\d{6}|[0-9a-f]{7,40}|h100|h200", part) for part in rest.split("-") if part)
+    return (m["benchmark"], m["date"]) if plain else None
+
+
+def latest_runs(names: list[str]) -> set[str]:
+    """The plain runs of each benchmark's newest date."""
+    newest: dict[str, str] = {}
+    for name in names:
+        if run := plain_run(name):
+            newest[run[0]] = max(newest.get(run[0], ""), run[1])
+    return {n for n in names if (run := plain_run(n)) and run[1] == newest[run[0]]}
+
+
+def cites(body: str, name: str) -> bool:
+    """Whether `body` names the file: whole, by its stem, or by a glob."""
+    stem = name.split(".")[0]
+    if name in body or stem + "." in body:
+        return True
+    return any(fnmatch.fnmatch(name, glob) for glob in set(GLOB.findall(body)))
+
+
+def stale_results() -> list[str]:
+    """Result files neither latest nor cited, following citations from kept results."""
+    names = sorted(p.name for p in RESULTS.iterdir() if p.is_file() and p.name != "README.md")
+    text = [ROOT.joinpath("README.md").read_text()]
+    for top in CITING_TREES:
+        for path in (ROOT / top).rglob("*"):
+            if path.is_file() and path.suffix in CITING_SUFFIXES and RESULTS not in path.parents:
+                text.append(path.read_text(errors="replace"))
+    outside = "\n".join(text)
+    kept = latest_runs(names) | {n for n in names if cites(outside, n)}
+    grown = True
+    while grown:  # a kept result may cite the runs it builds on
+        cited_by_kept = "\n".join((RESULTS / n).read_text(errors="replace") for n in kept)
+        more = {n for n in names if n not in kept and cites(cited_by_kept, n)}
+        kept |= more
+        grown = bool(more)
+    return [n for n in names if n not in kept]
+
+
 def main() -> int:
-    problems = []
+    problems = [f"bench/results/{n}: neither the latest run of its benchmark nor cited anywhere (git rm it)"
+                for n in stale_results()]
     cited = 0
     for document in documents():
         if not document.exists():

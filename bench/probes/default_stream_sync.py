@@ -7,7 +7,7 @@ Spins 6 x 200 M cycles on an unrelated stream (a torch stream: torch makes
 them non-blocking), 200 M on the default stream, and checks the
 unrelated stream after a plain synchronise of the default stream and after a
 call; the client's phase trace (TESSCPP_PHASE_TRACE) says where a call's time
-went. Found (docs/gpu-transport-extensions.md §2): the first call after a borrowed
+went. Found (docs/gpu-transport-protocol.md §12): the first call after a borrowed
 output was dropped synchronises the client's device before acknowledging it.
 
     TESSCPP_EXAMPLES_DIR=build/examples python3 bench/probes/default_stream_sync.py

@@ -1,6 +1,6 @@
 // vmm_probe.cc: what the CUDA driver says about VMM (cuMemCreate) memory, and
 // what passing such memory to another process by POSIX fd costs. It measured
-// the design of the cuda_vmm transport (docs/gpu-transport-extensions.md 3):
+// the design of the cuda_vmm transport (docs/gpu-transport-protocol.md 13):
 //   - the pointer attributes an exporter can use to find the physical
 //     allocations under a tensor (mapping base and size, allowed handle types)
 //     and whether the driver's buffer id names one allocation for the life of

@@ -5,7 +5,7 @@ and once without: for a 1 GiB and a 4 KiB tensor it walks the mappings under
 the tensor (mapping base and size) and prints, per mapping, the buffer id, the
 handle types the allocation allows (1 = POSIX fd) and whether legacy IPC can
 name it. This decided how cuda_vmm finds the pieces of a tensor
-(docs/gpu-transport-extensions.md 3).
+(docs/gpu-transport-protocol.md 13).
 """
 
 import ctypes

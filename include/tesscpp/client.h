@@ -133,7 +133,7 @@ struct ClientOptions {
   /// copy-on-write mappings of the server's files (which are then unlinked).
   bool binref_pool = false;
   /// With cuda_ipc, order GPU work by CUDA IPC events where the server is a
-  /// tesscpp one (docs/gpu-transport-extensions.md 2): neither side synchronises its
+  /// tesscpp one (docs/gpu-transport-protocol.md 12): neither side synchronises its
   /// devices, the server's work waits on the GPU for ours, and a call waits
   /// only for the server's work before it returns. Needs every CUDA input to
   /// be complete, or written on the legacy default stream or a blocking one,
@@ -142,7 +142,7 @@ struct ClientOptions {
   /// (Independently of this option, CUDA outputs borrowed from a tesscpp
   /// server are released after the work queued on the legacy default stream
   /// or a blocking one when the last of them goes: reads on a non-blocking
-  /// stream must be finished by then, docs/gpu-transport-extensions.md 1.)
+  /// stream must be finished by then, docs/gpu-transport-protocol.md 11.)
   bool cuda_ipc_events = false;
   /// The encoding calls request (see Tesseract::WithEncoding).
   RequestedEncoding encoding;

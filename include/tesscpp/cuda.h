@@ -57,7 +57,7 @@ Status OrderAfterStream(uintptr_t stream, int ordinal);
 /// legacy default stream of device `ordinal`, on the GPU. For a consumer on
 /// its own stream (a DLPack consumer naming it, such as JAX's) of bytes that
 /// are ready in the legacy stream's order (inputs a server received with the
-/// client's IPC event, docs/gpu-transport-extensions.md 2).
+/// client's IPC event, docs/gpu-transport-protocol.md 12).
 Status OrderStreamAfterLegacy(uintptr_t stream, int ordinal);
 
 /// \brief Waits until all work on device `ordinal` is done (for producers

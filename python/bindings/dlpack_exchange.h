@@ -5,7 +5,7 @@
 // `x.__dlpack__()` without the Python call (12-26 µs per CUDA tensor on the
 // H100 machine for torch's `__dlpack__(stream=1)`), and says which stream
 // the framework currently works on, so that tesscpp orders its own stream
-// after it as `__dlpack__(stream=1)` would (docs/gpu-transport.md §7).
+// after it as `__dlpack__(stream=1)` would (docs/gpu-transport.md §16).
 #pragma once
 
 #include <nanobind/nanobind.h>

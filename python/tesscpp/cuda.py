@@ -25,7 +25,8 @@ _cache = threading.local()
 
 # Sources up to this size get their destinations carved out of a few
 # allocations per batch (arenas): for 1000 x 64 KiB, one torch allocation and
-# one free per tensor cost more than their copies (docs/gpu-transport-results.md §5.1).
+# one free per tensor cost more than their copies
+# (bench/results/gpu-transport-results-20261203-h200.md §5.1).
 _ARENA_MAX_SOURCE = 1 << 20
 _ARENA_MAX_BYTES = 8 << 20
 _ARENA_ALIGN = 256  # bytes between destinations, as torch's allocator rounds
@@ -130,7 +131,8 @@ def transfer_h2d(batch: Any, *, num_caches: int = 4, device: torch.device | str 
             if value.device.type != "cpu":
                 return value
             # Each torch call costs ~0.1-2 µs per tensor, which is most of the
-            # time for a batch of small tensors (docs/gpu-transport-results.md §5):
+            # time for a batch of small tensors
+            # (bench/results/gpu-transport-results-20261203-h200.md §5):
             # plain contiguous sources (the usual case) are read in place, and
             # empty_like allocates at half torch.empty's cost.
             source = value.detach() if value.requires_grad else value  # kept: not its graph

@@ -106,7 +106,7 @@ def test_a_lazily_negated_view_arrives_with_its_sign(vectoradd) -> None:
 
 def test_a_sparse_tensor_is_refused_naming_its_field(vectoradd) -> None:
     """The table refuses sparse tensors; the `__dlpack__` way then says why."""
-    with pytest.raises(TypeError, match="^inputs\.a: cannot read this array"):
+    with pytest.raises(TypeError, match=r"^inputs\.a: cannot read this array"):
         vectoradd.apply({"a": torch.eye(3)[0].to_sparse(), "b": torch.zeros(3), "s": 1.0})
 
 

@@ -343,7 +343,7 @@ def test_in_process_dlpack_inputs_are_ordered_on_the_gpu():
 
 
 def test_ipc_events_order_pending_producers_between_processes(noop):
-    """Between tesscpp ends (docs/gpu-transport-extensions.md 2) the server's work on the
+    """Between tesscpp ends (docs/gpu-transport-protocol.md 12) the server's work on the
     input waits on the GPU for the client's event, and the call returns once
     the server's event is done: a producer still spinning on the default
     stream, or on a side stream, is read whole. The client waits for that
@@ -485,7 +485,7 @@ def test_components_without_device_arrays_get_host_copies():
         t.teardown()
 
 
-# -- borrowed outputs (tesscpp's lease, docs/gpu-transport-extensions.md 1) ------
+# -- borrowed outputs (tesscpp's lease, docs/gpu-transport-protocol.md 11) ------
 
 
 def _this_process() -> str:

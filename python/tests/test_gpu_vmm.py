@@ -2,8 +2,8 @@
 
 PyTorch's expandable segments (and any cuMemCreate allocation) cannot be
 exported with a legacy IPC handle. Between two tesscpp ends the allocations
-under a tensor go as POSIX file descriptors instead (docs/gpu-transport-extensions.md
-3). Needs a CUDA device, the tesscpp package built with CUDA and the
+under a tensor go as POSIX file descriptors instead (docs/gpu-transport-protocol.md
+13). Needs a CUDA device, the tesscpp package built with CUDA and the
 fixtures (libnoop.so, libvmmout.so); run as test_gpu_transport.py is.
 
 PyTorch reads its allocator configuration when it starts CUDA, and a process

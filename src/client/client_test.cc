@@ -414,7 +414,7 @@ TEST(ClientErrors, StatusesBecomeStructuredErrors) {
 TEST(GpuTransportClient, AcknowledgesFromTheFirstRequestAndOffersToBorrow) {
   // tesseract-core's SDK sends an empty Tesseract-Exports-Done with every GPU
   // request, so that the server keeps its exports until named; tesscpp adds
-  // its process for the lease (docs/gpu-transport-extensions.md 1).
+  // its process for the lease (docs/gpu-transport-protocol.md 11).
   std::string openapi = kOpenApi;
   openapi.replace(openapi.find(R"(["none"])"), 8, R"(["none","cuda_ipc"])");
   ScriptedServer server([&](const std::string& line) {
@@ -465,7 +465,7 @@ TEST(GpuTransportClient, LeasedExportsWithNothingBorrowedAreAcknowledgedAtOnce) 
 }
 
 TEST(GpuTransportClient, OffersIpcEventsOnlyWhenAskedAndChecksTheServersEvents) {
-  // docs/gpu-transport-extensions.md 2: the offer goes with cuda_ipc requests of a
+  // docs/gpu-transport-protocol.md 12: the offer goes with cuda_ipc requests of a
   // client created with cuda_ipc_events; the server's event header is read
   // before the answer is, and a malformed one fails the call.
   std::string openapi = kOpenApi;

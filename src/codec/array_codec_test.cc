@@ -483,7 +483,7 @@ TEST(CudaIpcBuffer, RefusesWhatThePatternRefuses) {
   }
 }
 
-// tesscpp's cuda_vmm extension (docs/gpu-transport-extensions.md 3).
+// tesscpp's cuda_vmm extension (docs/gpu-transport-protocol.md 13).
 TEST(CudaIpcBuffer, CarriesVmmAllocations) {
   cuda::IpcDescriptor d;
   d.device_uuid = "00010203-0405-0607-0809-0a0b0c0d0e0f";

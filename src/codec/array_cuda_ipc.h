@@ -4,7 +4,7 @@
 //
 // with the UUID in lowercase 8-4-4-4-12 form; empty arrays carry no handle
 // ("<uuid>::0:0"). This is tesseract-core 1.15's spelling (docs/gpu-transport-protocol.md 3).
-// tesscpp's cuda_vmm extension, sent only to peers that asked for it (docs/gpu-transport-extensions.md 3):
+// tesscpp's cuda_vmm extension, sent only to peers that asked for it (docs/gpu-transport-protocol.md 13):
 //
 //   "<uuid>:vmm.<pid>.<nonce>.<token>:<offset>:<block>/<size>[,<block>/<size>...]"
 #pragma once

@@ -197,7 +197,7 @@ Result<std::optional<IpcDescriptor>> DescribeUnnamed(const Tensor& tensor, int o
         "a CUDA tensor in memory that legacy IPC cannot name (VMM such as PyTorch's expandable segments, a "
         "stream-ordered pool, managed memory) is copied into a staging buffer for cuda_ipc; VMM memory goes "
         "by reference only between tesscpp ends that share a network namespace "
-        "(docs/gpu-transport-extensions.md 3)");
+        "(docs/gpu-transport-protocol.md 13)");
     return std::optional<IpcDescriptor>();
   }
   std::string why_not;

@@ -1,5 +1,5 @@
 // vmm.cc: VMM allocations exported as POSIX fds on request, and peers' ones
-// mapped through a cache (docs/gpu-transport-extensions.md 3).
+// mapped through a cache (docs/gpu-transport-protocol.md 13).
 #include "cuda/vmm.h"
 
 #include <sys/resource.h>

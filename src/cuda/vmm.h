@@ -1,5 +1,5 @@
 // vmm.h: tesscpp's cuda_vmm extension, VMM allocations by reference between
-// processes (internal; docs/gpu-transport-extensions.md 3).
+// processes (internal; docs/gpu-transport-protocol.md 13).
 //
 // Memory made with cuMemCreate (PyTorch's expandable segments, JAX's and any
 // VMM allocator) has no legacy IPC handle. If its allocation allows POSIX

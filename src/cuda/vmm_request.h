@@ -1,5 +1,5 @@
 // vmm_request.h: what a peer asks a cuda_vmm endpoint for (internal; the
-// exporter in vmm.cc answers it, docs/gpu-transport-extensions.md 3).
+// exporter in vmm.cc answers it, docs/gpu-transport-protocol.md 13).
 #pragma once
 
 #include <cstdint>

@@ -125,8 +125,8 @@ inline ExportAcks::Ready AfterDeviceWork(const std::vector<int>& devices) {
   };
 }
 
-// Held by every CUDA output borrowed from one response (docs/gpu-transport-extensions.md
-// 1): when the last is gone, the export id is acknowledged. Holds `server`
+// Held by every CUDA output borrowed from one response (docs/gpu-transport-protocol.md
+// 11): when the last is gone, the export id is acknowledged. Holds `server`
 // (the served server, if the client started it), so that tearing the
 // Tesseract down does not free memory the outputs still read.
 class BorrowedOutputs {

@@ -4,7 +4,7 @@
 // ClientCall for every request; the session calls it at fixed points and
 // names no transport, header or extension itself. tesseract-core 1.15's
 // cuda_ipc, with tesscpp's extensions to it (borrowed outputs under a lease,
-// IPC events, VMM memory by reference: docs/gpu-transport-extensions.md 1-3), is the
+// IPC events, VMM memory by reference: docs/gpu-transport-protocol.md 11-13), is the
 // implementation; a new transport is another one, chosen in
 // MakeClientTransport.
 #pragma once

@@ -67,11 +67,11 @@ CudaIpcCall::CudaIpcCall(ExportRegistry& exports, const Headers& request_headers
       // A client that sends Tesseract-Exports-Done (even empty) acknowledges
       // exports; others get theirs released at their next call.
       acknowledged_(FindHeader(request_headers, kExportsDoneHeader).has_value()),
-      // The IPC-event extension (docs/gpu-transport-extensions.md 2): the client waits
+      // The IPC-event extension (docs/gpu-transport-protocol.md 12): the client waits
       // for our event instead of this server synchronising its devices.
       ipc_events_(FindHeader(request_headers, kIpcEventsHeader) == "1") {
   if (auto borrower = FindHeader(request_headers, kBorrowerHeader)) borrower_ = std::string(*borrower);
-  // The cuda_vmm extension (docs/gpu-transport-extensions.md 3): VMM outputs go by
+  // The cuda_vmm extension (docs/gpu-transport-protocol.md 13): VMM outputs go by
   // reference to a client that offered it and whose socket this server
   // reaches (the same network namespace), so that it can ask for them.
   if (auto offer = FindHeader(request_headers, kCudaVmmHeader)) {

@@ -7,7 +7,7 @@
 // later request names the id in `Tesseract-Exports-Done`, after 300 s, or, for
 // clients that never send that header, at their next call.
 //
-// tesscpp's lease (docs/gpu-transport-extensions.md 1): a client that borrows outputs
+// tesscpp's lease (docs/gpu-transport-protocol.md 11): a client that borrows outputs
 // instead of copying them names its process; its groups are then kept until
 // acknowledged or until that process is gone, without the 300 s timeout.
 #pragma once

@@ -2,8 +2,8 @@
 //
 // tesseract-core 1.15's export acknowledgement (docs/gpu-transport-protocol.md 5) and
 // tesscpp's extensions to it, which 1.15 peers ignore: a client that borrows
-// outputs (docs/gpu-transport-extensions.md 1), GPU work ordered by IPC events (2) and VMM allocations by
-// reference (3). HTTP header names are
+// outputs (docs/gpu-transport-protocol.md 11), GPU work ordered by IPC events (12) and VMM allocations by
+// reference (13). HTTP header names are
 // case-insensitive; these are the spellings sent.
 #pragma once
 

@@ -1,4 +1,4 @@
-// ipc_events.h: tesscpp's IPC-event extension (docs/gpu-transport-extensions.md 2), the
+// ipc_events.h: tesscpp's IPC-event extension (docs/gpu-transport-protocol.md 12), the
 // values of its Tesscpp-Inputs-Event and Tesscpp-Exports-Event headers (internal).
 #pragma once
 

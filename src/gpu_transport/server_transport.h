@@ -5,7 +5,7 @@
 // arrays, each endpoint call (waiting for the client's inputs, exporting
 // outputs, settling device work, keeping exports, the answer's headers), and
 // POST /check_gpu_transport. tesseract-core 1.15's cuda_ipc with tesscpp's
-// extensions (docs/gpu-transport-extensions.md 1-3) is the implementation
+// extensions (docs/gpu-transport-protocol.md 11-13) is the implementation
 // (cuda_ipc_server.cc); a new transport is another one, chosen in
 // MakeServerTransport. The client's side is client_transport.h.
 #pragma once

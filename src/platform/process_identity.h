@@ -3,7 +3,7 @@
 // A pid alone can be handed to a new process once the old one exits; the pair
 // (pid, start time in clock ticks since boot, field 22 of /proc/<pid>/stat)
 // cannot. A server uses it to hold GPU memory for a client process exactly as
-// long as that process lives (docs/gpu-transport-extensions.md 1).
+// long as that process lives (docs/gpu-transport-protocol.md 11).
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 // The importer maps the allocation and either copies the bytes into memory it
 // owns (what tesseract-core 1.15 does) or borrows them where they are. VMM
 // memory (cuMemCreate: PyTorch's expandable segments) goes by reference to a
-// peer that maps it (tesscpp's cuda_vmm extension, docs/gpu-transport-extensions.md 3);
+// peer that maps it (tesscpp's cuda_vmm extension, docs/gpu-transport-protocol.md 13);
 // other memory that legacy IPC cannot name (stream-ordered pools, managed) is
 // first copied into a pooled cudaMalloc buffer. This is what the cuda_ipc
 // wire encoding carries.
@@ -90,7 +90,7 @@ Result<Tensor> BorrowIpc(const IpcDescriptor& descriptor, Dtype dtype, const Sha
                          std::shared_ptr<void> lease = nullptr);
 
 /// \brief A point in one process's GPU work that another process can wait
-/// for: a CUDA interprocess event of a device (docs/gpu-transport-extensions.md 2).
+/// for: a CUDA interprocess event of a device (docs/gpu-transport-protocol.md 12).
 struct IpcEvent {
   std::string device_uuid;  ///< as DeviceUuid()
   std::array<uint8_t, IpcDescriptor::kHandleSize> handle{};

@@ -21,8 +21,8 @@ struct VmmPiece {
 };
 
 /// \brief What an importer needs to find the bytes of one exported tensor:
-/// a legacy IPC handle, or (tesscpp's cuda_vmm extension, docs/gpu-transport-extensions.md
-/// 3) the VMM allocations under it, which the exporter hands out as POSIX
+/// a legacy IPC handle, or (tesscpp's cuda_vmm extension, docs/gpu-transport-protocol.md
+/// 13) the VMM allocations under it, which the exporter hands out as POSIX
 /// file descriptors on request.
 struct IpcDescriptor {
   static constexpr size_t kHandleSize = 64;  // CU_IPC_HANDLE_SIZE

@@ -6,7 +6,7 @@ namespace tesscpp::runtime {
 namespace {
 
 TEST(RequestRules, QueryValuesDecodeAsStarletteDecodesThem) {
-  EXPECT_EQ(UrlDecode("a+b%2Fc%zz%4"), "a b/c%zz%4");  // malformed escapes stay as they are
+  EXPECT_EQ(UrlDecode("a+b%2Fc%zz%4"), "a b/c%zz%4");               // malformed escapes stay as they are
   EXPECT_EQ(QueryParam("run_id=x&run_id=y%20z", "run_id"), "y z");  // the last one wins
   EXPECT_EQ(QueryParam("ready", "ready"), "");
   EXPECT_EQ(QueryParam("a=1&b=2", "c"), std::nullopt);

@@ -20,9 +20,10 @@ std::string FormatShape(std::span<const int64_t> dims);
 /// A rank-0 Shape (`Shape()`) is a scalar with one element.
 class Shape {
  public:
-  /// \brief The maximum number of elements any Shape may describe (2^59), so that
-  /// byte sizes of every dtype fit in int64.
-  static constexpr int64_t kMaxElements = int64_t{1} << 59;
+  /// \brief The maximum number of elements any Shape may describe (2^59 - 1),
+  /// so that byte sizes of every dtype (16 bytes at most) fit in int64.
+  static constexpr int64_t kMaxElements = (int64_t{1} << 59) - 1;
+  static_assert(kMaxElements <= INT64_MAX / 16, "the bytes of a complex128 array must fit in int64");
 
   /// \brief A scalar (rank 0).
   Shape() = default;

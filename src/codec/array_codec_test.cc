@@ -255,6 +255,11 @@ TEST(ArrayCodec, BadFields) {
               StatusCode::kValidationError, "shape: shape dimension -1 is negative");
   ExpectError(R"({"shape":"3","dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64"}})",
               StatusCode::kValidationError, "shape: expected a list of integers");
+  // 2^59 complex128 elements are 2^63 bytes: refused before any byte count
+  // is formed (one past int64; UBSan's signed-overflow report before).
+  ExpectError(
+      R"({"shape":[576460752303423488],"dtype":"complex128","data":{"buffer":"AAAA","encoding":"base64"}})",
+      StatusCode::kOutOfRange, "shape: shape (576460752303423488,) has 2^59 elements or more");
   ExpectError(R"({"shape":[1],"dtype":"float32","data":{"buffer":"AAAAAA==","encoding":"base64","x":1}})",
               StatusCode::kValidationError, "data.x: extra fields are not permitted");
   ExpectError(

@@ -18,7 +18,7 @@ Result<Shape> Shape::Make(std::vector<int64_t> dims) {
   int64_t count = 1;
   for (int64_t d : shape.dims_) {
     if (count > kMaxElements / d) {
-      return Status::OutOfRange("shape ", shape.ToString(), " has more than 2^59 elements");
+      return Status::OutOfRange("shape ", shape.ToString(), " has 2^59 elements or more");
     }
     count *= d;
   }

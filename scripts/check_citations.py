@@ -21,9 +21,10 @@ from __future__ import annotations
 import fnmatch
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from first_party import ROOT, first_party_files
 CITED = re.compile(r"bench/results/[\w.\-]+")
 SUMMARY = re.compile(r"=+ (?P<counts>[^=]*\b(?:passed|failed)\b[^=]*) in [\d.]+s")
 EXIT = re.compile(r"build_and_test\.sh exit status: (\d+)")
@@ -73,11 +74,11 @@ def missing_header(path: Path) -> list[str]:
 
 RESULTS = ROOT / "bench" / "results"
 DATED = re.compile(r"^(?P<benchmark>.*?)-(?P<date>\d{8})")
-# Where names of result files are cited besides the documents.
-# A glob over result names in a citation ("autodiff-gpu-20261205-h100*.md", "h2d-probe-*").
-GLOB = re.compile(r"[\w.\-]*-\*[\w.\-*]*|[\w.\-]*\d{8}[\w.\-]*\*[\w.\-*]*")
-CITING_TREES = ("src", "include", "tools", "python", "tests", "scripts", "bench", "examples", "docs", "deploy")
-CITING_SUFFIXES = {".cc", ".h", ".py", ".md", ".sh", ".txt", ".log", ".json"}
+# A glob over result names in a citation ("autodiff-gpu-20261205-h100*.md", "h2d-probe-*"): a
+# name-like token with a '*' after a dash or a date. Tokens are matched whole, then filtered,
+# which keeps the scan of the tree linear.
+TOKEN = re.compile(r"[\w.\-*]+")
+GLOB = re.compile(r"-\*|\d{8}.*\*")
 
 
 def plain_run(name: str) -> tuple[str, str] | None:
@@ -102,31 +103,28 @@ def latest_runs(names: list[str]) -> set[str]:
     return {n for n in names if (run := plain_run(n)) and run[1] == newest[run[0]]}
 
 
-def cites(body: str, name: str) -> bool:
-    """Whether `body` names the file: whole, by its stem, or by a glob."""
-    stem = name.split(".")[0]
-    if name in body or stem + "." in body:
-        return True
-    return any(fnmatch.fnmatch(name, glob) for glob in set(GLOB.findall(body)))
+def citer(body: str) -> Callable[[str], bool]:
+    """Whether `body` names a file: whole, by its stem, or by a glob (found once)."""
+    globs = {token for token in set(TOKEN.findall(body)) if "*" in token and GLOB.search(token)}
+
+    def cites(name: str) -> bool:
+        stem = name.split(".")[0]
+        return name in body or stem + "." in body or any(fnmatch.fnmatch(name, glob) for glob in globs)
+
+    return cites
 
 
 def stale_results() -> list[str]:
     """Result files neither latest nor cited, following citations from kept results."""
-    names = sorted(p.name for p in RESULTS.iterdir() if p.is_file() and p.name != "README.md")
-    text = [ROOT.joinpath("README.md").read_text()]
-    for top in CITING_TREES:
-        for path in (ROOT / top).rglob("*"):
-            if path.is_file() and path.suffix in CITING_SUFFIXES and RESULTS not in path.parents:
-                text.append(path.read_text(errors="replace"))
-    outside = "\n".join(text)
-    kept = latest_runs(names) | {n for n in names if cites(outside, n)}
-    grown = True
-    while grown:  # a kept result may cite the runs it builds on
-        cited_by_kept = "\n".join((RESULTS / n).read_text(errors="replace") for n in kept)
-        more = {n for n in names if n not in kept and cites(cited_by_kept, n)}
-        kept |= more
-        grown = bool(more)
-    return [n for n in names if n not in kept]
+    results = {p.name: p.read_text(errors="replace") for p in RESULTS.iterdir() if p.is_file()}
+    outside = citer("\n".join(p.read_text(errors="replace") for p in first_party_files(frozenset({"results"}))))
+    kept = latest_runs(list(results)) | {n for n in results if outside(n)}
+    new = kept
+    while new:  # a kept result may cite the runs it builds on
+        cited = citer("\n".join(results[n] for n in new))
+        new = {n for n in results if n not in kept and cited(n)}
+        kept |= new
+    return sorted(n for n in results if n not in kept)
 
 
 def main() -> int:

@@ -21,11 +21,10 @@ import sys
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-# Where references live: everything we write, not what we vendor or build.
-SCANNED = ("src", "include", "tools", "python", "tests", "scripts", "docs", "examples", "bench", "deploy", "cmake")
-SUFFIXES = {".cc", ".h", ".cu", ".cuh", ".py", ".md", ".sh", ".txt", ".cmake", ".yaml", ".yml", ".cfg", ".toml"}
-SKIPPED_DIRS = {"results", "fixtures_out", "__pycache__"}
+from first_party import ROOT, first_party_files
+
+# Recorded results quote what the tree said when they ran; they are not references.
+SKIPPED_DIRS = frozenset({"results"})
 
 REFERENCE = re.compile(r"docs/([A-Za-z0-9_-]+\.md)(?:,?\s*§\s*([0-9]+(?:[0-9a-z.]*[0-9a-z])?)|\s+([0-9]+(?:\.[0-9]+)*[a-z]?)\b)?")
 LINK = re.compile(r"\]\(([A-Za-z0-9_-]+\.md)(?:#[^)]*)?\)")
@@ -38,15 +37,6 @@ def sections(document: Path) -> frozenset[str]:
     # Headings inside fenced code blocks are code (a C++ #include), not sections.
     text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
     return frozenset(m.group(1).rstrip(".") for m in HEADING.finditer(text))
-
-
-def scanned_files() -> list[Path]:
-    files = [ROOT / "README.md"]
-    for top in SCANNED:
-        for path in sorted((ROOT / top).rglob("*")):
-            if path.is_file() and path.suffix in SUFFIXES and not SKIPPED_DIRS & set(path.parts):
-                files.append(path)
-    return files
 
 
 def problems_in(path: Path) -> list[str]:
@@ -70,7 +60,7 @@ def problems_in(path: Path) -> list[str]:
 
 
 def main() -> int:
-    problems = [p for path in scanned_files() for p in problems_in(path)]
+    problems = [p for path in first_party_files(SKIPPED_DIRS) for p in problems_in(path)]
     for problem in problems:
         print(problem)
     if problems:

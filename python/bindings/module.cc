@@ -239,7 +239,6 @@ void BindFromImageAndLibrary(nb::class_<Tesseract>& cls) {
           nb::arg("stream_logs").none());
 }
 
-// One method per endpoint, and what the served document says.
 // The component endpoints' rows, for the Python client: how each request is
 // built (the path-set prefix and the vector field of a gradient).
 nb::list EndpointRows() {
@@ -275,6 +274,7 @@ void BindEndpoints(nb::class_<Tesseract>& cls) {
              const TestOutcome done = Released([&] { return t.Test(spec); });
              return std::make_pair(done.status, done.message);
            })
+      // What the served document says.
       .def("openapi_schema",
            [](const Tesseract& t) { return CallReleased([&] { return t.OpenApiSchema(); }); })
       .def("available_endpoints",

@@ -42,6 +42,7 @@
 #include "tesscpp/client.h"
 #include "tesscpp/internal/encoding.h"
 #include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/gpu_transports.h"
 #include "tesscpp/internal/http_server.h"
 
 namespace tesscpp::cli {
@@ -58,9 +59,9 @@ void AddCommonOptions(CLI::App* command, CommonOptions& o) {
   command->add_option("--output-format", o.output_format, OutputFormatChoices(NameList::kPlain));
   command->add_option("--output-path", o.output_path, "Directory for run directories and binref outputs");
   command->add_option("--input-path", o.input_path, "Directory relative binref inputs are read from");
-  command->add_option(
-      "--gpu-transport", o.gpu_transport,
-      GpuTransportChoices(NameList::kPlain) + ": how CUDA arrays go in and out (TESSERACT_GPU_TRANSPORT)");
+  command->add_option("--gpu-transport", o.gpu_transport,
+                      gpu_transport::TransportChoices(NameList::kPlain) +
+                          ": how CUDA arrays go in and out (TESSERACT_GPU_TRANSPORT)");
   command->add_flag("--debug", o.debug, "Tracebacks in 500 responses and the /test endpoint");
 }
 
@@ -200,7 +201,7 @@ void AddCallCommand(CLI::App& app) {
   call->add_option("--output-format", encoding.output_format, OutputFormatChoices(NameList::kPlain));
   call->add_option("--compression", encoding.compression, CompressionChoices(NameList::kPlain));
   call->add_option("--gpu-transport", encoding.gpu_transport,
-                   GpuTransportChoices(NameList::kPlain) + ": how CUDA arrays go in and out");
+                   gpu_transport::TransportChoices(NameList::kPlain) + ": how CUDA arrays go in and out");
   call->add_option("--server-output-path", o->call.client.server_output_path,
                    "The server's output directory, as seen here (json+binref outputs)");
   call->add_option("--server-input-path", o->call.client.server_input_path,

@@ -4,13 +4,14 @@
 #include <string>
 
 #include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/gpu_transports.h"
 
 namespace tesscpp::cli {
 namespace {
 
 std::string OutputFormats() { return OutputFormatChoices(NameList::kPlain); }
 std::string Compressions() { return CompressionChoices(NameList::kPlain); }
-std::string GpuTransports() { return GpuTransportChoices(NameList::kPlain); }
+std::string GpuTransports() { return gpu_transport::TransportChoices(NameList::kPlain); }
 
 // `tesseract-runtime --help`.
 constexpr RuntimeSetting kSettings[] = {

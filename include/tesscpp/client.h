@@ -260,6 +260,7 @@ struct GpuTransportChoice {
   /// Set when the server offers a transport that failed the check, so GPU
   /// arrays are copied to the host: the reason, for one warning.
   std::optional<std::string> fallback_reason;
+  std::string failed;  ///< with fallback_reason: the transport that failed
 };
 
 /// \brief The answer of the debug-mode /test endpoint.

@@ -34,6 +34,7 @@
 #include "tesscpp/internal/cuda_ipc.h"
 #include "tesscpp/internal/cuda_transfer.h"
 #include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/gpu_transports.h"
 #include "tesscpp/value.h"
 #include "to_python.h"
 
@@ -307,7 +308,7 @@ void BindHandle(nb::class_<Tesseract>& cls) {
       .def("resolve_gpu_transport",
            [](const Tesseract& t) {
              const GpuTransportChoice done = Released([&] { return t.ResolveGpuTransport(); });
-             return std::make_pair(done.transport, done.fallback_reason);
+             return std::make_tuple(done.transport, done.fallback_reason, done.failed);
            })
       .def("teardown", [](Tesseract& t) { Released([&] { return t.Teardown(); }); })
       .def("server_logs", [](const Tesseract& t) { return Unwrap(t.ServerLogs()); })
@@ -354,6 +355,9 @@ NB_MODULE(_tesscpp, m) {  // NOLINT(performance-unnecessary-value-param): the ma
   BindFromImageAndLibrary(tesseract);
   BindEndpoints(tesseract);
   m.def("endpoint_rows", &EndpointRows);
+  // "none" and the GPU transports this client implements, from their
+  // registry: what the framework bridges may drive (tesscpp/_transport.py).
+  m.def("gpu_transports", &gpu_transport::TransportNames);
   BindHandle(tesseract);
   BindJaxFfi(m);
 }

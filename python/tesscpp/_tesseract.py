@@ -503,15 +503,16 @@ class Tesseract:
         As tesseract-core 1.15: a Tesseract that requests a transport gets it
         if the check exchange with the server passes, and RuntimeError
         otherwise; one that requests none gets ``cuda_ipc`` when the server
-        offers it and the check passes, else ``none`` (GPU arrays copied to
-        the host) with a one-time warning. The check runs once per connection.
+        offers it and the check passes (the client's automatic transports, in
+        order), else ``none`` (GPU arrays copied to the host) with a one-time
+        warning. The check runs once per connection.
         In-process Tesseracts return the transport they were created with.
         """
-        transport, fallback_reason = self._client.resolve_gpu_transport()
-        if fallback_reason is not None and "cuda_ipc" not in self._shared.warned_transports:
-            self._shared.warned_transports.add("cuda_ipc")
+        transport, fallback_reason, failed = self._client.resolve_gpu_transport()
+        if fallback_reason is not None and failed not in self._shared.warned_transports:
+            self._shared.warned_transports.add(failed)
             warnings.warn(
-                f"The Tesseract at {self._url} offers gpu_transport='cuda_ipc', but it does not "
+                f"The Tesseract at {self._url} offers gpu_transport={failed!r}, but it does not "
                 "work from this process, so GPU arrays are copied to the host instead: "
                 f"{fallback_reason}",
                 UserWarning,

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-# The GPU transports the bridges can drive.
-SUPPORTED_GPU_TRANSPORTS = ("none", "cuda_ipc")
+from . import _tesscpp
+
+# The GPU transports the bridges can drive: "none" and every one the C++
+# client implements (its transport registry).
+SUPPORTED_GPU_TRANSPORTS = tuple(_tesscpp.gpu_transports())
 
 
 def choose_transport(tesseract: Any, requested: str | None, has_cuda: bool) -> str:

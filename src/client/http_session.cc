@@ -13,7 +13,7 @@
 #include "client/response_errors.h"
 #include "client/served_server.h"
 #include "client/session.h"
-#include "gpu_transport/client_transport.h"
+#include "gpu_transport/session_transports.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
 #include "tesscpp/internal/endpoint_table.h"
@@ -39,22 +39,14 @@ using client::HttpResponse;
 // How a request body is written, parsed once from the encoding fitted to
 // the server; a name this client does not implement is refused here.
 struct BodyEncoding {
-  GpuTransport transport = GpuTransport::kNone;  // cuda_ipc: CUDA tensors by IPC handle
-  Compression compression = Compression::kNone;  // of base64 and binref arrays
-  bool binref = false;                           // json+binref asked for: inputs as files too
+  std::string transport{gpu_transport::kNoTransport};  // device arrays by a GPU transport's descriptors
+  Compression compression = Compression::kNone;        // of base64 and binref arrays
+  bool binref = false;                                 // json+binref asked for: inputs as files too
 };
 
 Result<BodyEncoding> BodyEncodingOf(const RequestedEncoding& encoding) {
   BodyEncoding body;
-  if (encoding.gpu_transport) {
-    auto transport = GpuTransportFromName(*encoding.gpu_transport);
-    if (!transport.ok()) {
-      return Status::InvalidArgument("gpu_transport: this client does not implement '",
-                                     *encoding.gpu_transport, "' (", GpuTransportChoices(NameList::kPlain),
-                                     ")");
-    }
-    body.transport = *transport;
-  }
+  if (encoding.gpu_transport) body.transport = *encoding.gpu_transport;  // checked as the call begins
   if (encoding.compression) {
     auto compression = CompressionFromName(*encoding.compression);
     if (!compression.ok()) {
@@ -76,7 +68,8 @@ class HttpSession final : public TesseractSession {
   HttpSession(std::unique_ptr<HttpConnection> connection, ClientOptions options,
               std::unique_ptr<ServedServer> server)
       : connection_(std::move(connection)), options_(std::move(options)), server_(std::move(server)) {
-    transport_ = gpu_transport::MakeClientTransport({options_.cuda_ipc_events, server_});
+    transports_ = std::make_unique<gpu_transport::SessionTransports>(
+        gpu_transport::ClientTransportOptions{options_.cuda_ipc_events, server_});
     if (options_.binref_pool && !options_.server_input_path.empty()) {
       pool_ = std::make_unique<client::BinrefPool>(options_.server_input_path);
     }
@@ -134,10 +127,11 @@ class HttpSession final : public TesseractSession {
   }
   Result<Buffer> EncodeBody(const Value& payload, const BodyEncoding& encoding, BinrefSink** sink,
                             std::unique_ptr<BinrefWriter>* files,
-                            std::unique_ptr<client::BinrefPool::Lease>* lease, CudaIpcArrays* device_exports);
+                            std::unique_ptr<client::BinrefPool::Lease>* lease,
+                            DeviceArrayWriter* device_exports);
   // `device_arrays`: how the GPU transport reads device outputs (null: refused).
   Result<Value> Decode(const HttpResponse& response, std::string_view endpoint,
-                       CudaIpcArrays* device_arrays = nullptr);
+                       DeviceArrayReader* device_arrays = nullptr);
   void FlushExportsDone();
   // The run_id a request names: the given one, or a new one where the run
   // log is streamed (it is read from the run's directory).
@@ -158,14 +152,14 @@ class HttpSession final : public TesseractSession {
   std::mutex openapi_mutex_;
   std::shared_ptr<const Value> openapi_;
   std::optional<ServerCapabilities> capabilities_;
-  std::unique_ptr<gpu_transport::ClientTransport> transport_;  // what GPU transports add to requests
+  std::unique_ptr<gpu_transport::SessionTransports> transports_;  // what GPU transports add to requests
   std::mutex check_mutex_;
   std::map<std::string, GpuTransportCheck> checks_;  // by transport
 };
 
 void HttpSession::FlushExportsDone() {
   if (connection_ == nullptr) return;
-  const std::optional<std::vector<std::string>> headers = transport_->Closing();
+  const std::optional<std::vector<std::string>> headers = transports_->Closing();
   if (!headers) return;
   // Best effort: a server that is gone frees what it holds after its timeout.
   (void)connection_->Send("GET", "/health", *headers, nullptr);
@@ -200,10 +194,10 @@ Result<std::shared_ptr<const Value>> HttpSession::OpenApi() {
 Result<Buffer> HttpSession::EncodeBody(const Value& payload, const BodyEncoding& encoding, BinrefSink** sink,
                                        std::unique_ptr<BinrefWriter>* files,
                                        std::unique_ptr<client::BinrefPool::Lease>* lease,
-                                       CudaIpcArrays* device_exports) {
+                                       DeviceArrayWriter* device_exports) {
   JsonWriteOptions write;
   write.arrays.object_type = false;  // as the SDK sends them
-  // CUDA tensors go through the GPU transport when one is requested
+  // Device tensors go through the GPU transport when one is requested
   // (`device_exports`), else as host copies.
   write.arrays.device_arrays = device_exports;
   write.arrays.encoding = ArrayEncoding::kBase64;
@@ -222,8 +216,6 @@ Result<Buffer> HttpSession::EncodeBody(const Value& payload, const BodyEncoding&
   }
   return WriteJson(payload, write);
 }
-
-namespace {}  // namespace
 
 Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
                                const std::optional<std::string>& given_run_id,
@@ -253,7 +245,8 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   std::unique_ptr<BinrefWriter> files;
   std::unique_ptr<client::BinrefPool::Lease> lease;
   Buffer body;
-  const std::unique_ptr<gpu_transport::ClientCall> gpu = transport_->Begin(body_encoding.transport);
+  TESS_ASSIGN_OR_RETURN(const std::unique_ptr<gpu_transport::ClientCall> gpu,
+                        transports_->Begin(body_encoding.transport));
   if (payload != nullptr) {
     auto encoded = EncodeBody(*payload, body_encoding, &sink, &files, &lease, gpu->inputs());
     if (!encoded.ok())
@@ -311,10 +304,6 @@ Result<GpuTransportCheck> HttpSession::CheckGpuTransport(const std::string& tran
 }
 
 Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& transport) {
-  Result<GpuTransport> kind = GpuTransportFromName(transport);
-  if (!kind.ok()) {
-    return GpuTransportCheck{false, "this client does not implement gpu_transport '" + transport + "'"};
-  }
   auto post = [&](const Buffer& body) -> Result<gpu_transport::CheckAnswer> {
     TESS_ASSIGN_OR_RETURN(HttpConnection * connection, Connection());
     TESS_ASSIGN_OR_RETURN(HttpResponse response, connection->Send("POST", "/check_gpu_transport",
@@ -324,12 +313,12 @@ Result<GpuTransportCheck> HttpSession::RunTransportCheck(const std::string& tran
                                       [answered](std::string_view name) { return answered->Header(name); }};
   };
   TESS_ASSIGN_OR_RETURN(gpu_transport::CheckOutcome outcome,
-                        transport_->Check(*kind, "The Tesseract at " + url_, post));
+                        transports_->Check(transport, "The Tesseract at " + url_, post));
   return GpuTransportCheck{outcome.works, std::move(outcome.reason)};
 }
 
 Result<Value> HttpSession::Decode(const HttpResponse& response, std::string_view endpoint,
-                                  CudaIpcArrays* device_arrays) {
+                                  DeviceArrayReader* device_arrays) {
   if (response.status < 200 || response.status >= 300)
     return client::ErrorFromResponse(response, endpoint, std::nullopt);
   JsonReadOptions read;

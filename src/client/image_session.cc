@@ -10,6 +10,7 @@
 #include "client/container.h"
 #include "client/served_server.h"
 #include "client/session.h"
+#include "gpu_transport/registry.h"
 #include "platform/uuid.h"
 #include "tesscpp/internal/encoding.h"
 #include "tesscpp/internal/mounts.h"
@@ -63,20 +64,21 @@ Status CheckOptions(const std::string& image, const ImageOptions& o) {
     return Status::InvalidArgument("from_image: num_workers must be at least 1 (got ", o.num_workers, ")");
   if (!o.network_alias.empty() && o.network.empty())
     return Status::InvalidArgument("from_image: network_alias needs a network");
-  const std::string transport = client::RequestedTransport(o).value_or("none");
-  const Result<GpuTransport> parsed = GpuTransportFromName(transport);
-  if (!parsed.ok()) {
+  const std::string transport =
+      client::RequestedTransport(o).value_or(std::string(gpu_transport::kNoTransport));
+  const Result<const gpu_transport::TransportEntry*> entry = gpu_transport::TransportNamed(transport);
+  if (!entry.ok()) {
     return Status::InvalidArgument("from_image: gpu_transport '", transport, "' is not one of ",
-                                   GpuTransportChoices(NameList::kQuoted));
+                                   gpu_transport::TransportChoices(NameList::kQuoted));
   }
-  if (*parsed != GpuTransport::kNone && o.num_workers > 1) {
+  if (*entry != nullptr && (*entry)->one_worker && o.num_workers > 1) {
     return Status::InvalidArgument("from_image: gpu_transport='", transport,
                                    "' cannot be served by more than one worker (num_workers=", o.num_workers,
                                    ")");
   }
-  if (*parsed == GpuTransport::kCudaIpc && o.gpus.empty()) {
-    return Status::InvalidArgument(
-        "from_image: gpu_transport='cuda_ipc' needs GPU access: pass gpus (\"all\" or device ids)");
+  if (*entry != nullptr && (*entry)->needs_gpus && o.gpus.empty()) {
+    return Status::InvalidArgument("from_image: gpu_transport='", transport,
+                                   "' needs GPU access: pass gpus (\"all\" or device ids)");
   }
   return Status::OK();
 }
@@ -112,7 +114,11 @@ Result<std::vector<std::string>> ContainerArguments(const ImageOptions& o,
   if (!o.network_alias.empty()) common.insert(common.end(), {"--network-alias", o.network_alias});
   if (!o.memory.empty()) common.insert(common.end(), {"--memory", o.memory});
   if (!o.gpus.empty()) common.insert(common.end(), {"--gpus", client::GpuRequest(o.gpus)});
-  if (client::RequestedTransport(o).value_or("none") == "cuda_ipc") common.emplace_back("--ipc=host");
+  // What the transport needs of the engine (CheckOptions accepted its name).
+  if (const gpu_transport::TransportEntry* entry =
+          gpu_transport::FindTransport(client::RequestedTransport(o).value_or(""))) {
+    common.insert(common.end(), entry->container_flags.begin(), entry->container_flags.end());
+  }
   return common;
 }
 

@@ -5,6 +5,7 @@
 
 #include "client/served_server.h"
 #include "client/session.h"
+#include "gpu_transport/registry.h"
 #include "tesscpp/internal/endpoint_table.h"
 
 namespace tesscpp {
@@ -198,11 +199,16 @@ Result<GpuTransportChoice> Tesseract::ResolveGpuTransport() const {
   }
   TESS_ASSIGN_OR_RETURN(std::optional<ServerCapabilities> capabilities, session_->Capabilities());
   const auto& offered = capabilities ? capabilities->gpu_transports : std::nullopt;
-  for (const char* automatic : {"cuda_ipc"}) {  // the SDK's _AUTO_GPU_TRANSPORTS
-    if (!offered || std::find(offered->begin(), offered->end(), automatic) == offered->end()) continue;
-    TESS_ASSIGN_OR_RETURN(GpuTransportCheck check, session_->CheckGpuTransport(automatic));
-    if (check.works) return GpuTransportChoice{automatic, std::nullopt};
-    return GpuTransportChoice{"none", check.reason};
+  for (const gpu_transport::TransportEntry* entry : gpu_transport::Transports()) {
+    // The SDK's _AUTO_GPU_TRANSPORTS: the first offered is checked, and used if it works.
+    const std::string& name = entry->name;
+    if (!entry->automatic || !offered ||
+        std::find(offered->begin(), offered->end(), name) == offered->end()) {
+      continue;
+    }
+    TESS_ASSIGN_OR_RETURN(GpuTransportCheck check, session_->CheckGpuTransport(name));
+    if (check.works) return GpuTransportChoice{name, std::nullopt};
+    return GpuTransportChoice{"none", check.reason, name};
   }
   return GpuTransportChoice{"none", std::nullopt};
 }

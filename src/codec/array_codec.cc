@@ -4,7 +4,6 @@
 #include <optional>
 #include <vector>
 
-#include "codec/array_cuda_ipc.h"
 #include "codec/base64.h"
 #include "codec/lz4.h"
 #include "tesscpp/internal/buffer_pool.h"
@@ -24,11 +23,10 @@ Status WithArrayIssue(const Status& cause, std::string_view type, Value ctx, std
 
 namespace {
 
-Status UndecodableBuffer(const Status& cause, ArrayEncoding encoding) {
-  return WithArrayIssue(cause, "array_decode_error",
-                        Value::Dict{{"encoding", ArrayEncodingName(encoding)}, {"error", cause.message()}},
-                        "Failed to decode array buffer (" + std::string(ArrayEncodingName(encoding)) +
-                            " encoding): " + cause.message());
+Status UndecodableBuffer(const Status& cause, std::string_view encoding) {
+  return WithArrayIssue(
+      cause, "array_decode_error", Value::Dict{{"encoding", encoding}, {"error", cause.message()}},
+      "Failed to decode array buffer (" + std::string(encoding) + " encoding): " + cause.message());
 }
 
 Result<Shape> ShapeField(const Value* shape) {
@@ -90,7 +88,8 @@ Result<Tensor> DecodeBase64(std::string_view text, Compression compression, Dtyp
 struct ArrayHeader {
   Shape shape;
   Dtype dtype;
-  ArrayEncoding encoding;
+  std::optional<ArrayEncoding> encoding;  ///< nullopt: a GPU transport's, read by options.device_arrays
+  std::string_view encoding_name;
   Compression compression;
 };
 
@@ -101,21 +100,41 @@ Result<ArrayHeader> ParseHeader(const ArrayFields& fields, const ArrayDecodeOpti
   if (!fields.encoding->is_string()) return Status::ValidationError("data.encoding: expected a string");
   const std::string& encoding_name = fields.encoding->as_string();
   const bool raw = options.accept_raw && encoding_name == "raw";
-  auto encoding = raw ? Result<ArrayEncoding>(ArrayEncoding::kJson) : ArrayEncodingFromName(encoding_name);
-  if (!encoding.ok()) return encoding.status().WithContext("data.encoding");
+  auto host = raw ? Result<ArrayEncoding>(ArrayEncoding::kJson) : ArrayEncodingFromName(encoding_name);
+  std::optional<ArrayEncoding> encoding;
+  if (host.ok()) {
+    encoding = *host;
+  } else if (options.device_arrays == nullptr || !options.device_arrays->Reads(encoding_name)) {
+    return host.status().WithContext("data.encoding");
+  }
   TESS_ASSIGN_OR_RETURN(Compression compression, CompressionField(fields.compression));
-  if (*encoding == ArrayEncoding::kJson && compression != Compression::kNone) {
-    return Status::ValidationError("data.compression: json arrays cannot be compressed");
+  // The reference's models of json and device arrays have no compression.
+  if (encoding != ArrayEncoding::kBase64 && encoding != ArrayEncoding::kBinref &&
+      compression != Compression::kNone) {
+    return Status::ValidationError("data.compression: ", encoding_name, " arrays cannot be compressed");
   }
-  if (*encoding != ArrayEncoding::kJson && !fields.buffer_text) {
-    return Status::ValidationError("data.buffer: a ", ArrayEncodingName(*encoding),
-                                   " buffer must be a string");
+  if (encoding != ArrayEncoding::kJson && !fields.buffer_text) {
+    return Status::ValidationError("data.buffer: a ", encoding_name, " buffer must be a string");
   }
-  if (*encoding == ArrayEncoding::kJson && fields.buffer_leaves == nullptr &&
-      fields.buffer_value == nullptr && !fields.buffer_text) {
+  if (encoding == ArrayEncoding::kJson && fields.buffer_leaves == nullptr && fields.buffer_value == nullptr &&
+      !fields.buffer_text) {
     return Status::ValidationError("data.buffer: field required");
   }
-  return ArrayHeader{std::move(shape), dtype, *encoding, compression};
+  return ArrayHeader{std::move(shape), dtype, encoding, encoding_name, compression};
+}
+
+// A GPU transport's array: a malformed descriptor fails the reference's model
+// as a whole (pydantic then reports the array-like fallback); one that names
+// nothing readable fails its decoding.
+Result<Tensor> DecodeDeviceBuffer(const ArrayFields& fields, const ArrayHeader& header,
+                                  const ArrayDecodeOptions& options) {
+  Result<Tensor> tensor =
+      options.device_arrays->Import(header.encoding_name, *fields.buffer_text, header.dtype, header.shape);
+  if (tensor.ok()) return tensor;
+  if (tensor.status().code() == StatusCode::kValidationError) {
+    return NonNumericArray(tensor.status().WithContext("data.buffer"));
+  }
+  return UndecodableBuffer(tensor.status(), header.encoding_name).WithContext("data.buffer");
 }
 
 Result<Tensor> DecodeJsonBuffer(const ArrayFields& fields, const ArrayHeader& header, BufferPool* pool) {
@@ -142,38 +161,20 @@ Status JsonBufferFailure(const Status& cause) {
   const ValidationDetail* detail = GetValidationDetail(cause);
   const std::string type = detail != nullptr ? detail->issues()[0].type : "";
   if (type == "array_expected_integer" || type == "array_value_out_of_range") return cause;
-  return UndecodableBuffer(Status(cause.code(), cause.message()), ArrayEncoding::kJson);
+  return UndecodableBuffer(Status(cause.code(), cause.message()), ArrayEncodingName(ArrayEncoding::kJson));
 }
 
 Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOptions& options) {
   BufferPool* pool = options.pool != nullptr ? options.pool : BufferPool::Default();
   auto header = ParseHeader(fields, options);
   if (!header.ok()) return NonNumericArray(header.status());
+  if (!header->encoding) return DecodeDeviceBuffer(fields, *header, options);
   Result<Tensor> tensor = Status::Internal("not decoded");
-  switch (header->encoding) {
+  switch (*header->encoding) {
     case ArrayEncoding::kJson:
       tensor = DecodeJsonBuffer(fields, *header, pool);
       if (!tensor.ok()) return JsonBufferFailure(tensor.status()).WithContext("data.buffer");
       return tensor;
-    case ArrayEncoding::kCudaIpc: {
-      // The reference's model of a cuda_ipc arraydict (pattern, no compression)
-      // fails as a whole, and pydantic then reports the array-like fallback.
-      if (header->compression != Compression::kNone) {
-        return NonNumericArray(
-            Status::ValidationError("data.compression: cuda_ipc arrays are not compressed"));
-      }
-      auto descriptor = ParseCudaIpcBuffer(*fields.buffer_text);
-      if (!descriptor.ok()) return NonNumericArray(descriptor.status().WithContext("data.buffer"));
-      if (options.device_arrays == nullptr) {
-        return UndecodableBuffer(
-                   Status::Unimplemented("GPU transport 'cuda_ipc' is not enabled on this Tesseract "
-                                         "(available: ('none',))"),
-                   ArrayEncoding::kCudaIpc)
-            .WithContext("data.buffer");
-      }
-      tensor = options.device_arrays->Import(*descriptor, header->dtype, header->shape);
-      break;
-    }
     case ArrayEncoding::kBase64:
       tensor = DecodeBase64(*fields.buffer_text, header->compression, header->dtype, header->shape, pool);
       break;
@@ -182,7 +183,8 @@ Result<Tensor> DecodeArrayFields(const ArrayFields& fields, const ArrayDecodeOpt
                           header->shape, pool, options.borrowed_binref_files);
       break;
   }
-  if (!tensor.ok()) return UndecodableBuffer(tensor.status(), header->encoding).WithContext("data.buffer");
+  if (!tensor.ok())
+    return UndecodableBuffer(tensor.status(), header->encoding_name).WithContext("data.buffer");
   return tensor;
 }
 
@@ -205,12 +207,12 @@ void WriteArrayHeader(const Tensor& tensor, bool object_type, JsonWriter& writer
   writer.Key("buffer");
 }
 
-Status EncodeCudaIpc(const Tensor& tensor, const ArrayEncodeOptions& options, JsonWriter& writer) {
-  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor, options.device_arrays->Export(tensor));
+Status EncodeDevice(const Tensor& tensor, DeviceArrayWriter& transport, JsonWriter& writer) {
+  TESS_ASSIGN_OR_RETURN(const std::string descriptor, transport.Export(tensor));
   WriteArrayHeader(tensor, /*object_type=*/true, writer);
-  writer.String(FormatCudaIpcBuffer(descriptor));
+  writer.String(descriptor);
   writer.Key("encoding");
-  writer.String("cuda_ipc");
+  writer.String(transport.encoding());
   writer.EndObject();
   writer.EndObject();
   return writer.status();
@@ -219,8 +221,8 @@ Status EncodeCudaIpc(const Tensor& tensor, const ArrayEncodeOptions& options, Js
 }  // namespace
 
 Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& options, JsonWriter& writer) {
-  if (!device_or_host.device().host_accessible() && options.device_arrays != nullptr) {
-    return EncodeCudaIpc(device_or_host, options, writer);
+  if (options.device_arrays != nullptr && options.device_arrays->Carries(device_or_host)) {
+    return EncodeDevice(device_or_host, *options.device_arrays, writer);
   }
   std::optional<Tensor> host_copy;  // only for CUDA tensors: host ones are written as they are
   if (!device_or_host.device().host_accessible()) {
@@ -229,10 +231,6 @@ Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& optio
   const Tensor& tensor = host_copy ? *host_copy : device_or_host;
   if (options.encoding == ArrayEncoding::kBinref && options.binref == nullptr) {
     return Status::InvalidArgument("binref output needs a BinrefWriter");
-  }
-  if (options.encoding == ArrayEncoding::kCudaIpc) {
-    return Status::InvalidArgument(
-        "cuda_ipc is a transport for CUDA tensors, not an encoding of host arrays");
   }
   const bool compress = options.compression == Compression::kLz4 && options.encoding != ArrayEncoding::kJson;
   Buffer compressed;
@@ -256,9 +254,8 @@ Status EncodeArray(const Tensor& device_or_host, const ArrayEncodeOptions& optio
       if (char* out = writer.ReserveStringBody(n)) Base64Encode(payload, out);
       break;
     }
-    case ArrayEncoding::kBinref: writer.String(binref_spec); break;
     // No default: a new encoding must say here what it writes (-Wswitch).
-    case ArrayEncoding::kCudaIpc: return Status::Internal("cuda_ipc host arrays are refused above");
+    case ArrayEncoding::kBinref: writer.String(binref_spec); break;
   }
   writer.Key("encoding");
   writer.String(ArrayEncodingName(options.encoding));

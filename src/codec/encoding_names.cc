@@ -1,9 +1,11 @@
-// encoding_names.cc: the wire names of encodings, body formats, compressions
-// and GPU transports, parsed once where they enter (config, Accept, arraydict)
-// and compared as enums everywhere else.
+// encoding_names.cc: the wire names of host encodings, body formats and
+// compressions, parsed once where they enter (config, Accept, arraydict) and
+// compared as enums everywhere else. GPU transports name themselves in their
+// registry (src/gpu_transport/registry.h).
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tesscpp/internal/encoding.h"
 
@@ -13,16 +15,12 @@ namespace {
 template <typename E>
 using Names = std::pair<E, std::string_view>;
 
-constexpr Names<ArrayEncoding> kArrayEncodings[] = {{ArrayEncoding::kJson, "json"},
-                                                    {ArrayEncoding::kBase64, "base64"},
-                                                    {ArrayEncoding::kBinref, "binref"},
-                                                    {ArrayEncoding::kCudaIpc, "cuda_ipc"}};
+constexpr Names<ArrayEncoding> kArrayEncodings[] = {
+    {ArrayEncoding::kJson, "json"}, {ArrayEncoding::kBase64, "base64"}, {ArrayEncoding::kBinref, "binref"}};
 constexpr Names<Compression> kCompressions[] = {{Compression::kNone, "none"}, {Compression::kLz4, "lz4"}};
 constexpr Names<OutputFormat> kOutputFormats[] = {{OutputFormat::kJson, "json"},
                                                   {OutputFormat::kJsonBase64, "json+base64"},
                                                   {OutputFormat::kJsonBinref, "json+binref"}};
-constexpr Names<GpuTransport> kGpuTransports[] = {{GpuTransport::kNone, "none"},
-                                                  {GpuTransport::kCudaIpc, "cuda_ipc"}};
 
 template <typename E, size_t N>
 std::string_view NameIn(const Names<E> (&table)[N], E value) {
@@ -42,21 +40,25 @@ std::optional<E> FindIn(const Names<E> (&table)[N], std::string_view name) {
 
 template <typename E, size_t N>
 std::string ListOf(const Names<E> (&table)[N], NameList style) {
-  std::string list;
-  for (size_t i = 0; i < N; ++i) {
-    list += i == 0 ? "" : i + 1 == N ? " or " : ", ";
-    const std::string_view name = table[i].second;
-    list += style == NameList::kQuoted ? "'" + std::string(name) + "'" : std::string(name);
-  }
-  return list;
+  std::vector<std::string_view> names;
+  for (const auto& entry : table) names.push_back(entry.second);
+  return NameChoices(names, style);
 }
 
 }  // namespace
 
+std::string NameChoices(const std::vector<std::string_view>& names, NameList style) {
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    list += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
+    list += style == NameList::kQuoted ? "'" + std::string(names[i]) + "'" : std::string(names[i]);
+  }
+  return list;
+}
+
 std::string ArrayEncodingChoices(NameList style) { return ListOf(kArrayEncodings, style); }
 std::string CompressionChoices(NameList style) { return ListOf(kCompressions, style); }
 std::string OutputFormatChoices(NameList style) { return ListOf(kOutputFormats, style); }
-std::string GpuTransportChoices(NameList style) { return ListOf(kGpuTransports, style); }
 
 std::string_view ArrayEncodingName(ArrayEncoding encoding) { return NameIn(kArrayEncodings, encoding); }
 
@@ -88,14 +90,6 @@ ArrayEncoding ArrayEncodingOf(OutputFormat format) {
     case OutputFormat::kJson: break;
   }
   return ArrayEncoding::kJson;
-}
-
-std::string_view GpuTransportName(GpuTransport transport) { return NameIn(kGpuTransports, transport); }
-
-Result<GpuTransport> GpuTransportFromName(std::string_view name) {
-  if (auto found = FindIn(kGpuTransports, name)) return *found;
-  return Status::InvalidArgument("gpu transport '", name, "' is not one of ",
-                                 GpuTransportChoices(NameList::kPlain));
 }
 
 }  // namespace tesscpp

@@ -377,13 +377,16 @@ Result<Value> Reader::FinishObject(Value::Dict dict, std::optional<PendingData> 
     if (options_.arrays == ArrayDetection::kTagged) {
       is_array = tagged;  // the SDK decodes any dict tagged so, ignoring other keys
     } else {
-      // kShaped: only shape/dtype/data (+ object_type), and data must name a known encoding.
+      // kShaped: only shape/dtype/data (+ object_type), and data must name a
+      // known encoding: a host one, or one the GPU transports read.
       bool only_array_keys = true;
       for (const auto& [key, value] : dict) only_array_keys = only_array_keys && IsArrayKey(key);
       const Value* encoding = pending->fields.find("encoding");
+      const DeviceArrayReader* device = options_.array_options.device_arrays;
       is_array = only_array_keys && (object_type == nullptr || tagged) && dict.contains("shape") &&
                  dict.contains("dtype") && encoding != nullptr && encoding->is_string() &&
-                 ArrayEncodingFromName(encoding->as_string()).ok();
+                 (ArrayEncodingFromName(encoding->as_string()).ok() ||
+                  (device != nullptr && device->Reads(encoding->as_string())));
     }
     if (is_array) {
       TESS_ASSIGN_OR_RETURN(Tensor tensor, DecodePending(dict, *pending));

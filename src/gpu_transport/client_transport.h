@@ -1,12 +1,13 @@
 // client_transport.h: the client's side of GPU transports (internal).
 //
-// An HTTP session holds one ClientTransport for its server and opens a
-// ClientCall for every request; the session calls it at fixed points and
-// names no transport, header or extension itself. tesseract-core 1.15's
-// cuda_ipc, with tesscpp's extensions to it (borrowed outputs under a lease,
-// IPC events, VMM memory by reference: docs/gpu-transport-protocol.md 11-13), is the
-// implementation; a new transport is another one, chosen in
-// MakeClientTransport.
+// An HTTP session holds a ClientTransport per transport it used with its
+// server (SessionTransports, session_transports.h) and opens a ClientCall for
+// every request; the session calls it at fixed points and names no
+// transport, header or extension itself. tesseract-core 1.15's cuda_ipc, with
+// tesscpp's extensions to it (borrowed outputs under a lease, IPC events,
+// VMM memory by reference: docs/gpu-transport-protocol.md 11-13), is the
+// built-in implementation; a transport's registry entry (registry.h) makes
+// its client.
 #pragma once
 
 #include <functional>
@@ -45,18 +46,19 @@ struct CheckOutcome {
 class ClientCall {
  public:
   virtual ~ClientCall() = default;
-  /// \brief Where the body's CUDA tensors are exported while it is encoded;
-  /// null when the request asks for no GPU transport (they go as host copies).
-  virtual CudaIpcArrays* inputs() = 0;
+  /// \brief Where the body's device tensors are exported while it is
+  /// encoded; null when the request asks for another transport or none
+  /// (they go as host copies then).
+  virtual DeviceArrayWriter* inputs() = 0;
   /// \brief The request's headers, once its body was encoded from `payload`
   /// (null for a request without a body).
   virtual Result<std::vector<std::string>> Headers(const Value* payload) = 0;
   /// \brief The request got no answer: what it said is said again later.
   virtual void Unanswered() = 0;
   /// \brief The answer's status and headers are here: waits for what must be
-  /// done before its arrays are read, and gives where its cuda_ipc arrays
-  /// are read from (null: refused, the request asked for none).
-  virtual Result<CudaIpcArrays*> Answered(int status, const HeaderLookup& header) = 0;
+  /// done before its arrays are read, and gives where its device arrays
+  /// are read from (null: the request asked for another transport or none).
+  virtual Result<DeviceArrayReader*> Answered(int status, const HeaderLookup& header) = 0;
   /// \brief The answer's outputs, decoded.
   virtual void Decoded(const Value& outputs) = 0;
 };
@@ -64,16 +66,14 @@ class ClientCall {
 class ClientTransport {
  public:
   virtual ~ClientTransport() = default;
-  /// \brief A request that asks for `transport` (kNone for the others, which
-  /// may still carry what the transport has to tell the server).
-  virtual std::unique_ptr<ClientCall> Begin(GpuTransport transport) = 0;
-  /// \brief The client's half of POST /check_gpu_transport for `transport`,
-  /// sent through `post`: memory exported to the server and read back from it.
-  /// A transport this client does not implement, or memory that does not go
-  /// through, is an outcome that says why; an error is an answer that is no
-  /// check reply (`peer` names the server in its message).
-  virtual Result<CheckOutcome> Check(GpuTransport transport, std::string_view peer,
-                                     const CheckPost& post) = 0;
+  /// \brief A request: one that asks for this transport (`requested`), or
+  /// another, which may still carry what the transport has to tell the server.
+  virtual std::unique_ptr<ClientCall> Begin(bool requested) = 0;
+  /// \brief The client's half of POST /check_gpu_transport, sent through
+  /// `post`: memory exported to the server and read back from it. Memory
+  /// that does not go through is an outcome that says why; an error is an
+  /// answer that is no check reply (`peer` names the server in its message).
+  virtual Result<CheckOutcome> Check(std::string_view peer, const CheckPost& post) = 0;
   /// \brief The headers of one last request as the session closes (what is
   /// left to acknowledge, after waiting for the device work that reads it),
   /// or nullopt when nothing is left.
@@ -86,8 +86,5 @@ struct ClientTransportOptions {
   /// it); only they hold it, so that tearing down stops a server nothing reads.
   std::weak_ptr<void> server;
 };
-
-/// \brief The transport of one session.
-std::unique_ptr<ClientTransport> MakeClientTransport(ClientTransportOptions options);
 
 }  // namespace tesscpp::gpu_transport

@@ -11,6 +11,7 @@
 
 #include "gpu_transport/client_exports.h"
 #include "gpu_transport/client_transport.h"
+#include "gpu_transport/cuda_ipc_transport.h"
 #include "gpu_transport/headers.h"
 #include "gpu_transport/ipc_arrays.h"
 #include "gpu_transport/ipc_events.h"
@@ -61,7 +62,7 @@ class CudaIpcCall final : public ClientCall {
             inputs_by_event_ ? cuda::ExportOrdering::kLegacyStream : cuda::ExportOrdering::kSynchronised,
             offer_vmm_ ? state_->server_maps_vmm.load() : cuda::VmmPeer::kCannot)) {}
 
-  CudaIpcArrays* inputs() override { return cuda_ipc_ ? &input_exports_ : nullptr; }
+  DeviceArrayWriter* inputs() override { return cuda_ipc_ ? &input_exports_ : nullptr; }
 
   Result<std::vector<std::string>> Headers(const Value* payload) override {
     std::vector<std::string> headers;
@@ -92,7 +93,7 @@ class CudaIpcCall final : public ClientCall {
     if (exports_done_) state_->acks->Requeue(*exports_done_);
   }
 
-  Result<CudaIpcArrays*> Answered(int status, const HeaderLookup& header) override {
+  Result<DeviceArrayReader*> Answered(int status, const HeaderLookup& header) override {
     // One the server keeps while we live is acknowledged when its borrowed outputs go.
     if (exports_done_) {
       std::optional<std::string> id = header(kExportsHeader);
@@ -149,14 +150,10 @@ class CudaIpcClient final : public ClientTransport {
     state_->options = std::move(options);
   }
 
-  std::unique_ptr<ClientCall> Begin(GpuTransport transport) override {
-    return std::make_unique<CudaIpcCall>(state_, transport == GpuTransport::kCudaIpc);
+  std::unique_ptr<ClientCall> Begin(bool requested) override {
+    return std::make_unique<CudaIpcCall>(state_, requested);
   }
-  Result<CheckOutcome> Check(GpuTransport transport, std::string_view peer, const CheckPost& post) override {
-    if (transport != GpuTransport::kCudaIpc) {
-      return CheckOutcome{false, "this client does not implement gpu_transport '" +
-                                     std::string(GpuTransportName(transport)) + "'"};
-    }
+  Result<CheckOutcome> Check(std::string_view peer, const CheckPost& post) override {
     return CheckFromClient(peer, post, [&](const HeaderLookup& header) { state_->Acknowledge(header); });
   }
   std::optional<std::vector<std::string>> Closing() override {
@@ -173,10 +170,8 @@ class CudaIpcClient final : public ClientTransport {
 
 }  // namespace
 
-// cuda_ipc is the only GPU transport; its client also acknowledges exports
-// on the session's other requests, so every session has it.
-std::unique_ptr<ClientTransport> MakeClientTransport(ClientTransportOptions options) {
-  return std::make_unique<CudaIpcClient>(std::move(options));
+std::unique_ptr<ClientTransport> MakeCudaIpcClient(const ClientTransportOptions& options) {
+  return std::make_unique<CudaIpcClient>(options);
 }
 
 }  // namespace tesscpp::gpu_transport

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu_transport/cuda_ipc_buffer.h"
+#include "gpu_transport/cuda_ipc_transport.h"
 #include "gpu_transport/export_registry.h"
 #include "gpu_transport/headers.h"
 #include "gpu_transport/ipc_arrays.h"
@@ -30,7 +32,7 @@ class CudaIpcServer;
 class CudaIpcCall final : public ServerCall {
  public:
   CudaIpcCall(ExportRegistry& exports, const Headers& request_headers);
-  CudaIpcArrays* outputs() override { return &outputs_; }
+  DeviceArrayWriter* outputs() override { return &outputs_; }
   Result<Headers> Finish(const Value& request_body, const Value* written) override;
   bool acknowledged() const { return acknowledged_; }
 
@@ -46,7 +48,7 @@ class CudaIpcCall final : public ServerCall {
 class CudaIpcServer final : public ServerTransport {
  public:
   void OnRequest(const Headers& request_headers) override;
-  std::unique_ptr<CudaIpcArrays> RequestArrays() override {
+  std::unique_ptr<DeviceArrayReader> RequestArrays() override {
     return std::make_unique<IpcArrays>(IpcArrays::Borrowing());
   }
   Result<std::unique_ptr<ServerCall>> Begin(const Headers& request_headers) override;
@@ -147,7 +149,7 @@ Status CudaIpcServer::Settle(const Value& value) const {
 
 std::pair<Buffer, Headers> CudaIpcServer::AnswerCheck(const Value& request) {
   exports_.BeforeEndpoint(/*acknowledged=*/true);
-  const Value reply = AnswerTransportCheck(request, std::string(GpuTransportName(GpuTransport::kCudaIpc)));
+  const Value reply = AnswerTransportCheck(request, std::string(kCudaIpcName));
   IpcArrays arrays = IpcArrays::Exporting();
   JsonWriteOptions write;
   write.arrays.device_arrays = &arrays;
@@ -168,8 +170,7 @@ std::pair<Buffer, Headers> CudaIpcServer::AnswerCheck(const Value& request) {
 
 }  // namespace
 
-std::unique_ptr<ServerTransport> MakeServerTransport(const ServerTransportOptions& options) {
-  if (options.transport != GpuTransport::kCudaIpc) return nullptr;
+std::unique_ptr<ServerTransport> MakeCudaIpcServer(const ServerTransportOptions& options) {
   cuda::SetPoolFraction(options.pool_fraction);
   return std::make_unique<CudaIpcServer>();
 }

@@ -1,7 +1,9 @@
-// ipc_arrays.h: the codec's way to CUDA memory for one message (internal).
+// ipc_arrays.h: the codec's way to CUDA memory for one cuda_ipc message (internal).
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "tesscpp/internal/cuda_ipc.h"
@@ -11,7 +13,7 @@ namespace tesscpp::gpu_transport {
 
 /// \brief Reads a message's cuda_ipc arrays, or exports its CUDA tensors.
 /// One per message; not thread-safe.
-class IpcArrays final : public CudaIpcArrays {
+class IpcArrays final : public DeviceArrayReader, public DeviceArrayWriter {
  public:
   /// \brief Copies the peer's bytes into CUDA tensors this process owns.
   static IpcArrays Copying() { return IpcArrays(Mode::kCopy); }
@@ -34,8 +36,14 @@ class IpcArrays final : public CudaIpcArrays {
     return arrays;
   }
 
-  Result<Tensor> Import(const cuda::IpcDescriptor& descriptor, Dtype dtype, const Shape& shape) override;
-  Result<cuda::IpcDescriptor> Export(const Tensor& tensor) override;
+  bool Reads(std::string_view encoding) const override;
+  /// \brief Parses the descriptor (cuda_ipc_buffer.h), then imports or borrows.
+  Result<Tensor> Import(std::string_view encoding, std::string_view descriptor, Dtype dtype,
+                        const Shape& shape) override;
+  std::string_view encoding() const override;
+  /// \brief Device tensors (host ones are written with the host encoding).
+  bool Carries(const Tensor& tensor) const override;
+  Result<std::string> Export(const Tensor& tensor) override;
 
   std::vector<std::shared_ptr<void>>& pins() { return pins_; }
 

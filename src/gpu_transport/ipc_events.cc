@@ -1,8 +1,8 @@
 // ipc_events.cc: the IPC-event extension's header grammar, recorded and waited for.
 #include "gpu_transport/ipc_events.h"
 
-#include "codec/array_cuda_ipc.h"
 #include "codec/base64.h"
+#include "gpu_transport/cuda_ipc_buffer.h"
 
 namespace tesscpp::gpu_transport {
 
@@ -17,15 +17,15 @@ std::string FormatIpcEvents(const std::vector<cuda::IpcEvent>& events) {
 
 Result<std::vector<cuda::IpcEvent>> ParseIpcEvents(std::string_view text) {
   std::vector<cuda::IpcEvent> events;
-  for (std::string_view item : codec::SplitFields(text, ',')) {
-    const std::vector<std::string_view> fields = codec::SplitFields(item, ':');
+  for (std::string_view item : SplitFields(text, ',')) {
+    const std::vector<std::string_view> fields = SplitFields(item, ':');
     if (fields.size() != 2) {
       return Status::ValidationError("an IPC event is '<device uuid>:<handle>', got '", item, "'");
     }
-    TESS_RETURN_IF_ERROR(codec::CheckDeviceUuid(fields[0]));
+    TESS_RETURN_IF_ERROR(CheckDeviceUuid(fields[0]));
     cuda::IpcEvent event;
     event.device_uuid = std::string(fields[0]);
-    TESS_RETURN_IF_ERROR(codec::DecodeIpcHandle(fields[1], event.handle));
+    TESS_RETURN_IF_ERROR(DecodeIpcHandle(fields[1], event.handle));
     events.push_back(std::move(event));
   }
   return events;

@@ -16,7 +16,7 @@ namespace tesscpp::gpu_transport {
 std::string FormatIpcEvents(const std::vector<cuda::IpcEvent>& events);
 
 /// \brief Parses FormatIpcEvents' form strictly (at least one event; the
-/// same UUID and handle rules as ParseCudaIpcBuffer).
+/// same UUID and handle rules as ParseCudaIpcBuffer in cuda_ipc_buffer.h).
 Result<std::vector<cuda::IpcEvent>> ParseIpcEvents(std::string_view text);
 
 /// \brief Records this process's IPC event on each of `devices` (after the

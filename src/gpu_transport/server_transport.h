@@ -5,9 +5,9 @@
 // arrays, each endpoint call (waiting for the client's inputs, exporting
 // outputs, settling device work, keeping exports, the answer's headers), and
 // POST /check_gpu_transport. tesseract-core 1.15's cuda_ipc with tesscpp's
-// extensions (docs/gpu-transport-protocol.md 11-13) is the implementation
-// (cuda_ipc_server.cc); a new transport is another one, chosen in
-// MakeServerTransport. The client's side is client_transport.h.
+// extensions (docs/gpu-transport-protocol.md 11-13) is the built-in
+// implementation (cuda_ipc_server.cc); a transport's registry entry
+// (registry.h) makes its server. The client's side is client_transport.h.
 #pragma once
 
 #include <memory>
@@ -27,9 +27,9 @@ using Headers = platform::HttpHeaders;
 class ServerCall {
  public:
   virtual ~ServerCall() = default;
-  /// \brief Where CUDA outputs are exported, when the client asked for the
-  /// transport.
-  virtual CudaIpcArrays* outputs() = 0;
+  /// \brief Where the device outputs it carries are exported, when the
+  /// client asked for the transport.
+  virtual DeviceArrayWriter* outputs() = 0;
   /// \brief After the outputs were written (`written`; null when the call
   /// or the writing failed, whose exports are then dropped): the device work
   /// on the inputs in `request_body` and on the outputs is over for the
@@ -47,7 +47,7 @@ class ServerTransport {
   /// \brief Where one request body's device arrays are read while it is
   /// parsed: in place, since the client keeps them until the answer, which
   /// waits for the device work on them.
-  virtual std::unique_ptr<CudaIpcArrays> RequestArrays() = 0;
+  virtual std::unique_ptr<DeviceArrayReader> RequestArrays() = 0;
   /// \brief Before an endpoint runs. kInvalidArgument naming the header for
   /// a transport header that is malformed or cannot be honoured (a 400).
   virtual Result<std::unique_ptr<ServerCall>> Begin(const Headers& request_headers) = 0;
@@ -60,12 +60,8 @@ class ServerTransport {
 };
 
 struct ServerTransportOptions {
-  GpuTransport transport = GpuTransport::kNone;
   /// The share of device memory a transport's staging pool may keep, in [0, 1].
   double pool_fraction = 0.25;
 };
-
-/// \brief The enabled transport; null for kNone.
-std::unique_ptr<ServerTransport> MakeServerTransport(const ServerTransportOptions& options);
 
 }  // namespace tesscpp::gpu_transport

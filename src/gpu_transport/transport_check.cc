@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "codec/array_cuda_ipc.h"
 #include "codec/base64.h"
+#include "gpu_transport/cuda_ipc_buffer.h"
 #include "gpu_transport/ipc_arrays.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/internal/cuda_ipc.h"
@@ -52,7 +52,7 @@ Result<Tensor> ReadCheckArray(const Value* payload, const std::string& transport
   }
   const Value* buffer = data->as_dict().find("buffer");
   if (buffer == nullptr || !buffer->is_string()) return Status::InvalidArgument("expected a string buffer");
-  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor, codec::ParseCudaIpcBuffer(buffer->as_string()));
+  TESS_ASSIGN_OR_RETURN(cuda::IpcDescriptor descriptor, ParseCudaIpcBuffer(buffer->as_string()));
   TESS_ASSIGN_OR_RETURN(Shape check_shape, Shape::Make({kCheckBytes}));
   TESS_ASSIGN_OR_RETURN(Tensor device, cuda::ImportIpc(descriptor, Dtype::kUInt8, check_shape));
   return device;
@@ -107,7 +107,7 @@ Result<Buffer> ExportedRequest(const Tensor& sent, IpcArrays& exports) {
   TESS_ASSIGN_OR_RETURN(Tensor device, cuda::CopyToDevice(sent, ordinal));
   JsonWriteOptions write;
   write.arrays.device_arrays = &exports;
-  return WriteJson(Value::Dict{{"gpu_transport", "cuda_ipc"},
+  return WriteJson(Value::Dict{{"gpu_transport", kCudaIpcName},
                                {"array", Value(device)},
                                {"expected", Value(codec::Base64String(sent.bytes()))}},
                    write);

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <functional>
 
-#include "tesscpp/cuda.h"
+#include "gpu_transport/registry.h"
 #include "tesscpp/internal/encoding.h"
 
 namespace tesscpp {
@@ -121,12 +121,14 @@ Status RuntimeConfig::Validate() const {
     return Status::InvalidArgument("compression '", compression, "' is not one of ",
                                    CompressionChoices(NameList::kPlain));
   }
-  auto named_transport = GpuTransportFromName(gpu_transport);
-  if (!named_transport.ok()) return named_transport.status().WithContext("gpu_transport");
-  const GpuTransport transport = *named_transport;
-  if (transport == GpuTransport::kCudaIpc && !cuda::BuiltWithCuda()) {
-    return Status::InvalidArgument("gpu transport 'cuda_ipc' is not available: ",
-                                   cuda::CheckAvailable().message());
+  auto transport = gpu_transport::TransportNamed(gpu_transport);
+  if (!transport.ok()) return transport.status().WithContext("gpu_transport");
+  if (*transport != nullptr) {
+    const Status available = (*transport)->available();
+    if (!available.ok()) {
+      return Status::InvalidArgument("gpu transport '", gpu_transport,
+                                     "' is not available: ", available.message());
+    }
   }
   if (!(cuda_ipc_pool_fraction >= 0.0 && cuda_ipc_pool_fraction <= 1.0)) {
     return Status::InvalidArgument("cuda_ipc_pool_fraction must be between 0 and 1, got ",

@@ -86,12 +86,11 @@ Value StringList(const std::vector<std::string>& items) {
 }  // namespace
 
 std::vector<std::string> Offer::FormatNames() const { return Names(formats, OutputFormatName); }
-std::vector<std::string> Offer::GpuTransportNames() const { return Names(gpu_transports, GpuTransportName); }
 std::vector<std::string> Offer::CompressionNames() const { return Names(compressions, CompressionName); }
 
 std::optional<Encoding> NegotiateEncoding(std::optional<std::string_view> accept, const Offer& offer) {
   if (!accept || accept->empty()) {  // Python's `if not accept`: "  " is a header with no ranges
-    return Encoding{offer.default_format, GpuTransport::kNone, offer.default_compression};
+    return Encoding{offer.default_format, "none", offer.default_compression};
   }
   std::vector<MediaRange> ranges;
   for (std::string_view piece : Split(*accept, ',')) {
@@ -113,9 +112,7 @@ std::optional<Encoding> NegotiateEncoding(std::optional<std::string_view> accept
       if (!format.ok()) continue;
       e.format = *format;
     }
-    auto transport = GpuTransportFromName(range.gpu_transport.value_or("none"));
-    if (!transport.ok()) continue;
-    e.gpu_transport = *transport;
+    e.gpu_transport = range.gpu_transport.value_or("none");
     if (range.compression) {
       auto compression = CompressionFromName(*range.compression);
       if (!compression.ok()) continue;
@@ -132,7 +129,7 @@ Value NotAcceptableBody(std::string_view accept, const Offer& offer) {
   Value::Dict detail{
       {"message", Value("Cannot produce any encoding accepted by " + PyRepr(accept))},
       {"available_formats", StringList(offer.FormatNames())},
-      {"available_gpu_transports", StringList(offer.GpuTransportNames())},
+      {"available_gpu_transports", StringList(offer.gpu_transports)},
       {"available_compressions", StringList(offer.CompressionNames())},
   };
   return Value::Dict{{"detail", Value(std::move(detail))}};

@@ -17,7 +17,7 @@ namespace tesscpp::runtime {
 
 struct Encoding {
   OutputFormat format = OutputFormat::kJson;
-  GpuTransport gpu_transport = GpuTransport::kNone;  ///< none, or an enabled transport
+  std::string gpu_transport = "none";  ///< "none", or the enabled transport's name
   Compression compression = Compression::kNone;
 };
 
@@ -25,12 +25,11 @@ struct Offer {
   OutputFormat default_format = OutputFormat::kJson;     ///< config output_format
   Compression default_compression = Compression::kNone;  ///< config compression
   std::vector<OutputFormat> formats;
-  std::vector<GpuTransport> gpu_transports;
+  std::vector<std::string> gpu_transports;  ///< "none" and the enabled transport
   std::vector<Compression> compressions;
 
   /// \brief The lists by name, as /openapi.json and the 406 body show them.
   std::vector<std::string> FormatNames() const;
-  std::vector<std::string> GpuTransportNames() const;
   std::vector<std::string> CompressionNames() const;
 };
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/http_status.h"
+#include "gpu_transport/registry.h"
 #include "gpu_transport/server_transport.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
@@ -116,7 +117,8 @@ struct Runtime::Impl {
     Value value;
     std::optional<RuntimeResponse> refusal;
   };
-  ReadBody ReadRequestBody(const RuntimeRequest& request, bool text_kind, CudaIpcArrays* device_arrays) const;
+  ReadBody ReadRequestBody(const RuntimeRequest& request, bool text_kind,
+                           DeviceArrayReader* device_arrays) const;
   // Runs a wrapped endpoint: negotiation, run directory, stdio capture,
   // profiling; `call` produces the validated outputs from `request_body`, and
   // `gpu` is the GPU transport's part of the call (null without one).
@@ -277,7 +279,8 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     write.arrays.compression =
         encoding->format != OutputFormat::kJson ? encoding->compression : Compression::kNone;
     write.arrays.binref = &binref;
-    if (gpu && encoding->gpu_transport != GpuTransport::kNone) write.arrays.device_arrays = gpu->outputs();
+    if (gpu && encoding->gpu_transport != gpu_transport::kNoTransport)
+      write.arrays.device_arrays = gpu->outputs();
     body = WriteJson(*outputs, write);
     platform::PhaseTrace::Mark("encode");
   }
@@ -351,7 +354,7 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
 }
 
 Runtime::Impl::ReadBody Runtime::Impl::ReadRequestBody(const RuntimeRequest& request, bool text_kind,
-                                                       CudaIpcArrays* device_arrays) const {
+                                                       DeviceArrayReader* device_arrays) const {
   JsonReadOptions read;
   read.arrays = ArrayDetection::kShaped;
   read.array_options.binref_dir = config.input_path;
@@ -408,9 +411,10 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
                                       Value()}});
   }
   // Device arrays are read as the transport says (in place, where the client
-  // keeps them until the answer, which waits for the work on them).
-  const std::unique_ptr<CudaIpcArrays> device_arrays =
-      gpu_transport_enabled() ? transport->RequestArrays() : nullptr;
+  // keeps them until the answer, which waits for the work on them); other
+  // transports' are refused as tesseract-core refuses them.
+  const std::unique_ptr<DeviceArrayReader> device_arrays = gpu_transport::ServerRequestArrays(
+      gpu_transport_enabled() ? transport->RequestArrays() : nullptr, config.gpu_transport);
   // A kind that validates from the text gets the body as null where the
   // reader cannot read it exactly (its /test excepted: that is the runtime's).
   const bool text_kind = component->ValidatesFromText() && served.id != EndpointId::kTest;
@@ -527,11 +531,12 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedCompo
   impl->offer = {*OutputFormatFromName(config.output_format),
                  *CompressionFromName(config.compression),
                  {OutputFormat::kJson, OutputFormat::kJsonBase64, OutputFormat::kJsonBinref},
-                 {GpuTransport::kNone},
+                 {std::string(gpu_transport::kNoTransport)},
                  {Compression::kNone, Compression::kLz4}};
-  const GpuTransport transport = *GpuTransportFromName(config.gpu_transport);
-  impl->transport = gpu_transport::MakeServerTransport({transport, config.cuda_ipc_pool_fraction});
-  if (impl->transport != nullptr) impl->offer.gpu_transports.push_back(transport);
+  if (const gpu_transport::TransportEntry* served = gpu_transport::FindTransport(config.gpu_transport)) {
+    impl->transport = served->make_server({config.cuda_ipc_pool_fraction});
+    impl->offer.gpu_transports.push_back(served->name);
+  }
   for (const core::EndpointInfo& e : core::Endpoints()) {
     // Health and test are the runtime's: the component is asked of its own only.
     const bool implements = e.kind != core::EndpointKind::kRuntime && component->Implements(e.id);
@@ -546,7 +551,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedCompo
   settings.description = config.description;
   settings.debug = config.debug;
   settings.output_formats = impl->offer.FormatNames();
-  settings.gpu_transports = impl->offer.GpuTransportNames();
+  settings.gpu_transports = impl->offer.gpu_transports;
   settings.compressions = impl->offer.CompressionNames();
   TESS_ASSIGN_OR_RETURN(runtime::ServedDocuments documents, component->Documents(settings));
   if (documents.openapi_json) {

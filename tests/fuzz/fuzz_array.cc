@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "gpu_transport/ipc_arrays.h"
+#include "gpu_transport/registry.h"
 #include "tesscpp/internal/json.h"
 
 namespace {
@@ -35,12 +37,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.arrays = (size % 2 == 0) ? ArrayDetection::kShaped : ArrayDetection::kTagged;
   options.array_options.binref_dir = ScratchDir();
   options.array_options.accept_raw = size % 3 == 0;
-  // cuda_ipc buffers are parsed either way; with the transport on, the import
-  // is attempted too, copying or borrowing (and fails cleanly where there is
-  // no device).
+  // cuda_ipc buffers are parsed either way: refused as a server without the
+  // transport refuses them, or with the transport on, imported too, copying
+  // or borrowing (which fails cleanly where there is no device).
+  const std::unique_ptr<DeviceArrayReader> refusing = gpu_transport::ServerRequestArrays(nullptr, "none");
   gpu_transport::IpcArrays copying = gpu_transport::IpcArrays::Copying();
   gpu_transport::IpcArrays borrowing = gpu_transport::IpcArrays::Borrowing();
-  CudaIpcArrays* const modes[] = {nullptr, &copying, &borrowing};
+  DeviceArrayReader* const modes[] = {refusing.get(), &copying, &borrowing};
   options.array_options.device_arrays = modes[(size / 6) % 3];  // independent of the choices above
   auto value = ReadJson(std::string_view(reinterpret_cast<const char*>(data), size), options);
   if (!value.ok()) return 0;

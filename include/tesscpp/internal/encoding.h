@@ -4,10 +4,12 @@
 //   {"object_type": "array", "shape": [3], "dtype": "float64",
 //    "data": {"buffer": ..., "encoding": "base64", "compression": "lz4"}}
 // with the buffer as nested JSON lists ("json"), a base64 string ("base64"), a
-// file reference "path[:offset[:compressed_size]]" ("binref"), or a CUDA IPC
-// descriptor ("cuda_ipc", GPU builds). lz4 compresses the raw bytes of base64 and
-// binref arrays. This header holds the names, the options, the binref file
-// writer and the arraydict decoder for Values built by hand.
+// file reference "path[:offset[:compressed_size]]" ("binref"), or a GPU
+// transport's descriptor of device memory (its own encoding name, such as
+// "cuda_ipc", and a buffer string only the transport reads). lz4 compresses the
+// raw bytes of base64 and binref arrays. This header holds the names, the
+// options, the binref file writer and the arraydict decoder for Values built
+// by hand.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,6 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/internal/ipc_descriptor.h"
 #include "tesscpp/result.h"
 #include "tesscpp/shape.h"
 #include "tesscpp/tensor.h"
@@ -32,11 +33,15 @@ class BufferPool;
 /// \brief How a list of the names below reads in a message or help text:
 /// "json, json+base64 or json+binref", or "'json', 'base64' or 'binref'".
 enum class NameList : uint8_t { kPlain, kQuoted };
+/// \brief `names` as a list in that style (what the *Choices functions give).
+std::string NameChoices(const std::vector<std::string_view>& names, NameList style);
 
-enum class ArrayEncoding : uint8_t { kJson, kBase64, kBinref, kCudaIpc };
+/// \brief The host encodings. Device arrays are written in the encoding of
+/// the GPU transport that carries them (DeviceArrayWriter::encoding()).
+enum class ArrayEncoding : uint8_t { kJson, kBase64, kBinref };
 enum class Compression : uint8_t { kNone, kLz4 };
 
-/// \brief "json", "base64", "binref", "cuda_ipc".
+/// \brief "json", "base64", "binref".
 std::string_view ArrayEncodingName(ArrayEncoding encoding);
 /// \brief Parses an encoding name; kValidationError listing the valid ones.
 Result<ArrayEncoding> ArrayEncodingFromName(std::string_view name);
@@ -61,28 +66,36 @@ std::string OutputFormatChoices(NameList style);
 /// \brief The array encoding a body format writes arrays with.
 ArrayEncoding ArrayEncodingOf(OutputFormat format);
 
-/// \brief How CUDA arrays cross between client and server: copied through
-/// the host, or by CUDA IPC handle.
-enum class GpuTransport : uint8_t { kNone, kCudaIpc };
-/// \brief "none", "cuda_ipc".
-std::string_view GpuTransportName(GpuTransport transport);
-/// \brief Parses a transport name; kInvalidArgument listing the valid ones.
-Result<GpuTransport> GpuTransportFromName(std::string_view name);
-std::string GpuTransportChoices(NameList style);
-
-/// \brief How the codec reaches CUDA memory for the cuda_ipc transport. The
-/// codec links no CUDA: the GPU transport layer implements this (one object
-/// per message, see src/gpu_transport/ipc_arrays.h), and callers that enabled
-/// the transport pass it in the options.
-class CudaIpcArrays {
+/// \brief How the codec reads device arrays. A GPU transport's arrays carry
+/// the transport's wire encoding ("cuda_ipc") and a `data.buffer` string only
+/// the transport understands: the codec links no device runtime, and the
+/// transport (src/gpu_transport/, one object per message) implements this.
+class DeviceArrayReader {
  public:
-  virtual ~CudaIpcArrays() = default;
-  /// \brief A CUDA tensor of the `dtype`/`shape` bytes `descriptor` names: a
-  /// copy the reader owns, or the peer's memory read in place.
-  virtual Result<Tensor> Import(const cuda::IpcDescriptor& descriptor, Dtype dtype, const Shape& shape) = 0;
-  /// \brief Exports a CUDA tensor, keeping what the peer may read alive and
-  /// unchanged until the message's owner lets it go.
-  virtual Result<cuda::IpcDescriptor> Export(const Tensor& tensor) = 0;
+  virtual ~DeviceArrayReader() = default;
+  /// \brief Whether arraydicts of wire encoding `encoding` are read here.
+  virtual bool Reads(std::string_view encoding) const = 0;
+  /// \brief The `dtype`/`shape` tensor that `descriptor` names: a copy the
+  /// reader owns, or the peer's memory read in place. kValidationError when
+  /// the descriptor is malformed (the peers' request model refuses it);
+  /// another code when it names nothing this process can read.
+  virtual Result<Tensor> Import(std::string_view encoding, std::string_view descriptor, Dtype dtype,
+                                const Shape& shape) = 0;
+};
+
+/// \brief How the codec writes device arrays: the tensors a GPU transport
+/// carries go out as its descriptors.
+class DeviceArrayWriter {
+ public:
+  virtual ~DeviceArrayWriter() = default;
+  /// \brief The wire encoding the descriptors are written with.
+  virtual std::string_view encoding() const = 0;
+  /// \brief Whether `tensor` goes through the transport (the others are
+  /// written with the host encoding).
+  virtual bool Carries(const Tensor& tensor) const = 0;
+  /// \brief The `data.buffer` string naming `tensor`, which the transport
+  /// keeps readable and unchanged until the message's owner lets it go.
+  virtual Result<std::string> Export(const Tensor& tensor) = 0;
 };
 
 struct ArrayDecodeOptions {
@@ -100,10 +113,9 @@ struct ArrayDecodeOptions {
   /// truncates while the tensors live (SIGBUS otherwise): the client's opt-in
   /// binref pool, which unlinks them after decoding.
   std::vector<std::string>* borrowed_binref_files = nullptr;
-  /// How device arrays (the cuda_ipc encoding's descriptors) are read, as
-  /// the GPU transport provides; null (no transport enabled): refused as the
-  /// reference refuses them.
-  CudaIpcArrays* device_arrays = nullptr;
+  /// How device arrays (a GPU transport's descriptors) are read, as the
+  /// transport provides; null: their encodings are unknown here.
+  DeviceArrayReader* device_arrays = nullptr;
 };
 
 /// \brief Where binref arrays are written: Append stores bytes and returns the
@@ -165,10 +177,10 @@ struct ArrayEncodeOptions {
   BinrefSink* binref = nullptr;
   /// Write "object_type": "array". Servers always do; the SDK omits it in requests.
   bool object_type = true;
-  /// When set (a GPU transport was negotiated; it provides them), CUDA
-  /// tensors go out as cuda_ipc descriptors (always with "object_type").
-  CudaIpcArrays* device_arrays = nullptr;
-  /// Otherwise CUDA tensors are written with `encoding` from the host copy
+  /// When set (a GPU transport was negotiated; it provides them), the
+  /// tensors it carries go out as its descriptors (always with "object_type").
+  DeviceArrayWriter* device_arrays = nullptr;
+  /// Other device tensors are written with `encoding` from the host copy
   /// their memory makes (core::ImplicitCopyToHost, which honours
   /// TESSERACT_FORBID_DEVICE_HOST_COPY).
 };

@@ -1,4 +1,4 @@
-// array_cuda_ipc.h: the `data.buffer` string of a cuda_ipc arraydict (internal).
+// cuda_ipc_buffer.h: the `data.buffer` string of a cuda_ipc arraydict (internal).
 //
 //   "<device uuid>:<base64 of the 64-byte IPC handle>:<offset>:<allocation size>"
 //
@@ -18,7 +18,10 @@
 #include "tesscpp/internal/ipc_descriptor.h"
 #include "tesscpp/result.h"
 
-namespace tesscpp::codec {
+namespace tesscpp::gpu_transport {
+
+/// \brief The transport's name, which is also its arrays' wire encoding.
+inline constexpr std::string_view kCudaIpcName = "cuda_ipc";
 
 std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor);
 
@@ -35,4 +38,4 @@ std::vector<std::string_view> SplitFields(std::string_view text, char separator)
 Status CheckDeviceUuid(std::string_view text);
 Status DecodeIpcHandle(std::string_view text, std::array<uint8_t, cuda::IpcDescriptor::kHandleSize>& handle);
 
-}  // namespace tesscpp::codec
+}  // namespace tesscpp::gpu_transport

@@ -1,5 +1,5 @@
-// array_cuda_ipc.cc: format and strict parse of cuda_ipc buffer strings.
-#include "codec/array_cuda_ipc.h"
+// cuda_ipc_buffer.cc: format and strict parse of cuda_ipc buffer strings.
+#include "gpu_transport/cuda_ipc_buffer.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 
 #include "codec/base64.h"
 
-namespace tesscpp::codec {
+namespace tesscpp::gpu_transport {
 namespace {
 
 bool IsLowerHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
@@ -50,11 +50,11 @@ Status CheckDeviceUuid(std::string_view text) {
 }
 
 Status DecodeIpcHandle(std::string_view text, std::array<uint8_t, cuda::IpcDescriptor::kHandleSize>& handle) {
-  auto size = Base64DecodedSize(text);
+  auto size = codec::Base64DecodedSize(text);
   if (!size.ok() || *size != handle.size()) {
     return Status::ValidationError("the handle must be the base64 of ", handle.size(), " bytes");
   }
-  const Status decoded = Base64Decode(text, handle);
+  const Status decoded = codec::Base64Decode(text, handle);
   if (!decoded.ok()) return Status::ValidationError("the handle is not valid base64: ", decoded.message());
   return Status::OK();
 }
@@ -117,7 +117,7 @@ Status ParseVmmFields(std::string_view source, std::string_view pieces, cuda::Ip
 
 std::string FormatCudaIpcBuffer(const cuda::IpcDescriptor& descriptor) {
   if (descriptor.is_vmm()) return FormatVmmBuffer(descriptor);
-  const std::string handle = descriptor.has_handle ? Base64String(descriptor.handle) : std::string();
+  const std::string handle = descriptor.has_handle ? codec::Base64String(descriptor.handle) : std::string();
   return descriptor.device_uuid + ":" + handle + ":" + std::to_string(descriptor.offset) + ":" +
          std::to_string(descriptor.allocation_size);
 }
@@ -143,4 +143,4 @@ Result<cuda::IpcDescriptor> ParseCudaIpcBuffer(std::string_view text) {
   return descriptor;
 }
 
-}  // namespace tesscpp::codec
+}  // namespace tesscpp::gpu_transport

@@ -47,6 +47,7 @@ gtest "$build/bin/tesscpp_cuda_tests"
 gtest "$build/bin/tesscpp_cuda_internal_tests"
 gtest "$build/bin/tesscpp_runtime_tests" --gtest_filter='GpuTransport*'
 gtest "$build/bin/tesscpp_gpu_transport_tests"
+gtest "$build/bin/tesscpp_transport_seam_tests"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/run.log" || true
 cd "$build"
 export PYTHONPATH="$build/python:$PYTHONPATH" TESSCPP_BRIDGE_FIXTURES="$build/python/fixtures" \

@@ -13,8 +13,8 @@
 
 #include "codec/base64.h"
 #include "codec/lz4.h"
-#include "tesscpp/internal/buffer_pool.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 namespace tesscpp {
 namespace {

@@ -5,12 +5,14 @@ part of `make test`). docs/architecture.md §1 and §2b say what they mean.
 - Layers, bottom to top. Layers of one rank are siblings and must not use each
   other: cuda and codec meet only in gpu_transport, so the codec links no CUDA.
   No library links, and no source file includes, a layer above its own.
-- A header's layer is read from where it is: `src/<layer>/x.h` is `<layer>`'s.
-  A header of `include/tesscpp/` (installed) or `include/tesscpp/internal/`
-  (this tree's own API for tools/, the bindings and tests) belongs to the
-  layer whose sources implement it: the `src/<layer>/` holding the .cc files
-  that include it first (a .cc includes its own header first); a header no
-  .cc implements sits as high as the highest header it includes.
+- A header's layer is read from where it is: `src/<layer>/x.h` and
+  `include/tesscpp/internal/<layer>/x.h` (this tree's own API for tools/, the
+  bindings and tests) are `<layer>`'s. An internal header's sources, the .cc
+  files that include it first (a .cc includes its own header first), must be
+  in that layer's `src/<layer>/`, and it includes nothing above its layer.
+  An installed header (`include/tesscpp/`) belongs to the layer whose sources
+  implement it; one no .cc implements sits as high as the highest header it
+  includes.
 - Installed headers are what component authors and client users need and
   what those include: every one is reached from ROOTS.
 - tools/ and python/bindings/ use installed or internal headers and their own,
@@ -90,6 +92,10 @@ def layer_of_header(path: str) -> str:
         return ""  # a header of the same folder or a third-party one
     if not (INCLUDE_DIR / path).is_file():
         return f"{path}: no such header"
+    internal = path.removeprefix("tesscpp/internal/")
+    if internal != path:
+        folder = internal.partition("/")[0]
+        return folder if folder in RANK and "/" in internal else f"{path}: not in a layer's folder of internal/"
     layers = implementers().get(path, set())
     if len(layers) > 1:
         return f"{path}: implemented in several layers ({', '.join(sorted(layers))})"
@@ -122,6 +128,24 @@ def check_library(problems: list[str]) -> int:
                 if not allowed(layer, library):
                     problems.append(f"src/{layer}/CMakeLists.txt: tesscpp_{layer} links {match.group(0)}")
     return len(library_sources())
+
+
+def check_internal_headers(problems: list[str]) -> None:
+    """Each internal header sits in its layer's folder: implemented there, and
+    including nothing above it."""
+    internal_dir = INCLUDE_DIR / "tesscpp" / "internal"
+    for header in sorted(internal_dir.rglob("*.h")):
+        path = str(header.relative_to(INCLUDE_DIR))
+        layer = layer_of_header(path)
+        if layer not in RANK:
+            problems.append(f"include/{layer}")
+            continue
+        for implementer in sorted(implementers().get(path, set()) - {layer}):
+            problems.append(f"include/{path}: in internal/{layer}/, but implemented in src/{implementer}/")
+        for included in includes(header):
+            used = layer_of_header(included)
+            if used in RANK and not allowed(layer, used):
+                problems.append(f"include/{path}: includes {included} ({used}, not below {layer})")
 
 
 def check_shared_library(problems: list[str]) -> None:
@@ -172,6 +196,7 @@ def main() -> int:
         if not (INCLUDE_DIR / "tesscpp" / name).is_file():
             problems.append(f"scripts/check_layers.py: root header tesscpp/{name} does not exist")
     files = check_library(problems)
+    check_internal_headers(problems)
     check_shared_library(problems)
     check_installed(problems)
     check_consumers(problems)

@@ -30,10 +30,9 @@ FORWARD = re.compile(r"^\s*(?:class|struct) (\w+);", re.M)
 def allowed_namespaces(path: Path) -> set[str] | None:
     rel = path.relative_to(ROOT).parts
     if rel[0] == "include":
-        public = {"tesscpp", "tesscpp::cuda", "tesscpp::autodiff", "tesscpp::autodiff::internal", "tesscpp::internal"}
-        if rel[2] == "internal":
-            public |= {f"tesscpp::{layer.name}" for layer in (ROOT / "src").iterdir() if layer.is_dir()}
-        return public
+        if rel[2] == "internal":  # include/tesscpp/internal/<layer>/: that layer's
+            return {"tesscpp", f"tesscpp::{rel[3]}"}
+        return {"tesscpp", "tesscpp::cuda", "tesscpp::autodiff", "tesscpp::autodiff::internal", "tesscpp::internal"}
     if rel[0] == "tools":
         return {"tesscpp::cli"}
     if rel[:2] == ("python", "bindings"):

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "command_context.h"
-#include "tesscpp/internal/endpoint_table.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/endpoint_table.h"
 
 namespace tesscpp::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include "command_context.h"
 #include "gradient_report.h"
 #include "tesscpp/client.h"
-#include "tesscpp/internal/component_kind.h"
+#include "tesscpp/internal/core/component_kind.h"
 
 namespace tesscpp::cli {
 namespace {

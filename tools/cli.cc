@@ -40,10 +40,10 @@
 #include "runtime_options.h"
 #include "serve_command.h"
 #include "tesscpp/client.h"
-#include "tesscpp/internal/encoding.h"
-#include "tesscpp/internal/endpoint_table.h"
-#include "tesscpp/internal/gpu_transports.h"
-#include "tesscpp/internal/http_server.h"
+#include "tesscpp/internal/codec/array_encoding.h"
+#include "tesscpp/internal/core/endpoint_table.h"
+#include "tesscpp/internal/gpu_transport/gpu_transports.h"
+#include "tesscpp/internal/http/http_server.h"
 
 namespace tesscpp::cli {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/internal/http_server.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/http/http_server.h"
+#include "tesscpp/internal/runtime/runtime.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::cli {

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/internal/buffer_pool.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 namespace tesscpp::cli {
 namespace {

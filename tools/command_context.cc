@@ -9,12 +9,12 @@
 
 #include "python_module.h"
 #include "tesscpp/component.h"
-#include "tesscpp/internal/component_kind.h"
-#include "tesscpp/internal/component_library.h"
-#include "tesscpp/internal/cpp_kind.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/mlflow_runs.h"
-#include "tesscpp/internal/served_component.h"
+#include "tesscpp/internal/client/mlflow_runs.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/component_kind.h"
+#include "tesscpp/internal/cpp_kind/cpp_kind.h"
+#include "tesscpp/internal/loader/component_library.h"
+#include "tesscpp/internal/runtime/served_component.h"
 
 namespace tesscpp::cli {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "cli.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/runtime/runtime.h"
 #include "tesscpp/result.h"
 #include "tesscpp/status.h"
 #include "tesscpp/value.h"

@@ -10,10 +10,10 @@
 #include "image_root.h"
 #include "python_image.h"
 #include "tesscpp/component.h"
-#include "tesscpp/internal/component_kind.h"
-#include "tesscpp/internal/component_library.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/subprocess.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/component_kind.h"
+#include "tesscpp/internal/loader/component_library.h"
+#include "tesscpp/internal/platform/subprocess.h"
 
 namespace tesscpp::cli {
 namespace {

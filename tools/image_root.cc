@@ -11,9 +11,9 @@
 #include <sstream>
 #include <utility>
 
-#include "tesscpp/internal/container_engine.h"
-#include "tesscpp/internal/file.h"
-#include "tesscpp/internal/subprocess.h"
+#include "tesscpp/internal/client/container_engine.h"
+#include "tesscpp/internal/platform/file.h"
+#include "tesscpp/internal/platform/subprocess.h"
 
 namespace tesscpp::cli {
 namespace {

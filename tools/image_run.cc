@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
-#include "tesscpp/internal/container_engine.h"
-#include "tesscpp/internal/mounts.h"
-#include "tesscpp/internal/subprocess.h"
+#include "tesscpp/internal/client/container_engine.h"
+#include "tesscpp/internal/client/mounts.h"
+#include "tesscpp/internal/platform/subprocess.h"
 
 namespace tesscpp::cli {
 

@@ -18,9 +18,9 @@
 
 #include "image_root.h"
 #include "python_module.h"
-#include "tesscpp/internal/container_engine.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/subprocess.h"
+#include "tesscpp/internal/client/container_engine.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/platform/subprocess.h"
 
 namespace tesscpp::cli {
 namespace {

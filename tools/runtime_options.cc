@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "tesscpp/internal/encoding.h"
-#include "tesscpp/internal/gpu_transports.h"
+#include "tesscpp/internal/codec/array_encoding.h"
+#include "tesscpp/internal/gpu_transport/gpu_transports.h"
 
 namespace tesscpp::cli {
 namespace {

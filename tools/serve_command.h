@@ -1,9 +1,9 @@
 // serve_command.h: `tesscpp serve`, the component served over HTTP by the
-// server of tesscpp/internal/http_server.h.
+// server of tesscpp/internal/http/http_server.h.
 #pragma once
 
 #include "command_context.h"
-#include "tesscpp/internal/http_server.h"
+#include "tesscpp/internal/http/http_server.h"
 
 namespace tesscpp::cli {
 

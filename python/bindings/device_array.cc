@@ -12,7 +12,7 @@
 
 #include "gil_calls.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/device_values.h"
+#include "tesscpp/internal/core/device_values.h"
 #include "to_python.h"
 
 namespace tesscpp::bindings {

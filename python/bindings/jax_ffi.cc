@@ -23,8 +23,8 @@
 #include "from_python.h"
 #include "tesscpp/client.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/array_cast.h"
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
+#include "tesscpp/internal/schema/array_cast.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace tesscpp::bindings {

@@ -14,7 +14,7 @@
 
 #include "gil_calls.h"
 #include "python_component.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp::bindings {
 namespace {

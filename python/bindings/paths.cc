@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "tesscpp/internal/path.h"
+#include "tesscpp/internal/core/path.h"
 
 namespace nb = nanobind;
 

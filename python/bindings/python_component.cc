@@ -11,7 +11,8 @@
 
 #include "from_python.h"
 #include "gil_calls.h"
-#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/core/endpoint_table.h"
+#include "tesscpp/internal/runtime/failure_details.h"
 #include "to_python.h"
 
 namespace tesscpp::bindings {

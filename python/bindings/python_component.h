@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "tesscpp/internal/runtime.h"
-#include "tesscpp/internal/served_component.h"
+#include "tesscpp/internal/runtime/runtime.h"
+#include "tesscpp/internal/runtime/served_component.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::bindings {

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "tesscpp/client.h"
-#include "tesscpp/internal/python_exception.h"
+#include "tesscpp/internal/core/python_exception.h"
 #include "tesscpp/validation_issue.h"
 #include "to_python.h"
 

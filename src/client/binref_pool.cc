@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "platform/uuid.h"
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 
 namespace tesscpp::client {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/codec/binref_writer.h"
 
 namespace tesscpp::client {
 

@@ -23,7 +23,7 @@
 #include "core/status_matchers.h"
 #include "support/test_tensors.h"
 #include "tesscpp/client.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 #include "tesscpp/validation_issue.h"
 
 namespace tesscpp {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "client/served_server.h"
-#include "tesscpp/internal/container_engine.h"
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/client/container_engine.h"
+#include "tesscpp/internal/platform/file.h"
 
 namespace tesscpp::client {
 

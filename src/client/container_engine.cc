@@ -1,5 +1,5 @@
 // container_engine.cc: the engine command and the meaning of its failures.
-#include "tesscpp/internal/container_engine.h"
+#include "tesscpp/internal/client/container_engine.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 namespace tesscpp::client {
 

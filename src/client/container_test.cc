@@ -11,7 +11,7 @@
 #include "core/status_matchers.h"
 #include "support/test_tensors.h"
 #include "tesscpp/client.h"
-#include "tesscpp/internal/subprocess.h"
+#include "tesscpp/internal/platform/subprocess.h"
 
 namespace tesscpp {
 namespace {

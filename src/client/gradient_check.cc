@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "schema/array_coercion.h"
-#include "tesscpp/internal/endpoint_table.h"
-#include "tesscpp/internal/path.h"
+#include "tesscpp/internal/core/endpoint_table.h"
+#include "tesscpp/internal/core/path.h"
 #include "tesscpp/schema.h"
 
 namespace tesscpp {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/status_matchers.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 namespace tesscpp {
 namespace {

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "platform/http_headers.h"
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 namespace tesscpp::client {
 namespace {

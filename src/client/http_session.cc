@@ -16,8 +16,8 @@
 #include "gpu_transport/session_transports.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
-#include "tesscpp/internal/endpoint_table.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/endpoint_table.h"
 #include "tesscpp/validation_issue.h"
 
 namespace tesscpp::client {

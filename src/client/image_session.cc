@@ -12,8 +12,8 @@
 #include "client/session.h"
 #include "gpu_transport/registry.h"
 #include "platform/uuid.h"
-#include "tesscpp/internal/encoding.h"
-#include "tesscpp/internal/mounts.h"
+#include "tesscpp/internal/client/mounts.h"
+#include "tesscpp/internal/codec/array_encoding.h"
 
 namespace tesscpp::client {
 namespace {

@@ -8,12 +8,12 @@
 #include "client/session.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
-#include "tesscpp/internal/cpp_kind.h"
-#include "tesscpp/internal/device_values.h"
-#include "tesscpp/internal/file.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/mlflow_runs.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/client/mlflow_runs.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/device_values.h"
+#include "tesscpp/internal/cpp_kind/cpp_kind.h"
+#include "tesscpp/internal/platform/file.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp::client {
 namespace {

@@ -1,4 +1,4 @@
-#include "tesscpp/internal/mlflow_runs.h"
+#include "tesscpp/internal/client/mlflow_runs.h"
 
 #include <curl/curl.h>
 #include <pwd.h>
@@ -17,8 +17,8 @@
 #include "codec/base64.h"
 #include "runtime/file_run_logger.h"
 #include "runtime/py_text.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/served_component.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/runtime/failure_details.h"
 
 // MLflow's REST API (version 2.0) spoken directly, as mlflow's fluent client
 // speaks it for tesseract-runtime: runs/create, log-metric, log-parameter,

@@ -1,6 +1,6 @@
 // What MlflowRunLoggers accepts and refuses before any run (the runs
 // themselves: tests/conformance/test_run_tracking.py, against mlflow server).
-#include "tesscpp/internal/mlflow_runs.h"
+#include "tesscpp/internal/client/mlflow_runs.h"
 
 #include <gtest/gtest.h>
 

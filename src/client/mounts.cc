@@ -1,5 +1,5 @@
 // mounts.cc: parsing and de-duplicating bind mounts.
-#include "tesscpp/internal/mounts.h"
+#include "tesscpp/internal/client/mounts.h"
 
 #include <filesystem>
 

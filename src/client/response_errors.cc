@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "core/http_status.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 #include "tesscpp/validation_issue.h"
 
 namespace tesscpp::client {

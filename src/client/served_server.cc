@@ -16,8 +16,8 @@
 
 #include "client/http_connection.h"
 #include "client/session.h"
-#include "tesscpp/internal/encoding.h"
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/codec/array_encoding.h"
+#include "tesscpp/internal/platform/file.h"
 
 namespace tesscpp::client {
 

@@ -12,8 +12,8 @@
 #include "client/http_connection.h"
 #include "client/server_process.h"
 #include "client/session.h"
-#include "tesscpp/internal/component_kind.h"
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/core/component_kind.h"
+#include "tesscpp/internal/platform/file.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
 

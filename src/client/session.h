@@ -10,7 +10,7 @@
 
 #include "client/served_server.h"
 #include "tesscpp/client.h"
-#include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/loader/component_library.h"
 
 namespace tesscpp {
 

@@ -6,7 +6,7 @@
 #include "client/served_server.h"
 #include "client/session.h"
 #include "gpu_transport/registry.h"
-#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/core/endpoint_table.h"
 
 namespace tesscpp {
 namespace {

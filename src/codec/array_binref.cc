@@ -17,7 +17,7 @@
 #include "codec/array_codec.h"
 #include "codec/lz4.h"
 #include "platform/uuid.h"
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 
 namespace tesscpp {
 namespace {

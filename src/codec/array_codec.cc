@@ -6,8 +6,8 @@
 
 #include "codec/base64.h"
 #include "codec/lz4.h"
-#include "tesscpp/internal/buffer_pool.h"
-#include "tesscpp/internal/device_values.h"
+#include "tesscpp/internal/core/buffer_pool.h"
+#include "tesscpp/internal/core/device_values.h"
 
 namespace tesscpp {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "codec/json_writer.h"
-#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/codec/array_options.h"
 #include "tesscpp/tensor.h"
 #include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "core/status_matchers.h"
-#include "tesscpp/internal/encoding.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/array_options.h"
+#include "tesscpp/internal/codec/json.h"
 #include "tesscpp/validation_issue.h"
 
 namespace tesscpp {

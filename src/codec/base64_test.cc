@@ -7,7 +7,7 @@
 
 #include "core/status_matchers.h"
 #include "support/test_files.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 namespace tesscpp::codec {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/codec/array_encoding.h"
 
 namespace tesscpp {
 namespace {

@@ -17,9 +17,9 @@
 #include <optional>
 
 #include "codec/array_codec.h"
-#include "tesscpp/internal/buffer_pool.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/path.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/buffer_pool.h"
+#include "tesscpp/internal/core/path.h"
 #include "tesscpp/validation_issue.h"
 
 namespace tesscpp {

@@ -1,4 +1,4 @@
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 #include "core/status_matchers.h"
 
 #include <gtest/gtest.h>

@@ -7,8 +7,8 @@
 
 #include "codec/array_codec.h"
 #include "codec/number_format.h"
-#include "tesscpp/internal/buffer_pool.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 namespace tesscpp::codec {
 

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 namespace tesscpp::codec {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tesscpp/autodiff_fields.h"
-#include "tesscpp/internal/path.h"
+#include "tesscpp/internal/core/path.h"
 
 // tesseract-core 1.15's runtime/experimental/finite_differences.py, in C++:
 // the same perturbations (in the input's dtype), the same difference quotients

@@ -1,6 +1,6 @@
 #include "tesscpp/run_log.h"
 
-#include "tesscpp/internal/run_logger.h"
+#include "tesscpp/internal/component/run_logger.h"
 
 namespace tesscpp {
 namespace {

@@ -1,4 +1,4 @@
-#include "tesscpp/internal/run_logger.h"
+#include "tesscpp/internal/component/run_logger.h"
 
 namespace tesscpp::component {
 namespace {

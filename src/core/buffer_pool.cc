@@ -1,5 +1,5 @@
 // buffer_pool.cc: size-classed block cache over mmap.
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

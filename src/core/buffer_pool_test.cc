@@ -1,4 +1,4 @@
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 #include "core/status_matchers.h"
 
 #include <gtest/gtest.h>

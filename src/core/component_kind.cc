@@ -1,4 +1,4 @@
-#include "tesscpp/internal/component_kind.h"
+#include "tesscpp/internal/core/component_kind.h"
 
 #include <filesystem>
 #include <string>

@@ -1,6 +1,6 @@
 // device_values.cc: device tensors inside Value trees, and their implicit host
 // copies (made by the memory holding them: the core names no device API).
-#include "tesscpp/internal/device_values.h"
+#include "tesscpp/internal/core/device_values.h"
 
 #include <algorithm>
 #include <cctype>

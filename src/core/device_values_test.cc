@@ -1,4 +1,4 @@
-#include "tesscpp/internal/device_values.h"
+#include "tesscpp/internal/core/device_values.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "core/memory_manager.h"
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 namespace tesscpp {
 namespace {

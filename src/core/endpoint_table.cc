@@ -2,7 +2,7 @@
 // 1.15, runtime/core.py and runtime/serve.py), kept raw — indentation and
 // trailing spaces included — because the OpenAPI document carries them
 // cleaned exactly as Python's inspect.cleandoc would.
-#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/core/endpoint_table.h"
 
 namespace tesscpp::core {
 namespace {

@@ -1,5 +1,5 @@
 // The endpoint table: names found back, one row per id, kinds as served.
-#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/core/endpoint_table.h"
 
 #include <gtest/gtest.h>
 

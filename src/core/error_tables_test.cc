@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/http_status.h"
-#include "tesscpp/internal/python_exception.h"
+#include "tesscpp/internal/core/python_exception.h"
 
 namespace tesscpp::core {
 namespace {

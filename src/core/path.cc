@@ -1,5 +1,5 @@
 // path.cc: parsing and printing of protocol paths (`a.b.[0].{key}`).
-#include "tesscpp/internal/path.h"
+#include "tesscpp/internal/core/path.h"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "tesscpp/internal/path.h"
+#include "tesscpp/internal/core/path.h"
 #include "core/status_matchers.h"
 
 #include <gtest/gtest.h>

@@ -15,6 +15,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace tesscpp {
 namespace {
@@ -24,7 +25,14 @@ namespace {
 int CheckIncludes(const std::string& folder, bool internal_allowed) {
   const std::regex include_line(R"(^#include\s+([<"])([^>"]+)[>"])");
   int headers = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+  // internal/ holds a folder per layer; the installed headers are the files of include/tesscpp/.
+  std::vector<std::filesystem::directory_entry> entries;
+  if (internal_allowed) {
+    entries.assign(std::filesystem::recursive_directory_iterator(folder), {});
+  } else {
+    entries.assign(std::filesystem::directory_iterator(folder), {});
+  }
+  for (const auto& entry : entries) {
     if (!entry.is_regular_file()) continue;
     const std::string header = entry.path().filename().string();
     std::ifstream in(entry.path());

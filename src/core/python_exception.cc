@@ -1,5 +1,5 @@
 // python_exception.cc: the table of python_exception.h.
-#include "tesscpp/internal/python_exception.h"
+#include "tesscpp/internal/core/python_exception.h"
 
 namespace tesscpp::core {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "core/memory_manager.h"
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 namespace tesscpp {
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 namespace tesscpp {
 namespace {

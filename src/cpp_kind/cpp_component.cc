@@ -9,8 +9,8 @@
 #include "cpp_kind/openapi.h"
 #include "platform/phase_trace.h"
 #include "schema/validate.h"
-#include "tesscpp/internal/device_values.h"
-#include "tesscpp/internal/run_logger.h"
+#include "tesscpp/internal/component/run_logger.h"
+#include "tesscpp/internal/core/device_values.h"
 
 namespace tesscpp::cpp_kind {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "tesscpp/component.h"
-#include "tesscpp/internal/served_component.h"
+#include "tesscpp/internal/runtime/served_component.h"
 
 namespace tesscpp::cpp_kind {
 

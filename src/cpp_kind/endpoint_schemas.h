@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/internal/path.h"
+#include "tesscpp/internal/core/path.h"
 #include "tesscpp/schema.h"
 
 namespace tesscpp::cpp_kind {

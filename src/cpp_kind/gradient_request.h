@@ -9,7 +9,7 @@
 
 #include "cpp_kind/endpoint_schemas.h"
 #include "schema/validate.h"
-#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/core/endpoint_table.h"
 #include "tesscpp/model.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"

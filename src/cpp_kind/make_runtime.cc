@@ -1,4 +1,4 @@
-#include "tesscpp/internal/cpp_kind.h"
+#include "tesscpp/internal/cpp_kind/cpp_kind.h"
 
 #include <utility>
 

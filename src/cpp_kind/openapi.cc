@@ -17,7 +17,7 @@
 #include "cpp_kind/fastapi_schema.h"
 #include "cpp_kind/model_json_schema.h"
 #include "runtime/py_text.h"
-#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/core/endpoint_table.h"
 
 namespace tesscpp::cpp_kind {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/internal/endpoint_table.h"
+#include "tesscpp/internal/core/endpoint_table.h"
 #include "tesscpp/schema.h"
 #include "tesscpp/value.h"
 

@@ -17,8 +17,8 @@
 #include "cpp_kind/cpp_component.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
-#include "tesscpp/internal/component_library.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/loader/component_library.h"
 
 namespace tesscpp::cpp_kind {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 namespace tesscpp::cpp_kind {
 namespace {

@@ -3,8 +3,8 @@
 #include "tesscpp/cuda.h"
 
 #include "core/memory_manager.h"
-#include "tesscpp/internal/cuda_ipc.h"
-#include "tesscpp/internal/cuda_transfer.h"
+#include "tesscpp/internal/cuda/cuda_ipc.h"
+#include "tesscpp/internal/cuda/cuda_transfer.h"
 
 namespace tesscpp::cuda {
 namespace {

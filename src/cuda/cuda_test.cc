@@ -5,8 +5,8 @@
 
 #include "core/status_matchers.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/cuda_ipc.h"
-#include "tesscpp/internal/cuda_transfer.h"
+#include "tesscpp/internal/cuda/cuda_ipc.h"
+#include "tesscpp/internal/cuda/cuda_transfer.h"
 
 namespace tesscpp::cuda {
 namespace {

@@ -6,7 +6,7 @@
 #include "cuda/cuda_api.h"
 #include "cuda/device_pool.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 namespace tesscpp::cuda {
 

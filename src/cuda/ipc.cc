@@ -1,5 +1,5 @@
 // ipc.cc: export by legacy IPC handle (with staging), import through a mapping cache.
-#include "tesscpp/internal/cuda_ipc.h"
+#include "tesscpp/internal/cuda/cuda_ipc.h"
 
 #include <array>
 #include <atomic>

@@ -1,6 +1,6 @@
 // transfer.cc: host-to-device copies on a per-thread stream; pageable
 // sources are staged through pinned slots by a pool of staging threads.
-#include "tesscpp/internal/cuda_transfer.h"
+#include "tesscpp/internal/cuda/cuda_transfer.h"
 
 #include <algorithm>
 #include <atomic>

@@ -20,7 +20,7 @@
 #include "cuda/vmm_request.h"
 #include "platform/fd_passing.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/cuda_ipc.h"
+#include "tesscpp/internal/cuda/cuda_ipc.h"
 
 namespace tesscpp::cuda {
 namespace internal {

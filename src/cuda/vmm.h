@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "tesscpp/internal/ipc_descriptor.h"
+#include "tesscpp/internal/cuda/ipc_descriptor.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::cuda::internal {

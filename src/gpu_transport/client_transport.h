@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "tesscpp/buffer.h"
-#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/codec/device_arrays.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 

@@ -19,7 +19,7 @@
 #include "platform/phase_trace.h"
 #include "platform/process_identity.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/device_values.h"
+#include "tesscpp/internal/core/device_values.h"
 
 namespace tesscpp::gpu_transport {
 namespace {

@@ -19,8 +19,8 @@
 #include "gpu_transport/transport_check.h"
 #include "platform/process_identity.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/device_values.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/device_values.h"
 
 namespace tesscpp::gpu_transport {
 namespace {

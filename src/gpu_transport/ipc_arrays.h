@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/internal/cuda_ipc.h"
-#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/codec/device_arrays.h"
+#include "tesscpp/internal/cuda/cuda_ipc.h"
 
 namespace tesscpp::gpu_transport {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/internal/cuda_ipc.h"
+#include "tesscpp/internal/cuda/cuda_ipc.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::gpu_transport {

@@ -10,7 +10,7 @@
 #include "gpu_transport/cuda_ipc_buffer.h"
 #include "gpu_transport/cuda_ipc_transport.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/gpu_transports.h"
+#include "tesscpp/internal/gpu_transport/gpu_transports.h"
 
 namespace tesscpp::gpu_transport {
 

@@ -19,8 +19,8 @@
 
 #include "gpu_transport/client_transport.h"
 #include "gpu_transport/server_transport.h"
-#include "tesscpp/internal/encoding.h"
-#include "tesscpp/internal/gpu_transports.h"
+#include "tesscpp/internal/codec/device_arrays.h"
+#include "tesscpp/internal/gpu_transport/gpu_transports.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::gpu_transport {

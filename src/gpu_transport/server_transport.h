@@ -15,7 +15,7 @@
 
 #include "platform/http_headers.h"
 #include "tesscpp/buffer.h"
-#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/codec/device_arrays.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 

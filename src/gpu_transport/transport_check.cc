@@ -9,9 +9,9 @@
 #include "gpu_transport/cuda_ipc_buffer.h"
 #include "gpu_transport/ipc_arrays.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/cuda_ipc.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/python_exception.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/python_exception.h"
+#include "tesscpp/internal/cuda/cuda_ipc.h"
 
 namespace tesscpp::gpu_transport {
 

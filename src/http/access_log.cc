@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp::http {

@@ -22,7 +22,7 @@
 #include <memory>
 #include <vector>
 
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::http {

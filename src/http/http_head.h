@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp::http {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "tesscpp/internal/endpoint_table.h"
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/core/endpoint_table.h"
+#include "tesscpp/internal/platform/file.h"
 
 namespace tesscpp::http {
 

@@ -1,7 +1,7 @@
 // The HTTP server: the accepting loop and its drain, in one process or in
 // worker processes under a supervisor (which restarts a worker that dies and
 // answers the calls it died in). Each connection is a Session (session.h).
-#include "tesscpp/internal/http_server.h"
+#include "tesscpp/internal/http/http_server.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -28,10 +28,10 @@
 #include "http/metrics.h"
 #include "http/session.h"
 #include "http/worker_exec.h"
-#include "tesscpp/internal/buffer_pool.h"
-#include "tesscpp/internal/file.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/buffer_pool.h"
+#include "tesscpp/internal/platform/file.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp::http {
 

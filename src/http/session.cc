@@ -17,8 +17,8 @@
 
 #include "http/access_log.h"
 #include "http/http_head.h"
-#include "tesscpp/internal/buffer_pool.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 
 namespace tesscpp::http {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "http/call_guard.h"
 #include "http/metrics.h"
-#include "tesscpp/internal/http_server.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/http/http_server.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp::http {
 

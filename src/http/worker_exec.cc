@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/internal/http_server.h"
+#include "tesscpp/internal/http/http_server.h"
 
 extern char** environ;
 

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "tesscpp/internal/file.h"
-#include "tesscpp/internal/http_server.h"
+#include "tesscpp/internal/http/http_server.h"
+#include "tesscpp/internal/platform/file.h"
 
 namespace tesscpp::http {
 namespace {

@@ -1,5 +1,5 @@
 // Loading component libraries: dlopen, check the entry point, create.
-#include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/loader/component_library.h"
 
 #include <dlfcn.h>
 

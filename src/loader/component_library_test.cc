@@ -1,5 +1,5 @@
 // The loader's refusals: each names the file and what is wrong with it.
-#include "tesscpp/internal/component_library.h"
+#include "tesscpp/internal/loader/component_library.h"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::platform {

@@ -1,5 +1,5 @@
 // file.cc: Fd and MappedFile.
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

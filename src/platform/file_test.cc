@@ -1,6 +1,6 @@
 // file_test.cc: Fd's positioned writes, allocation and truncation, and
 // MappedFile's view of them.
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

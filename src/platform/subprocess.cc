@@ -1,5 +1,5 @@
 // subprocess.cc: posix_spawnp, pipes drained with poll, waitpid.
-#include "tesscpp/internal/subprocess.h"
+#include "tesscpp/internal/platform/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 
 extern "C" char** environ;  // NOLINT: the process environment, passed to children
 

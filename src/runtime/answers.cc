@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/served_component.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/runtime/failure_details.h"
 
 namespace tesscpp::runtime {
 

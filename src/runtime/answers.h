@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/runtime/runtime.h"
 #include "tesscpp/status.h"
 #include "tesscpp/validation_issue.h"
 #include "tesscpp/value.h"

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 
 namespace tesscpp::runtime {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "support/in_child.h"
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 
 namespace tesscpp::runtime {
 namespace {

@@ -1,5 +1,5 @@
 // RuntimeConfig: tesseract-core's runtime settings, read from TESSERACT_*.
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "gpu_transport/registry.h"
-#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/codec/array_encoding.h"
 
 namespace tesscpp {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "runtime/py_text.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 namespace tesscpp::runtime {
 namespace {

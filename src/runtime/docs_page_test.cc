@@ -15,8 +15,8 @@
 #include "schema/validate.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
-#include "tesscpp/internal/component_library.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/loader/component_library.h"
 
 namespace tesscpp::runtime {
 namespace {

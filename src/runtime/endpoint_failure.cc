@@ -7,6 +7,7 @@
 #include <typeinfo>
 
 #include "runtime/test_spec_runner.h"
+#include "tesscpp/internal/runtime/failure_details.h"
 
 namespace tesscpp::runtime {
 namespace {

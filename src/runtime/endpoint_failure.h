@@ -8,7 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "tesscpp/internal/served_component.h"
+#include "tesscpp/internal/runtime/failure_details.h"
+#include "tesscpp/internal/runtime/served_component.h"
 #include "tesscpp/result.h"
 #include "tesscpp/status.h"
 #include "tesscpp/value.h"

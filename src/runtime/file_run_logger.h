@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "tesscpp/internal/run_logger.h"
+#include "tesscpp/internal/component/run_logger.h"
 
 namespace tesscpp::runtime {
 

@@ -12,10 +12,10 @@
 #include "core/status_matchers.h"
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/component_library.h"
-#include "tesscpp/internal/cpp_kind.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/cpp_kind/cpp_kind.h"
+#include "tesscpp/internal/loader/component_library.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp {
 namespace {

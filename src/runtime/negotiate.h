@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/codec/array_encoding.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 

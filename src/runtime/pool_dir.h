@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::runtime {

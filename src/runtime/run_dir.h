@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::runtime {

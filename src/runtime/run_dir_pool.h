@@ -11,7 +11,7 @@
 
 #include "runtime/pool_dir.h"
 #include "runtime/pool_worker.h"
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::runtime {

@@ -13,7 +13,7 @@
 
 #include "support/in_child.h"
 #include "support/test_files.h"
-#include "tesscpp/internal/file.h"
+#include "tesscpp/internal/platform/file.h"
 
 namespace tesscpp::runtime {
 namespace {

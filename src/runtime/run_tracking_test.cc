@@ -14,9 +14,9 @@
 #include "runtime/run_dir.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
-#include "tesscpp/internal/cpp_kind.h"
-#include "tesscpp/internal/run_logger.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/component/run_logger.h"
+#include "tesscpp/internal/cpp_kind/cpp_kind.h"
+#include "tesscpp/internal/runtime/runtime.h"
 #include "tesscpp/run_log.h"
 
 namespace tesscpp::runtime {

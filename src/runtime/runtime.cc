@@ -2,7 +2,7 @@
 // endpoint calls of a served component of any kind. Its answers' shapes are
 // in answers.h, the query and Content-Type rules in request_rules.h, how a
 // failing call is caught and reported in endpoint_failure.h.
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 #include <algorithm>
 #include <array>
@@ -35,9 +35,10 @@
 #include "runtime/run_dir_pool.h"
 #include "runtime/test_spec_runner.h"
 #include "schema/validate.h"
-#include "tesscpp/internal/endpoint_table.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/served_component.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/endpoint_table.h"
+#include "tesscpp/internal/runtime/failure_details.h"
+#include "tesscpp/internal/runtime/served_component.h"
 #include "tesscpp/validation_issue.h"
 
 namespace tesscpp {

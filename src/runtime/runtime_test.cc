@@ -3,8 +3,8 @@
 // Runtime serving the C++ examples: same status, content type and body —
 // arrays by value and dtype, maps without key order, 422 issues by type, loc,
 // ctx and (where ours is not documented to differ) message.
-#include "tesscpp/internal/runtime.h"
-#include "tesscpp/internal/cpp_kind.h"
+#include "tesscpp/internal/runtime/runtime.h"
+#include "tesscpp/internal/cpp_kind/cpp_kind.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include "core/status_matchers.h"
 #include "support/test_files.h"
 #include "tesscpp/component.h"
-#include "tesscpp/internal/component_library.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/loader/component_library.h"
 
 namespace tesscpp {
 namespace {

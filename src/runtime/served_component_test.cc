@@ -4,7 +4,7 @@
 // failures and /test behave as for C++ components. (The same kind served over
 // HTTP and called by tesseract-core's SDK: tests/conformance/
 // test_second_component_kind.py.)
-#include "tesscpp/internal/served_component.h"
+#include "tesscpp/internal/runtime/served_component.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 #include "core/status_matchers.h"
 #include "support/callback_component.h"
 #include "support/test_files.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp::runtime {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "schema/array_coercion.h"
 #include "schema/validate.h"
-#include "tesscpp/internal/python_exception.h"
+#include "tesscpp/internal/core/python_exception.h"
 #include "tesscpp/validation_issue.h"
 
 namespace tesscpp::runtime {

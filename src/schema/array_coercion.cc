@@ -14,7 +14,7 @@
 
 #include "codec/array_codec.h"
 #include "core/float16.h"
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
 #include "tesscpp/validation_issue.h"
 
 namespace tesscpp::schema {

@@ -3,7 +3,7 @@
 
 #include <complex>
 
-#include "tesscpp/internal/array_cast.h"
+#include "tesscpp/internal/schema/array_cast.h"
 #include "tesscpp/result.h"
 #include "tesscpp/schema.h"
 #include "tesscpp/tensor.h"

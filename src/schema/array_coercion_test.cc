@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "schema/validate.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 namespace tesscpp {
 namespace {

@@ -10,7 +10,7 @@
 #include "core/status_matchers.h"
 #include "schema/validate.h"
 #include "support/test_files.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 namespace tesscpp {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "tesscpp/internal/path.h"
+#include "tesscpp/internal/core/path.h"
 
 namespace tesscpp {
 

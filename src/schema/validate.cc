@@ -15,8 +15,8 @@
 #include <string>
 
 #include "schema/array_coercion.h"
-#include "tesscpp/internal/array_cast.h"
-#include "tesscpp/internal/buffer_pool.h"
+#include "tesscpp/internal/core/buffer_pool.h"
+#include "tesscpp/internal/schema/array_cast.h"
 
 namespace tesscpp::schema {
 namespace {

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "core/status_matchers.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 namespace tesscpp {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "gpu_transport/ipc_arrays.h"
 #include "gpu_transport/registry.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "client/response_errors.h"
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tesscpp;

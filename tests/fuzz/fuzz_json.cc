@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "tesscpp/internal/json.h"
+#include "tesscpp/internal/codec/json.h"
 
 namespace {
 

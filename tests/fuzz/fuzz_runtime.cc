@@ -14,9 +14,9 @@
 
 #include "tesscpp/component.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/cpp_kind.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/cpp_kind/cpp_kind.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 // The example's entry point, compiled into this binary (examples/univariate).
 extern "C" const TesscppComponentEntryV1* TESSCPP_COMPONENT_ENTRY_SYMBOL();

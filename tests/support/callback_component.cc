@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tesscpp/internal/runtime/failure_details.h"
 #include "tesscpp/validation_issue.h"
 
 namespace tesscpp::runtime {

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "tesscpp/internal/served_component.h"
+#include "tesscpp/internal/runtime/served_component.h"
 
 namespace tesscpp::runtime {
 

@@ -10,9 +10,9 @@
 
 #include "support/callback_component.h"
 #include "support/test_files.h"
-#include "tesscpp/internal/http_server.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/http/http_server.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 int main(int argc, char** argv) {
   using namespace tesscpp;  // NOLINT(google-build-using-namespace): a test program

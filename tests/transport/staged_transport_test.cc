@@ -30,11 +30,11 @@
 #include "support/test_files.h"
 #include "tesscpp/client.h"
 #include "tesscpp/cuda.h"
-#include "tesscpp/internal/component_library.h"
-#include "tesscpp/internal/cpp_kind.h"
-#include "tesscpp/internal/http_server.h"
-#include "tesscpp/internal/json.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/cpp_kind/cpp_kind.h"
+#include "tesscpp/internal/http/http_server.h"
+#include "tesscpp/internal/loader/component_library.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp {
 namespace {

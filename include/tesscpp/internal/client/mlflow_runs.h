@@ -2,8 +2,8 @@
 // (internal; docs/run-tracking.md §2).
 #pragma once
 
-#include "tesscpp/internal/run_logger.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/component/run_logger.h"
+#include "tesscpp/internal/runtime/runtime.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::client {

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "tesscpp/buffer.h"
-#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/codec/array_options.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 

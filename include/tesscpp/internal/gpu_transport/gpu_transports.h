@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/internal/encoding.h"
+#include "tesscpp/internal/codec/array_encoding.h"
 
 namespace tesscpp::gpu_transport {
 

@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "tesscpp/component.h"
-#include "tesscpp/internal/run_logger.h"
-#include "tesscpp/internal/runtime.h"
+#include "tesscpp/internal/component/run_logger.h"
+#include "tesscpp/internal/runtime/runtime.h"
 #include "tesscpp/result.h"
 
 namespace tesscpp::cpp_kind {

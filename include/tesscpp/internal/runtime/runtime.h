@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "tesscpp/buffer.h"
-#include "tesscpp/internal/run_logger.h"
+#include "tesscpp/internal/component/run_logger.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 
@@ -94,7 +94,7 @@ struct RuntimeResponse {
 class Runtime {
  public:
   /// \brief Serves a component of any kind through the interface every kind
-  /// implements (a C++ Component: cpp_kind::MakeRuntime, tesscpp/internal/cpp_kind.h).
+  /// implements (a C++ Component: cpp_kind::MakeRuntime, tesscpp/internal/cpp_kind/cpp_kind.h).
   /// kInvalidArgument for a config that does not validate or a component
   /// without apply. `mlflow_runs` makes the runs of the component's endpoints
   /// when config.mlflow_tracking_uri is set (the client layer's

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tesscpp/internal/ipc_descriptor.h"
+#include "tesscpp/internal/cuda/ipc_descriptor.h"
 #include "tesscpp/result.h"
 #include "tesscpp/tensor.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tesscpp/internal/subprocess.h"
+#include "tesscpp/internal/platform/subprocess.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
 

@@ -37,6 +37,7 @@ RANK = {
     "codec": 2,
     "schema": 3,
     "component": 4,
+    "derivation": 5,
     "gpu_transport": 5,
     "runtime": 6,
     "cpp_kind": 7,
@@ -160,7 +161,8 @@ def check_shared_library(problems: list[str]) -> None:
 
 
 def check_installed(problems: list[str]) -> None:
-    installed = {p.name for p in (INCLUDE_DIR / "tesscpp").glob("*.h")}
+    top = INCLUDE_DIR / "tesscpp"
+    installed = {str(p.relative_to(top)) for p in top.rglob("*.h") if "internal" not in p.relative_to(top).parts}
     reached: set[str] = set()
     todo = list(ROOTS)
     while todo:

@@ -44,7 +44,8 @@ def allowed_namespaces(path: Path) -> set[str] | None:
         allowed = {"tesscpp", f"tesscpp::{layer}", "tesscpp::testing"}  # testing: helpers of the unit tests
         if layer == "component":
             allowed.add("tesscpp::internal")  # defines what component_abi.h declares for its macros
-            allowed.add("tesscpp::autodiff::internal")  # and what autodiff_tape.h declares for autodiff.h
+        if layer == "derivation":  # implements the public tesscpp::autodiff API's library parts
+            allowed |= {"tesscpp::autodiff", "tesscpp::autodiff::internal"}
         return allowed
     return None
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The floor of a Dr.Jit call on its own, without tesscpp: examples/burgers_array's
 VJP written in Python Dr.Jit, traced on every call and frozen (dr.freeze, the
-recordings tesscpp/autodiff_replay.h replays), next to a frozen function that
+recordings tesscpp/autodiff/detail/replay.h replays), next to a frozen function that
 launches one trivial kernel. Each call synchronised; medians in µs.
 
     python3 bench/probes/drjit_replay_floor.py [--backend cuda|llvm]

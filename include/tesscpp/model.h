@@ -215,7 +215,7 @@ struct OptionalOf {
 
 /// \brief Which top-level fields were read through a ModelView that notes
 /// them: what a replayed array-form call must know of the function it
-/// recorded (autodiff_replay.h).
+/// recorded (tesscpp/autodiff/detail/replay.h).
 class FieldReads {
  public:
   void Note(int index) {

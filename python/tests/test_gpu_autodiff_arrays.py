@@ -130,7 +130,7 @@ def test_churn_keeps_device_memory_flat(burgers):
 
 def test_replayed_calls_follow_their_inputs(burgers):
     """The first VJP of a key is recorded on the device, the next ones replay
-    the recording (tesscpp/autodiff_replay.h): each must equal JAX's VJP at its
+    the recording (tesscpp/autodiff/detail/replay.h): each must equal JAX's VJP at its
     own point."""
     base = _inputs("cuda")
     rng = np.random.default_rng(7)

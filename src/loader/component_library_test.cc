@@ -47,7 +47,7 @@ TEST(ComponentLibrary, AFileThatIsNoSharedObjectIsRefused) {
 // Two component libraries built from tesscpp/autodiff.h each have their own
 // copies of its statics, but ADOL-C's tapes are one per process: taping from
 // both at once is only safe under the lock they share in libtesscpp
-// (tesscpp/autodiff_tape.h). The VJPs are called directly, without the
+// (tesscpp/autodiff/detail/tape.h). The VJPs are called directly, without the
 // Runtime, whose output capture would serialise the calls anyway.
 TEST(ComponentLibrary, TwoAutodiffLibrariesTapeUnderOneLock) {
   ASSERT_OK_AND_ASSIGN(auto rosenbrock, ComponentLibrary::Open(Example("rosenbrock_ad")));

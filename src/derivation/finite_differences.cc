@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "tesscpp/autodiff_fields.h"
+#include "tesscpp/autodiff/detail/fields.h"
 #include "tesscpp/internal/core/path.h"
 
 // tesseract-core 1.15's runtime/experimental/finite_differences.py, in C++:

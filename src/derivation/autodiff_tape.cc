@@ -1,5 +1,5 @@
 // autodiff_tape.cc: the process's one ADOL-C tape slot.
-#include "tesscpp/autodiff_tape.h"
+#include "tesscpp/autodiff/detail/tape.h"
 
 namespace tesscpp::autodiff::internal {
 

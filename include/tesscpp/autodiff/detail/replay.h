@@ -1,4 +1,4 @@
-// autodiff_replay.h: array-form calls replayed from Dr.Jit recordings
+// replay.h: array-form calls replayed from Dr.Jit recordings
 // instead of traced again (docs/autodiff.md, "Replayed calls"). For
 // tesscpp/autodiff_arrays.h, which includes it.
 //
@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "tesscpp/autodiff_fields.h"
+#include "tesscpp/autodiff/detail/fields.h"
 #include "tesscpp/dtype.h"
 #include "tesscpp/result.h"
 #include "tesscpp/tensor.h"

@@ -1,4 +1,4 @@
-// autodiff_fields.h: what the two authoring forms of derived derivatives
+// fields.h: what the two authoring forms of derived derivatives
 // share (tesscpp/autodiff.h, scalar code; tesscpp/autodiff_arrays.h, array
 // code): which fields take part, tensors to and from doubles, and abstract_eval
 // derived by running the function on zeros. Needs no autodiff library.

@@ -1,4 +1,4 @@
-// autodiff_tape.h: the process's one ADOL-C tape slot, shared by every
+// tape.h: the process's one ADOL-C tape slot, shared by every
 // component library that uses tesscpp/autodiff.h (internal to it).
 //
 // ADOL-C keeps its tapes in process-wide state that is not safe to touch from
@@ -6,7 +6,7 @@
 // autodiff.h in different libraries each get their own copies of its statics,
 // so the lock every taping and sweep holds, and the count of recordings that
 // tells a kept tape from one recorded since by another component, live in
-// libtesscpp (src/component/autodiff_tape.cc), which needs no ADOL-C.
+// libtesscpp (src/derivation/autodiff_tape.cc), which needs no ADOL-C.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,200 @@
+// scalar_endpoints.h: one derivation per endpoint of the scalar form
+// (internal to tesscpp/autodiff.h): apply, abstract_eval, forward mode with
+// Sacado, reverse mode and the Jacobian with ADOL-C's tapes.
+#pragma once
+
+// Sacado's own headers, without the Trilinos configuration that would pull in
+// Kokkos, Teuchos and MPI.
+#ifndef TRILINOS_NO_CONFIG_H
+#define TRILINOS_NO_CONFIG_H
+#endif
+#include <adolc/adolc.h>
+#include <Sacado_No_Kokkos.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tesscpp/autodiff/context.h"
+#include "tesscpp/autodiff/detail/fields.h"
+#include "tesscpp/autodiff/detail/scalar_tapes.h"
+#include "tesscpp/autodiff/detail/tape.h"
+#include "tesscpp/component.h"
+#include "tesscpp/model.h"
+#include "tesscpp/schema.h"
+
+namespace tesscpp::autodiff::internal {
+
+// apply: the function on doubles.
+template <typename Fn>
+void DeriveApply(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                 const std::map<std::string, Dtype>& output_fields, const std::string& apply_doc) {
+  if (!c.apply())
+    c.Apply(
+        [=](const ModelView& in, Record& out) -> Status {
+          TESS_ASSIGN_OR_RETURN(auto outputs, internal::Evaluate(fn, in, input_fields, output_fields));
+          for (auto& [name, array] : outputs) {
+            TESS_ASSIGN_OR_RETURN(Tensor t,
+                                  internal::ToTensor(array.values, array.dims, output_fields.at(name)));
+            out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
+          }
+          return Status::OK();
+        },
+        apply_doc);
+}
+
+// abstract_eval: the function in doubles on zeros (detail/fields.h).
+template <typename Fn>
+void DeriveAbstractEval(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                        const std::map<std::string, Dtype>& output_fields) {
+  DeriveAbstractEvalBy(
+      c, output_fields, [=](const ModelView& model) -> Result<std::map<std::string, std::vector<int64_t>>> {
+        TESS_ASSIGN_OR_RETURN(auto outputs, internal::Evaluate(fn, model, input_fields, output_fields));
+        std::map<std::string, std::vector<int64_t>> dims;
+        for (auto& [name, array] : outputs) dims.emplace(name, std::move(array.dims));
+        return dims;
+      });
+}
+
+// jacobian_vector_product, by forward mode.
+template <typename Fn>
+void DeriveJvp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+               const std::map<std::string, Dtype>& output_fields) {
+  // Forward mode: one tangent direction, the requested inputs seeded with
+  // their tangents, the others constant.
+  if (!c.jacobian_vector_product())
+    c.JacobianVectorProduct([=](const ModelView& in, const PathSet& jvp_inputs, const PathSet& jvp_outputs,
+                                const TensorMap& tangent, TensorMap& jvp) -> Status {
+      using Fad = Sacado::Fad::SFad<double, 1>;
+      TESS_ASSIGN_OR_RETURN(const internal::Arrays arrays, internal::ReadInputs(in.value(), input_fields));
+      // Tangents of the requested inputs; the others are constants.
+      std::map<std::string, std::vector<double>> seeds;
+      for (const std::string& name : jvp_inputs) {
+        auto t = tangent.find(name);
+        if (t == tangent.end()) continue;
+        TESS_ASSIGN_OR_RETURN(seeds[name], internal::ReadValues(t->second));
+      }
+      auto inputs =
+          internal::Convert<Fad>(arrays, [&](const std::string& name, const std::vector<double>& values) {
+            const auto seed = seeds.find(name);
+            std::vector<Fad> numbers;
+            numbers.reserve(values.size());
+            for (size_t i = 0; i < values.size(); ++i) {
+              numbers.emplace_back(1, 0, values[i]);
+              numbers.back().fastAccessDx(0) =
+                  seed != seeds.end() && i < seed->second.size() ? seed->second[i] : 0.0;
+            }
+            return numbers;
+          });
+      Context<Fad> ctx(in, std::move(inputs), output_fields);
+      TESS_RETURN_IF_ERROR(fn(ctx));
+      for (const std::string& name : jvp_outputs) {
+        auto found = ctx.outputs().find(name);
+        if (found == ctx.outputs().end()) continue;
+        std::vector<double> values;
+        for (const Fad& y : found->second.values) values.push_back(y.dx(0));
+        TESS_ASSIGN_OR_RETURN(Tensor t,
+                              internal::ToTensor(values, found->second.dims, output_fields.at(name)));
+        jvp.insert_or_assign(name, std::move(t));
+      }
+      return Status::OK();
+    });
+}
+
+// vector_jacobian_product, by reverse mode on the kept tape.
+template <typename Fn>
+void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+               const std::map<std::string, Dtype>& output_fields, uint64_t function) {
+  // Reverse mode: one sweep with the cotangents as weights.
+  if (!c.vector_jacobian_product())
+    c.VectorJacobianProduct([=](const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
+                                const TensorMap& cotangent, TensorMap& vjp) -> Status {
+      std::lock_guard<std::mutex> lock(internal::TapeLock());
+      TESS_ASSIGN_OR_RETURN(const internal::Taped* kept,
+                            internal::TapeAt(function, fn, in, input_fields, output_fields, vjp_outputs));
+      const internal::Taped& taped = *kept;
+      const int64_t m = taped.dependents;
+      std::vector<double> weights;
+      for (const std::string& name : vjp_outputs) {
+        if (!taped.output_dims.contains(name)) continue;
+        TESS_ASSIGN_OR_RETURN(const std::vector<double> w, internal::ReadValues(cotangent.at(name)));
+        weights.insert(weights.end(), w.begin(), w.end());
+      }
+      if (static_cast<int64_t>(weights.size()) != m) {
+        return Status::InvalidArgument("autodiff: the cotangents hold ", weights.size(),
+                                       " elements, the outputs ", m);
+      }
+      const auto n = static_cast<int>(taped.point.size());
+      std::vector<double> gradient(taped.point.size(), 0.0);
+      if (m > 0 && n > 0)
+        fos_reverse(internal::kTape, static_cast<int>(m), n, weights.data(), gradient.data());
+      std::map<std::string, std::vector<double>> by_input;
+      for (size_t k = 0; k < taped.independents.size(); ++k) {
+        by_input[taped.independents[k].first].push_back(gradient[k]);
+      }
+      for (const std::string& name : vjp_inputs) {
+        const Value* value = in.value().as_dict().find(name);
+        if (value == nullptr || !value->is_tensor()) continue;
+        const auto dims = value->as_tensor().shape().dims();
+        TESS_ASSIGN_OR_RETURN(
+            Tensor t, internal::ToTensor(by_input[name], {dims.begin(), dims.end()}, input_fields.at(name)));
+        vjp.insert_or_assign(name, std::move(t));
+      }
+      return Status::OK();
+    });
+}
+
+// jacobian, by ADOL-C's driver on the kept tape.
+template <typename Fn>
+void DeriveJacobian(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+                    const std::map<std::string, Dtype>& output_fields, uint64_t function) {
+  // Jacobian: ADOL-C's driver (forward vector mode when there are fewer
+  // inputs than outputs, reverse otherwise), then cut into blocks.
+  if (!c.jacobian())
+    c.Jacobian([=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs,
+                   JacobianMap& jac) -> Status {
+      std::lock_guard<std::mutex> lock(internal::TapeLock());
+      TESS_ASSIGN_OR_RETURN(const internal::Taped* kept,
+                            internal::TapeAt(function, fn, in, input_fields, output_fields, jac_outputs));
+      const internal::Taped& taped = *kept;
+      const int64_t m = taped.dependents;
+      const auto n = static_cast<int>(taped.point.size());
+      std::vector<double> storage(static_cast<size_t>(m) * taped.point.size(), 0.0);
+      std::vector<double*> rows(static_cast<size_t>(m));
+      for (int64_t r = 0; r < m; ++r) rows[r] = storage.data() + r * n;
+      if (m > 0 && n > 0) jacobian(internal::kTape, static_cast<int>(m), n, taped.point.data(), rows.data());
+      int64_t row = 0;
+      for (const std::string& out_name : jac_outputs) {
+        auto dims = taped.output_dims.find(out_name);
+        if (dims == taped.output_dims.end()) continue;
+        int64_t out_count = 1;
+        for (int64_t d : dims->second) out_count *= d;
+        for (const std::string& in_name : jac_inputs) {
+          const Value* value = in.value().as_dict().find(in_name);
+          if (value == nullptr || !value->is_tensor()) continue;
+          std::vector<int64_t> block_dims = dims->second;
+          for (int64_t d : value->as_tensor().shape().dims()) block_dims.push_back(d);
+          std::vector<double> block;
+          for (int64_t r = 0; r < out_count; ++r) {
+            for (size_t k = 0; k < taped.independents.size(); ++k) {
+              if (taped.independents[k].first == in_name) block.push_back(rows[row + r][k]);
+            }
+          }
+          TESS_ASSIGN_OR_RETURN(Tensor t,
+                                internal::ToTensor(block, std::move(block_dims), output_fields.at(out_name)));
+          jac[out_name].insert_or_assign(in_name, std::move(t));
+        }
+        row += out_count;
+      }
+      return Status::OK();
+    });
+}
+
+}  // namespace tesscpp::autodiff::internal

@@ -1,0 +1,131 @@
+"""The endpoint methods of :class:`tesscpp.Tesseract`, with tesseract_core's
+names and arguments. Each builds its request from the endpoint's row of the
+C++ endpoint table and sends it through the one generic call; a 422 comes
+back as pydantic's ValidationError, as tesseract_core raises it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import _tesscpp
+
+
+def _rebuild_validation_error(failure: _tesscpp.ValidationFailure, endpoint: str) -> Exception:
+    """pydantic's ValidationError for a 422, as tesseract_core raises it.
+
+    Without pydantic installed, the tesscpp exception (a ValueError carrying
+    the same message and ``errors``) is raised as it is.
+    """
+    _, title, errors = failure.args
+    failure.errors = errors
+    title = title or f"endpoint {endpoint}"
+    try:
+        from pydantic import ValidationError
+        from pydantic_core import InitErrorDetails, PydanticCustomError
+    except ImportError:
+        return failure
+    details = [
+        InitErrorDetails(
+            type=PydanticCustomError(e["type"], e["msg"], e["ctx"]),
+            loc=e["loc"],
+            input=e["input"],
+        )
+        for e in errors
+    ]
+    return ValidationError.from_exception_data(title, line_errors=details)
+
+
+def _call(method: Callable[..., Any], *args: Any, endpoint: str | None = None) -> Any:
+    """Run a C++ call, turning a validation failure into pydantic's error."""
+    try:
+        return method(*args)
+    except _tesscpp.ValidationFailure as failure:
+        raise _rebuild_validation_error(failure, endpoint or method.__name__) from None
+
+
+# The component endpoints' rows of the C++ endpoint table, by name.
+_ENDPOINTS = {row["name"]: row for row in _tesscpp.endpoint_rows()}
+
+
+class EndpointCalls:
+    """A Tesseract's endpoints, called through its client (``_client``)."""
+
+    if TYPE_CHECKING:
+
+        @property
+        def _client(self) -> _tesscpp._Tesseract: ...
+
+    # Each typed method builds its request from the endpoint's row of the C++
+    # endpoint table and sends it through the one generic call.
+
+    def call(self, endpoint: str, body: dict, run_id: str | None = None) -> dict:
+        """Post `body`, a whole request, to the component endpoint `endpoint`
+        (its path without '/'): for endpoints without a method below."""
+        return _call(self._client.call, endpoint, body, run_id, endpoint=endpoint)
+
+    def _gradient(
+        self,
+        endpoint: str,
+        inputs: dict,
+        paths_in: list[str],
+        paths_out: list[str],
+        vector: dict | None,
+        run_id: str | None,
+    ) -> dict:
+        row = _ENDPOINTS[endpoint]
+        body: dict[str, Any] = {
+            "inputs": inputs,
+            f"{row['short_name']}_inputs": list(paths_in),
+            f"{row['short_name']}_outputs": list(paths_out),
+        }
+        if row["vector_field"]:
+            body[row["vector_field"]] = vector
+        return self.call(endpoint, body, run_id)
+
+    def apply(self, inputs: dict, run_id: str | None = None) -> dict:
+        return self.call("apply", {"inputs": inputs}, run_id)
+
+    def abstract_eval(self, abstract_inputs: dict) -> dict:
+        return self.call("abstract_eval", {"inputs": abstract_inputs})
+
+    def health(self) -> dict:
+        return _call(self._client.health)
+
+    def jacobian(
+        self,
+        inputs: dict,
+        jac_inputs: list[str],
+        jac_outputs: list[str],
+        run_id: str | None = None,
+    ) -> dict:
+        return self._gradient("jacobian", inputs, jac_inputs, jac_outputs, None, run_id)
+
+    def jacobian_vector_product(
+        self,
+        inputs: dict,
+        jvp_inputs: list[str],
+        jvp_outputs: list[str],
+        tangent_vector: dict,
+        run_id: str | None = None,
+    ) -> dict:
+        return self._gradient("jacobian_vector_product", inputs, jvp_inputs, jvp_outputs, tangent_vector, run_id)
+
+    def vector_jacobian_product(
+        self,
+        inputs: dict,
+        vjp_inputs: list[str],
+        vjp_outputs: list[str],
+        cotangent_vector: dict,
+        run_id: str | None = None,
+    ) -> dict:
+        return self._gradient("vector_jacobian_product", inputs, vjp_inputs, vjp_outputs, cotangent_vector, run_id)
+
+    def test(self, test_spec: dict) -> None:
+        """Run a TestSpec on the debug-mode /test endpoint: AssertionError when it
+        fails, RuntimeError when it errors."""
+        status, message = _call(self._client.test, test_spec)
+        if status == "failed":
+            raise AssertionError(message)
+        if status == "error":
+            raise RuntimeError(message)

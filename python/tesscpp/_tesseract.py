@@ -59,15 +59,6 @@ class Tesseract(Openers, EndpointCalls):
     :meth:`serve`).
     """
 
-    _core: _tesscpp._Tesseract | None = None
-    _shared: _Shared
-    _spawn: dict | None = None
-    _spawn_backend: str = ""
-    _finalizer: weakref.finalize | None = None
-    _lastlog: str | None = None
-    _in_process: bool = False
-    _url: str = ""
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
             "Tesseract cannot be instantiated directly. Use Tesseract.from_url(), "

@@ -26,6 +26,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -63,6 +65,26 @@ void AddCommonOptions(CLI::App* command, CommonOptions& o) {
                       gpu_transport::TransportChoices(NameList::kPlain) +
                           ": how CUDA arrays go in and out (TESSERACT_GPU_TRANSPORT)");
   command->add_flag("--debug", o.debug, "Tracebacks in 500 responses and the /test endpoint");
+}
+
+// Forward reuse's budgets (docs/forward-reuse.md): the runtime reads these
+// settings from the environment, so a given flag is put there.
+void AddResidualOptions(CLI::App* serve) {
+  for (const auto& [flag, variable, help] :
+       {std::tuple{"--residual-host-mib", "TESSERACT_RESIDUAL_HOST_MB",
+                   "Host MiB per worker for what applies keep for their derivative calls (default 1024; "
+                   "0 with --residual-device-mib 0: keep nothing)"},
+        std::tuple{"--residual-device-mib", "TESSERACT_RESIDUAL_DEVICE_MB",
+                   "Device MiB per worker for what applies keep for their derivative calls (default 1024)"},
+        std::tuple{"--residual-ttl", "TESSERACT_RESIDUAL_TTL_S",
+                   "Seconds a kept forward lives (default 600)"}}) {
+    const std::string name = variable;
+    serve
+        ->add_option_function<int64_t>(
+            flag, [name](int64_t value) { ::setenv(name.c_str(), std::to_string(value).c_str(), 1); },
+            std::string(help) + " (" + variable + ")")
+        ->check(CLI::NonNegativeNumber);
+  }
 }
 
 // serve: the server's flags, each with tesseract-runtime's variable where it has one.
@@ -123,6 +145,7 @@ void AddServeCommand(CLI::App& app) {
       ->envname("TESSERACT_DRAIN_TIMEOUT")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  AddResidualOptions(serve);
   serve->add_option("--max-body-mib", o->max_body_mib, "Largest request body accepted (413 beyond)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

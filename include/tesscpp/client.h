@@ -254,6 +254,25 @@ struct GpuTransportCheck {
   std::string reason;  ///< why not, when it does not work
 };
 
+/// \brief Forward reuse for one call (tesscpp's extension of the protocol,
+/// docs/forward-reuse.md): an apply keeps what the derivative calls at its
+/// inputs need, and those calls run the reverse pass only. A server without
+/// the extension answers as it always does, with nothing kept.
+struct ForwardReuse {
+  /// In, apply: ask the server to keep.
+  bool keep = false;
+  /// In, jacobian/JVP/VJP: the reference of what an apply at the same inputs
+  /// kept. Out, apply with `keep`: that reference; empty when nothing was kept
+  /// (a server or an in-process Tesseract without the extension, a component
+  /// that keeps nothing, state beyond the server's budget).
+  std::string residuals;
+  /// Out, a derivative call that referred: "hit", or "recomputed: <why>"
+  /// (the answer is the same either way); empty when the server did not say.
+  std::string used;
+  /// In, any call: references this client is done with; the server frees them.
+  std::vector<std::string> release;
+};
+
 /// \brief What Tesseract::ResolveGpuTransport chose.
 struct GpuTransportChoice {
   std::string transport;  ///< "none" or the transport GPU arrays travel by
@@ -336,8 +355,10 @@ class Tesseract {
   /// endpoints without a typed method. kUnimplemented, in tesseract-core's
   /// words, for one the Tesseract does not serve (apply excepted: every
   /// Tesseract has it); kInvalidArgument for a name that is no endpoint.
+  /// With `reuse`, the call takes part in forward reuse (ForwardReuse).
   Result<Value> Call(std::string_view endpoint, const Value& body,
-                     const std::optional<std::string>& run_id = std::nullopt) const;
+                     const std::optional<std::string>& run_id = std::nullopt,
+                     ForwardReuse* reuse = nullptr) const;
   /// @}
 
   /// \brief The OpenAPI document (fetched once per connection).
@@ -386,7 +407,7 @@ class Tesseract {
  private:
   Tesseract(std::shared_ptr<TesseractSession> session, RequestedEncoding encoding);
   Result<Value> Send(std::string_view endpoint, const Value* payload,
-                     const std::optional<std::string>& run_id) const;
+                     const std::optional<std::string>& run_id, ForwardReuse* reuse = nullptr) const;
   // kUnimplemented, in tesseract-core's words, when `endpoint` is not served.
   Status RequireEndpoint(std::string_view endpoint) const;
   // The three gradient endpoints: their request bodies differ only in names.

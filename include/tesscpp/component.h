@@ -25,6 +25,7 @@
 #include <string>
 
 #include "tesscpp/component_abi.h"
+#include "tesscpp/forward_reuse.h"
 #include "tesscpp/model.h"
 #include "tesscpp/result.h"
 #include "tesscpp/run_log.h"

@@ -12,6 +12,7 @@
 #include "tesscpp/device.h"              // IWYU pragma: export
 #include "tesscpp/dtype.h"               // IWYU pragma: export
 #include "tesscpp/finite_differences.h"  // IWYU pragma: export
+#include "tesscpp/forward_reuse.h"       // IWYU pragma: export
 #include "tesscpp/gradient_check.h"      // IWYU pragma: export
 #include "tesscpp/model.h"               // IWYU pragma: export
 #include "tesscpp/result.h"              // IWYU pragma: export

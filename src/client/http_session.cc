@@ -16,6 +16,7 @@
 #include "gpu_transport/session_transports.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
+#include "runtime/reuse_headers.h"
 #include "tesscpp/internal/codec/json.h"
 #include "tesscpp/internal/core/endpoint_table.h"
 #include "tesscpp/validation_issue.h"
@@ -63,6 +64,38 @@ Result<BodyEncoding> BodyEncodingOf(const RequestedEncoding& encoding) {
   return body;
 }
 
+// tesscpp's forward-reuse headers (runtime/reuse_headers.h). References are
+// the server's own tokens; anything else could inject a header.
+Status AddReuseHeaders(const ForwardReuse& reuse, std::vector<std::string>& headers) {
+  auto checked = [](const std::string& reference) -> Status {
+    if (reference.empty() || reference.find_first_not_of("0123456789abcdef-.") != std::string::npos) {
+      return Status::InvalidArgument("forward reuse: '", reference, "' is not a residuals reference");
+    }
+    return Status::OK();
+  };
+  if (reuse.keep) {
+    headers.push_back(std::string(runtime::kKeepHeader) + ": 1");
+  } else if (!reuse.residuals.empty()) {
+    TESS_RETURN_IF_ERROR(checked(reuse.residuals));
+    headers.push_back(std::string(runtime::kResidualsHeader) + ": " + reuse.residuals);
+  }
+  std::string release;
+  for (const std::string& reference : reuse.release) {
+    TESS_RETURN_IF_ERROR(checked(reference));
+    release += (release.empty() ? "" : ",") + reference;
+  }
+  if (!release.empty()) headers.push_back(std::string(runtime::kResidualsReleaseHeader) + ": " + release);
+  return Status::OK();
+}
+
+void ReadReuseHeaders(const HttpResponse& response, ForwardReuse& reuse) {
+  if (reuse.keep) {
+    reuse.residuals = response.Header(runtime::kResidualsHeader).value_or("");
+  } else if (!reuse.residuals.empty()) {
+    reuse.used = response.Header(runtime::kResidualsUsedHeader).value_or("");
+  }
+}
+
 class HttpSession final : public TesseractSession {
  public:
   HttpSession(std::unique_ptr<HttpConnection> connection, ClientOptions options,
@@ -82,7 +115,7 @@ class HttpSession final : public TesseractSession {
   }
 
   Result<Value> Run(std::string_view endpoint, const Value* payload, const std::optional<std::string>& run_id,
-                    const RequestedEncoding& requested) override;
+                    const RequestedEncoding& requested, ForwardReuse* reuse) override;
   Result<std::shared_ptr<const Value>> OpenApi() override;
   Result<std::optional<ServerCapabilities>> Capabilities() override {
     TESS_ASSIGN_OR_RETURN(const ServerCapabilities* c, FetchCapabilities());
@@ -219,7 +252,7 @@ Result<Buffer> HttpSession::EncodeBody(const Value& payload, const BodyEncoding&
 
 Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
                                const std::optional<std::string>& given_run_id,
-                               const RequestedEncoding& requested) {
+                               const RequestedEncoding& requested, ForwardReuse* reuse) {
   platform::PhaseTrace trace("client", endpoint);
   const bool is_get = endpoint == "health";
   RequestedEncoding encoding = requested;
@@ -234,6 +267,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   const std::optional<std::string> accept = is_get ? std::nullopt : encoding.AcceptHeader();
   if (accept) headers.push_back("Accept: " + *accept);
   if (!is_get) headers.emplace_back("Content-Type: application/json");
+  if (reuse != nullptr) TESS_RETURN_IF_ERROR(AddReuseHeaders(*reuse, headers));
   TESS_ASSIGN_OR_RETURN(const BodyEncoding body_encoding, BodyEncodingOf(encoding));
 
   TESS_ASSIGN_OR_RETURN(const std::optional<std::string> run_id, RunIdFor(endpoint, given_run_id));
@@ -291,6 +325,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
     return client::ErrorFromResponse(*response, endpoint, accept);
   auto value = Decode(*response, endpoint, *device_outputs);
   if (value.ok()) gpu->Decoded(*value);
+  if (value.ok() && reuse != nullptr) ReadReuseHeaders(*response, *reuse);
   platform::PhaseTrace::Mark("decode");
   return value;
 }

@@ -36,7 +36,8 @@ class LibrarySession final : public TesseractSession {
 
   Result<Value> Run(std::string_view endpoint, const Value* payload,
                     const std::optional<std::string>& given_run_id,
-                    const RequestedEncoding& /*encoding: arrays pass in memory*/) override {
+                    const RequestedEncoding& /*encoding: arrays pass in memory*/,
+                    ForwardReuse* /*reuse: in-process calls keep nothing (docs/forward-reuse.md)*/) override {
     platform::PhaseTrace trace("in-process", endpoint);
     std::optional<std::string> run_id = given_run_id;
     std::optional<client::LogStreamer> streamer;

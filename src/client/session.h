@@ -20,9 +20,11 @@ class TesseractSession {
 
   /// \brief Runs `endpoint` with `payload` (the request body; null for GET
   /// /health) and returns the answer, arrays decoded for apply and the
-  /// gradient endpoints.
+  /// gradient endpoints. `reuse` (may be null): the call's forward reuse, in
+  /// and out (sessions without the extension leave its outputs empty).
   virtual Result<Value> Run(std::string_view endpoint, const Value* payload,
-                            const std::optional<std::string>& run_id, const RequestedEncoding& encoding) = 0;
+                            const std::optional<std::string>& run_id, const RequestedEncoding& encoding,
+                            ForwardReuse* reuse) = 0;
   /// \brief The OpenAPI document, fetched (or built) once and shared.
   virtual Result<std::shared_ptr<const Value>> OpenApi() = 0;
   virtual Result<std::optional<ServerCapabilities>> Capabilities() = 0;

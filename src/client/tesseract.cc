@@ -51,18 +51,18 @@ Result<Tesseract> Tesseract::FromLibrary(const std::string& path, const LibraryO
 }
 
 Result<Value> Tesseract::Send(std::string_view endpoint, const Value* payload,
-                              const std::optional<std::string>& run_id) const {
-  return session_->Run(endpoint, payload, run_id, encoding_);
+                              const std::optional<std::string>& run_id, ForwardReuse* reuse) const {
+  return session_->Run(endpoint, payload, run_id, encoding_, reuse);
 }
 
 Result<Value> Tesseract::Call(std::string_view endpoint, const Value& body,
-                              const std::optional<std::string>& run_id) const {
+                              const std::optional<std::string>& run_id, ForwardReuse* reuse) const {
   const std::optional<EndpointId> id = core::FindEndpoint(endpoint);
   if (!id || core::Endpoint(*id).kind == core::EndpointKind::kRuntime) {
     return Status::InvalidArgument("'", endpoint, "' is not a component endpoint");
   }
   if (*id != EndpointId::kApply) TESS_RETURN_IF_ERROR(RequireEndpoint(endpoint));
-  return Send(endpoint, &body, run_id);
+  return Send(endpoint, &body, run_id, reuse);
 }
 
 Status Tesseract::RequireEndpoint(std::string_view endpoint) const {

@@ -9,6 +9,7 @@
 #include "cpp_kind/openapi.h"
 #include "platform/phase_trace.h"
 #include "schema/validate.h"
+#include "tesscpp/internal/component/kept_state.h"
 #include "tesscpp/internal/component/run_logger.h"
 #include "tesscpp/internal/core/device_values.h"
 
@@ -48,8 +49,12 @@ namespace {
 // whatever the outcome.
 // OutputDirectory() names `output_path` during every call, with a run or
 // without one (/test, abstract_eval).
+// The component's code reaches the call's forward-reuse state through
+// tesscpp/forward_reuse.h, on this thread, for as long as it runs.
 template <typename Fn>
 Result<Value> InRun(const runtime::CallContext& context, const std::string& output_path, const Fn& call) {
+  component::ScopedKeep keep(context.keep);
+  component::ScopedKept kept(context.kept);
   if (context.run_loggers == nullptr || !*context.run_loggers) {
     component::ScopedRunLogger scope(nullptr, output_path);
     return call();

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <tuple>
 
 #include "gpu_transport/registry.h"
 #include "tesscpp/internal/codec/array_encoding.h"
@@ -71,12 +72,17 @@ Result<RuntimeConfig> FromLookup(const Lookup& Env) {  // NOLINT(readability-ide
     TESS_ASSIGN_OR_RETURN(c.cuda_ipc_pool_fraction,
                           ParseNumber<double>("CUDA_IPC_POOL_FRACTION", v, "a number"));
   }
-  if (const char* v = Env("BINREF_OUTPUT_POOL_MB")) {
-    TESS_ASSIGN_OR_RETURN(c.binref_output_pool_mb,
-                          ParseNumber<int64_t>("BINREF_OUTPUT_POOL_MB", v, "a number of MiB (0 or more)"));
-    if (c.binref_output_pool_mb < 0) {
-      return Status::InvalidArgument("TESSERACT_BINREF_OUTPUT_POOL_MB='", v,
-                                     "' is not a number of MiB (0 or more)");
+  for (auto [field, into, what] :
+       {std::tuple{"BINREF_OUTPUT_POOL_MB", &c.binref_output_pool_mb, "a number of MiB (0 or more)"},
+        std::tuple{"RESIDUAL_HOST_MB", &c.residual_host_mb, "a number of MiB (0 or more)"},
+        std::tuple{"RESIDUAL_DEVICE_MB", &c.residual_device_mb, "a number of MiB (0 or more)"},
+        std::tuple{"RESIDUAL_TTL_S", &c.residual_ttl_s, "a number of seconds (0 or more)"}}) {
+    if (const char* v = Env(field)) {
+      TESS_ASSIGN_OR_RETURN(*into, ParseNumber<int64_t>(field, v, what));
+      // Beyond 2^43 MiB the byte count would not fit 63 bits.
+      if (*into < 0 || *into > (int64_t{1} << 43)) {
+        return Status::InvalidArgument("TESSERACT_", field, "='", v, "' is not ", what);
+      }
     }
   }
   for (auto [field, flag] : {std::pair{"DEBUG", &c.debug}, std::pair{"PROFILING", &c.profiling},

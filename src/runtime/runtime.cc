@@ -20,6 +20,7 @@
 #include "core/http_status.h"
 #include "gpu_transport/registry.h"
 #include "gpu_transport/server_transport.h"
+#include "platform/http_headers.h"
 #include "platform/phase_trace.h"
 #include "platform/uuid.h"
 #include "runtime/answers.h"
@@ -31,11 +32,14 @@
 #include "runtime/negotiate.h"
 #include "runtime/per_process.h"
 #include "runtime/request_rules.h"
+#include "runtime/residual_store.h"
+#include "runtime/reuse_headers.h"
 #include "runtime/run_dir.h"
 #include "runtime/run_dir_pool.h"
 #include "runtime/test_spec_runner.h"
 #include "schema/validate.h"
 #include "tesscpp/internal/codec/json.h"
+#include "tesscpp/internal/core/device_values.h"
 #include "tesscpp/internal/core/endpoint_table.h"
 #include "tesscpp/internal/runtime/failure_details.h"
 #include "tesscpp/internal/runtime/served_component.h"
@@ -102,6 +106,9 @@ struct Runtime::Impl {
   // Spare run directories for calls without a run_id, made by the first
   // such call of each process.
   mutable runtime::PerProcess<runtime::RunDirectoryPool> run_pool;
+  // What applies kept for their derivative calls (docs/forward-reuse.md);
+  // null when both budgets are 0.
+  std::unique_ptr<runtime::ResidualStore> residuals;
 
   bool gpu_transport_enabled() const { return transport != nullptr; }
   bool Serves(EndpointId id) const { return is_served[static_cast<int>(id)]; }
@@ -123,7 +130,7 @@ struct Runtime::Impl {
   // Runs a wrapped endpoint: negotiation, run directory, stdio capture,
   // profiling; `call` produces the validated outputs from `request_body`, and
   // `gpu` is the GPU transport's part of the call (null without one).
-  RuntimeResponse RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
+  RuntimeResponse RunWrapped(EndpointId id, const std::string& endpoint, const RuntimeRequest& request,
                              std::string_view query, const Value& request_body,
                              const runtime::PreparedCall& call,
                              std::unique_ptr<gpu_transport::ServerCall> gpu) const;
@@ -139,7 +146,20 @@ struct Runtime::Impl {
   };
   // Opens the run directory, captures stdio into its log and runs `call`.
   RunOutcome RunInRunDirectory(const std::string& endpoint, const std::optional<std::string>& given_run_id,
-                               const runtime::PreparedCall& call) const;
+                               const runtime::PreparedCall& call, runtime::CallContext context = {}) const;
+  // Forward reuse around one wrapped call: what the call gets (`context`)
+  // and, once it ran, the answer's headers.
+  struct Reuse {
+    const Value* inputs = nullptr;  // the request's "inputs"
+    bool keep = false;              // an apply the client asked to keep
+    component::Residual kept;       // what it kept
+    bool referred = false;          // a derivative call named a reference
+    std::shared_ptr<const component::Residual> found;
+    std::string_view miss;  // why it found nothing, when it referred
+  };
+  Reuse BeginReuse(EndpointId endpoint, const RuntimeRequest& request, const Value& request_body) const;
+  // After a call that succeeded: stores what an apply kept.
+  std::vector<std::pair<std::string, std::string>> FinishReuse(Reuse& reuse) const;
   // The 422 for a run_id that would leave the output directory, if it does.
   static std::optional<RuntimeResponse> InvalidRunId(const std::string& run_id);
   Result<Value> CallInProcess(std::string_view endpoint, const Value& payload,
@@ -229,7 +249,8 @@ Result<runtime::RunDirectoryPool::PreparedRun> Runtime::Impl::OpenRun(
 
 Runtime::Impl::RunOutcome Runtime::Impl::RunInRunDirectory(const std::string& endpoint,
                                                            const std::optional<std::string>& given_run_id,
-                                                           const runtime::PreparedCall& call) const {
+                                                           const runtime::PreparedCall& call,
+                                                           runtime::CallContext context) const {
   RunOutcome outcome;
   auto run = OpenRun(given_run_id);
   platform::PhaseTrace::Mark("run_dir");
@@ -246,7 +267,9 @@ Runtime::Impl::RunOutcome Runtime::Impl::RunInRunDirectory(const std::string& en
     }
     platform::PhaseTrace::Mark("capture");
     const auto start = std::chrono::steady_clock::now();
-    outcome.outputs = Guarded(call, runtime::CallContext{run->dir, &run_loggers});
+    context.run_dir = run->dir;
+    context.run_loggers = &run_loggers;
+    outcome.outputs = Guarded(call, context);
     platform::PhaseTrace::Mark("apply");
     if (config.profiling) {
       std::printf("\n--- Profiling Statistics ---\n%s: %.6f s (validation of outputs included)\n",
@@ -257,9 +280,46 @@ Runtime::Impl::RunOutcome Runtime::Impl::RunInRunDirectory(const std::string& en
   return outcome;
 }
 
-RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const RuntimeRequest& request,
-                                          std::string_view query, const Value& request_body,
-                                          const runtime::PreparedCall& call,
+Runtime::Impl::Reuse Runtime::Impl::BeginReuse(EndpointId endpoint, const RuntimeRequest& request,
+                                               const Value& request_body) const {
+  Reuse reuse;
+  if (residuals == nullptr || !request_body.is_dict()) return reuse;
+  reuse.inputs = request_body.as_dict().find("inputs");
+  // Device inputs may be a client's memory, lent for this call only: such
+  // calls neither keep nor refer (docs/forward-reuse.md).
+  if (reuse.inputs == nullptr || core::HoldsDeviceTensors(*reuse.inputs)) return reuse;
+  if (endpoint == EndpointId::kApply) {
+    reuse.keep = platform::FindHeader(request.headers, runtime::kKeepHeader) == "1";
+    return reuse;
+  }
+  const std::optional<std::string_view> reference =
+      platform::FindHeader(request.headers, runtime::kResidualsHeader);
+  if (!reference) return reuse;
+  reuse.referred = true;
+  runtime::ResidualStore::Found found = residuals->Find(*reference, *reuse.inputs);
+  reuse.found = std::move(found.residual);
+  reuse.miss = found.miss;
+  return reuse;
+}
+
+std::vector<std::pair<std::string, std::string>> Runtime::Impl::FinishReuse(Reuse& reuse) const {
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (reuse.keep && reuse.kept.state != nullptr) {
+    if (auto reference = residuals->Put(*reuse.inputs, std::move(reuse.kept))) {
+      headers.emplace_back(runtime::kResidualsHeader, *std::move(reference));
+    }
+  }
+  if (reuse.referred) {
+    headers.emplace_back(runtime::kResidualsUsedHeader, reuse.found != nullptr
+                                                            ? std::string("hit")
+                                                            : "recomputed: " + std::string(reuse.miss));
+  }
+  return headers;
+}
+
+RuntimeResponse Runtime::Impl::RunWrapped(EndpointId id, const std::string& endpoint,
+                                          const RuntimeRequest& request, std::string_view query,
+                                          const Value& request_body, const runtime::PreparedCall& call,
                                           std::unique_ptr<gpu_transport::ServerCall> gpu) const {
   const std::optional<Encoding> encoding = runtime::NegotiateEncoding(request.accept, offer);
   if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
@@ -269,7 +329,11 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
     if (auto refused = InvalidRunId(*given_run_id)) return *std::move(refused);
   }
 
-  auto [run_id, outputs] = RunInRunDirectory(endpoint, given_run_id, call);
+  Reuse reuse = BeginReuse(id, request, request_body);
+  runtime::CallContext context;
+  if (reuse.keep) context.keep = &reuse.kept;
+  context.kept = reuse.found;
+  auto [run_id, outputs] = RunInRunDirectory(endpoint, given_run_id, call, std::move(context));
   BinrefWriter binref(config.output_path, config.one_shot ? "" : "run_" + run_id);
   if (encoding->format == OutputFormat::kJsonBinref) binref.set_file_source(BinrefFiles());
   Result<Buffer> body = Status::Internal("not written");
@@ -294,6 +358,7 @@ RuntimeResponse Runtime::Impl::RunWrapped(const std::string& endpoint, const Run
   }
   if (!outputs.ok()) return Failure(endpoint, FailureOf(outputs.status()));
   if (!body.ok()) return Failure(endpoint, {"SerializationError", body.status().message()});
+  for (auto& header : FinishReuse(reuse)) r.headers.push_back(std::move(header));
   r.content_type = "application/" + std::string(OutputFormatName(encoding->format));
   r.body = *std::move(body);
   return r;
@@ -454,7 +519,7 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
     return Unprocessable(call.status());
   }
   if (served.kind == core::EndpointKind::kWrapped) {
-    return RunWrapped(endpoint, request, query, body.value, *call, std::move(gpu));
+    return RunWrapped(served.id, endpoint, request, query, body.value, *call, std::move(gpu));
   }
   auto outputs = Guarded(*call);
   if (!outputs.ok()) return Failure(endpoint, FailureOf(outputs.status()));
@@ -467,6 +532,11 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
   const std::string path(target.substr(0, q));
   const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
 
+  if (residuals != nullptr) {
+    if (auto done = platform::FindHeader(request.headers, runtime::kResidualsReleaseHeader)) {
+      residuals->Release(*done);
+    }
+  }
   if (gpu_transport_enabled()) {
     // tesseract-core's middleware: any request may acknowledge exports.
     transport->OnRequest(request.headers);
@@ -534,6 +604,11 @@ Result<std::unique_ptr<Runtime>> Runtime::Make(std::shared_ptr<const ServedCompo
                  {OutputFormat::kJson, OutputFormat::kJsonBase64, OutputFormat::kJsonBinref},
                  {std::string(gpu_transport::kNoTransport)},
                  {Compression::kNone, Compression::kLz4}};
+  if (config.residual_host_mb > 0 || config.residual_device_mb > 0) {
+    impl->residuals = std::make_unique<runtime::ResidualStore>(
+        runtime::ResidualLimits{config.residual_host_mb << 20, config.residual_device_mb << 20,
+                                std::chrono::seconds(config.residual_ttl_s)});
+  }
   if (const gpu_transport::TransportEntry* served = gpu_transport::FindTransport(config.gpu_transport)) {
     impl->transport = served->make_server({config.cuda_ipc_pool_fraction});
     impl->offer.gpu_transports.push_back(served->name);

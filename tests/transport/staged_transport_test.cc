@@ -21,18 +21,17 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "core/status_matchers.h"
 #include "gpu_transport/registry.h"
+#include "support/served_in_thread.h"
 #include "support/test_files.h"
 #include "tesscpp/client.h"
 #include "tesscpp/cuda.h"
 #include "tesscpp/internal/codec/json.h"
 #include "tesscpp/internal/cpp_kind/cpp_kind.h"
-#include "tesscpp/internal/http/http_server.h"
 #include "tesscpp/internal/loader/component_library.h"
 #include "tesscpp/internal/runtime/runtime.h"
 
@@ -260,30 +259,17 @@ class StagedTransport : public ::testing::Test {
     std::shared_ptr<const Component> component(*library, &(*library)->component());
     auto runtime = cpp_kind::MakeRuntime(component, config);
     ASSERT_OK(runtime);
-    runtime_ = *std::move(runtime);
-    http::HttpServerOptions options;
-    options.port = 0;
-    auto server = http::HttpServer::Start(*runtime_, options);
-    ASSERT_OK(server);
-    server_ = *std::move(server);
-    serving_ = std::thread([this] { server_->Run(); });
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
-  }
-
-  void TearDown() override {
-    if (server_ != nullptr) {
-      server_->Stop();
-      serving_.join();
-    }
+    auto served = testing::ServedInThread::Start(*std::move(runtime));
+    ASSERT_OK(served);
+    served_ = *std::move(served);
+    url_ = served_->url();
   }
 
   static Value Inputs(const Tensor& a, const Tensor& b) {
     return Value::Dict{{"a", Value(a)}, {"b", Value(b)}, {"s", Value(2.0)}};
   }
 
-  std::unique_ptr<Runtime> runtime_;
-  std::unique_ptr<http::HttpServer> server_;
-  std::thread serving_;
+  std::unique_ptr<testing::ServedInThread> served_;
   std::string url_;
 };
 
@@ -308,7 +294,7 @@ size_t StagedFilesLeft() {
 
 TEST_F(StagedTransport, IsServedRequestedCheckedAndChosenThroughTheRegistry) {
   Serve(std::string(kName));
-  EXPECT_NE(runtime_->openapi_document().string_view().find(
+  EXPECT_NE(served_->runtime().openapi_document().string_view().find(
                 R"("x-supported-gpu-transports":["none","host_staged"])"),
             std::string_view::npos);
 
@@ -374,7 +360,7 @@ TEST_F(StagedTransport, IsRefusedByAServerThatDoesNotServeIt) {
     request.content_type = "application/json";
     request.body = Buffer::FromString(R"({"inputs":{"a":{"shape":[1],"dtype":"float32","data":{"buffer":")" +
                                       buffer + R"(","encoding":"host_staged"}},"b":[1.0]}})");
-    return runtime_->Handle(request);
+    return served_->runtime().Handle(request);
   };
   const RuntimeResponse well_formed = post("0a-1.bin:-1");
   EXPECT_EQ(well_formed.status, 422);

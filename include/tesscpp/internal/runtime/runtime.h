@@ -42,6 +42,13 @@ struct RuntimeConfig {
   /// files for large json+binref answers, kept in `output_path` (0: none;
   /// docs/serving.md).
   int64_t binref_output_pool_mb = 0;
+  /// TESSERACT_RESIDUAL_HOST_MB, _DEVICE_MB, _TTL_S (tesscpp's forward-reuse
+  /// extension, docs/forward-reuse.md): per server process, the MiB of host
+  /// and device memory what applies keep for their derivative calls may
+  /// hold, and the seconds an entry lives. Both budgets 0: nothing is kept.
+  int64_t residual_host_mb = 1024;
+  int64_t residual_device_mb = 1024;
+  int64_t residual_ttl_s = 600;
   /// tesscpp's, set by the one-shot commands (not from the environment): a
   /// call's run directory is `output_path` itself (logs/ and binref files
   /// there), as tesseract-runtime's CLI writes them, not `run_<id>/`.

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tesscpp/internal/component/kept_state.h"
 #include "tesscpp/internal/component/run_logger.h"
 #include "tesscpp/internal/core/endpoint_table.h"
 #include "tesscpp/result.h"
@@ -33,6 +34,13 @@ struct CallContext {
   /// Makes the run a wrapped endpoint logs into (run_log.h), for a kind that
   /// tracks runs with tesscpp's loggers; null for the other endpoints.
   const component::RunLoggerFactory* run_loggers = nullptr;
+  /// Forward reuse (docs/forward-reuse.md). An apply a client asked to keep
+  /// fills `keep` with what its derivative calls may use (the kind decides
+  /// how its code reaches it: tesscpp/forward_reuse.h for C++); null when
+  /// nobody asked. A derivative call gets in `kept` what an apply at its
+  /// inputs kept; null when there is none, and the call recomputes.
+  component::Residual* keep = nullptr;
+  std::shared_ptr<const component::Residual> kept;
 };
 
 /// \brief A validated request, ready to run: gives the endpoint's outputs,

@@ -267,6 +267,19 @@ void BindEndpoints(nb::class_<Tesseract>& cls) {
            return CallReleased([&] { return t.Call(endpoint, request, run_id); });
          },
          nb::arg("endpoint"), nb::arg("body"), nb::arg("run_id").none())
+      // Forward reuse (docs/forward-reuse.md): the outputs, then the
+      // reference an apply kept and how a derivative call used its own.
+      .def(
+          "call_reusing",
+          [](const Tesseract& t, const std::string& endpoint, const nb::handle& body, const Name& run_id,
+             bool keep, const std::string& residuals, const std::vector<std::string>& release) {
+            const Value request = ToValue(body);
+            ForwardReuse reuse{keep, residuals, "", release};
+            nb::object outputs = CallReleased([&] { return t.Call(endpoint, request, run_id, &reuse); });
+            return nb::make_tuple(outputs, reuse.residuals, reuse.used);
+          },
+          nb::arg("endpoint"), nb::arg("body"), nb::arg("run_id").none(), nb::arg("keep"),
+          nb::arg("residuals"), nb::arg("release"))
       .def(Named(EndpointId::kHealth),
            [](const Tesseract& t) { return CallReleased([&] { return t.Health(); }); })
       .def(Named(EndpointId::kTest),

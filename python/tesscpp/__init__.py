@@ -10,6 +10,7 @@ installed with the package is found with ``tesscpp.cmake_dir()`` (or
 ``python -m tesscpp --cmake-dir``).
 """
 
+from ._endpoint_calls import ForwardReuse
 from ._sdk import cmake_dir
 from ._tesscpp import DeviceArray
 from ._tesseract import ContainerInfo, RequestedEncoding, ServerCapabilities, Tesseract
@@ -18,4 +19,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ContainerInfo",
-    "DeviceArray", "RequestedEncoding", "ServerCapabilities", "Tesseract", "__version__", "cmake_dir"]
+    "DeviceArray",
+    "ForwardReuse", "RequestedEncoding", "ServerCapabilities", "Tesseract", "__version__", "cmake_dir"]

@@ -6,9 +6,13 @@ back as pydantic's ValidationError, as tesseract_core raises it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _tesscpp
+
+if TYPE_CHECKING:
+    from ._opening import _Shared
 
 
 def _rebuild_validation_error(failure: _tesscpp.ValidationFailure, endpoint: str) -> Exception:
@@ -48,10 +52,32 @@ def _call(method: Callable[..., Any], *args: Any, endpoint: str | None = None) -
 _ENDPOINTS = {row["name"]: row for row in _tesscpp.endpoint_rows()}
 
 
+@dataclass
+class ForwardReuse:
+    """Forward reuse for one call: tesscpp's extension of the protocol
+    (docs/forward-reuse.md), in which an apply keeps what the derivative calls
+    at its inputs need, so that they run the reverse pass only. A server
+    without it answers as always and keeps nothing.
+
+    ``keep`` (in, apply): ask to keep. ``residuals``: in, for a jacobian,
+    JVP or VJP, the reference an apply at the same inputs returned; out, after
+    an apply with ``keep``, that reference ("" when nothing was kept).
+    ``used`` (out, derivative call): "hit", or "recomputed: <why>" (the answer
+    is the same either way). ``release`` (in, any call): references this
+    client is done with.
+    """
+
+    keep: bool = False
+    residuals: str = ""
+    used: str = ""
+    release: list[str] = field(default_factory=list)
+
+
 class EndpointCalls:
     """A Tesseract's endpoints, called through its client (``_client``)."""
 
     if TYPE_CHECKING:
+        _shared: _Shared
 
         @property
         def _client(self) -> _tesscpp._Tesseract: ...
@@ -59,10 +85,34 @@ class EndpointCalls:
     # Each typed method builds its request from the endpoint's row of the C++
     # endpoint table and sends it through the one generic call.
 
-    def call(self, endpoint: str, body: dict, run_id: str | None = None) -> dict:
+    def call(self, endpoint: str, body: dict, run_id: str | None = None, *, reuse: ForwardReuse | None = None) -> dict:
         """Post `body`, a whole request, to the component endpoint `endpoint`
-        (its path without '/'): for endpoints without a method below."""
-        return _call(self._client.call, endpoint, body, run_id, endpoint=endpoint)
+        (its path without '/'): for endpoints without a method below. With
+        ``reuse``, the call takes part in forward reuse (:class:`ForwardReuse`,
+        filled in place)."""
+        if reuse is None:
+            return _call(self._client.call, endpoint, body, run_id, endpoint=endpoint)
+        with self._shared.lock:
+            reuse.release += self._shared.done_residuals
+            self._shared.done_residuals = []
+        outputs, residuals, used = _call(
+            self._client.call_reusing,
+            endpoint,
+            body,
+            run_id,
+            reuse.keep,
+            reuse.residuals,
+            list(reuse.release),
+            endpoint=endpoint,
+        )
+        reuse.residuals, reuse.used = residuals, used
+        return outputs
+
+    def release_residuals(self, *references: str) -> None:
+        """Forward-reuse references this process is done with: the server
+        frees them with the next call that takes part in forward reuse."""
+        with self._shared.lock:
+            self._shared.done_residuals += [r for r in references if r]
 
     def _gradient(
         self,
@@ -72,6 +122,7 @@ class EndpointCalls:
         paths_out: list[str],
         vector: dict | None,
         run_id: str | None,
+        reuse: ForwardReuse | None = None,
     ) -> dict:
         row = _ENDPOINTS[endpoint]
         body: dict[str, Any] = {
@@ -81,10 +132,13 @@ class EndpointCalls:
         }
         if row["vector_field"]:
             body[row["vector_field"]] = vector
-        return self.call(endpoint, body, run_id)
+        return self.call(endpoint, body, run_id, reuse=reuse)
 
-    def apply(self, inputs: dict, run_id: str | None = None) -> dict:
-        return self.call("apply", {"inputs": inputs}, run_id)
+    # ``reuse`` (tesscpp's, keyword only): the call takes part in forward
+    # reuse (:class:`ForwardReuse`).
+
+    def apply(self, inputs: dict, run_id: str | None = None, *, reuse: ForwardReuse | None = None) -> dict:
+        return self.call("apply", {"inputs": inputs}, run_id, reuse=reuse)
 
     def abstract_eval(self, abstract_inputs: dict) -> dict:
         return self.call("abstract_eval", {"inputs": abstract_inputs})
@@ -98,8 +152,10 @@ class EndpointCalls:
         jac_inputs: list[str],
         jac_outputs: list[str],
         run_id: str | None = None,
+        *,
+        reuse: ForwardReuse | None = None,
     ) -> dict:
-        return self._gradient("jacobian", inputs, jac_inputs, jac_outputs, None, run_id)
+        return self._gradient("jacobian", inputs, jac_inputs, jac_outputs, None, run_id, reuse)
 
     def jacobian_vector_product(
         self,
@@ -108,8 +164,12 @@ class EndpointCalls:
         jvp_outputs: list[str],
         tangent_vector: dict,
         run_id: str | None = None,
+        *,
+        reuse: ForwardReuse | None = None,
     ) -> dict:
-        return self._gradient("jacobian_vector_product", inputs, jvp_inputs, jvp_outputs, tangent_vector, run_id)
+        return self._gradient(
+            "jacobian_vector_product", inputs, jvp_inputs, jvp_outputs, tangent_vector, run_id, reuse
+        )
 
     def vector_jacobian_product(
         self,
@@ -118,8 +178,12 @@ class EndpointCalls:
         vjp_outputs: list[str],
         cotangent_vector: dict,
         run_id: str | None = None,
+        *,
+        reuse: ForwardReuse | None = None,
     ) -> dict:
-        return self._gradient("vector_jacobian_product", inputs, vjp_inputs, vjp_outputs, cotangent_vector, run_id)
+        return self._gradient(
+            "vector_jacobian_product", inputs, vjp_inputs, vjp_outputs, cotangent_vector, run_id, reuse
+        )
 
     def test(self, test_spec: dict) -> None:
         """Run a TestSpec on the debug-mode /test endpoint: AssertionError when it

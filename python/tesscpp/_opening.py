@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +76,10 @@ class _Shared:
     def __init__(self) -> None:
         self.schema: dict | None = None
         self.warned_transports: set[str] = set()
+        # Forward-reuse references the caller is done with, sent with the
+        # next call that takes part in forward reuse.
+        self.done_residuals: list[str] = []
+        self.lock = threading.Lock()
 
 
 class Openers:

@@ -6,16 +6,17 @@
 
 namespace tesscpp::testing {
 namespace {
-std::atomic<int> solves{0};
+std::atomic<int64_t> solves{0};
 }  // namespace
 
-int ScaledSolves() { return solves; }
+int ScaledSolves() { return static_cast<int>(solves); }
 
 // y = x * s with s = sum(x^2), "solved" (and counted) once per point.
 Component MakeScaled() {
   Component c("scaled", "1.0.0");
   auto x = c.inputs().Array<double>("x", {kAnyDim}, {.differentiable = true});
   auto y = c.outputs().Array<double>("y", {kAnyDim}, {.differentiable = true});
+  auto count = c.outputs().Scalar<int64_t>("solves");
   auto solve = [x](const ModelView& in) {
     ++solves;
     double s = 0;
@@ -32,6 +33,7 @@ Component MakeScaled() {
     if (KeepRequested()) KeepForDerivatives(std::make_shared<const double>(s), sizeof(double));
     TESS_ASSIGN_OR_RETURN(auto values, out.NewArray<double>(y, {in[x].size()}));
     for (int64_t i = 0; i < in[x].size(); ++i) values[i] = in[x][i] * s;
+    out.Set(count, Value(int64_t{solves}));
     return Status::OK();
   });
   // d y_i / d x_j = delta_ij s + 2 x_i x_j.

@@ -52,6 +52,8 @@ def _prepare(tesseract: Any, inputs: dict, gpu_transport: str | None, vmap_metho
         tensor_at=[p for p, _, _, _ in slots] + [p for p, _ in plain],
         tensor_dtypes=[d for _, _, _, d in slots] + [None] * len(plain),
         slot_wires=[w for _, _, w, _ in slots],
+        # A backward may follow: the apply keeps its forward for it.
+        keep=torch.is_grad_enabled() and any(t.requires_grad for _, t, _, _ in slots),
     )
     return call, tensors
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
+from .._endpoint_calls import EndpointCalls, ForwardReuse
 from .._transport import with_transport
 from ._arrays import as_tensor, is_zero, to_sendable
 from ._paths import LeafPath, Templates
@@ -36,6 +38,10 @@ class Call:
     tensor_dtypes: list[torch.dtype | None]
     slot_wires: list[str]
     sent: dict | None = None
+    # Forward reuse (docs/forward-reuse.md): whether a backward may follow
+    # (the apply then asks to keep its forward), and what it kept.
+    keep: bool = False
+    residuals: str = ""
     flat_result: list[tuple[LeafPath, Any]] = field(default_factory=list)
     output_paths: list[LeafPath] = field(default_factory=list)
     output_wires: list[str] = field(default_factory=list)
@@ -51,7 +57,9 @@ class Call:
 
     def fresh(self, **changes: Any) -> Call:
         """The same call for another invocation (a batch element, a batched call)."""
-        return replace(self, sent=None, flat_result=[], output_paths=[], output_wires=[], **changes)
+        return replace(
+            self, sent=None, residuals="", flat_result=[], output_paths=[], output_wires=[], **changes
+        )
 
     def client(self) -> Any:
         return with_transport(self.tesseract, self.transport) if self.on_device else self.tesseract
@@ -71,6 +79,11 @@ class Call:
             if tensor is not None and not is_zero(tensor)
         }
 
+    def referring(self) -> dict[str, Any]:
+        """The keyword arguments of a derivative call: refers to what the apply
+        kept, where it kept something."""
+        return {"reuse": ForwardReuse(residuals=self.residuals)} if self.residuals else {}
+
     def vjp(self, wanted: list[str], cotangents: Sequence[torch.Tensor | None]) -> dict:
         """The VJP at the sent inputs of the non-zero cotangents for the
         ``wanted`` inputs ({} if none)."""
@@ -79,7 +92,7 @@ class Call:
             return {}
         assert self.sent is not None
         return self.client().vector_jacobian_product(
-            inputs=self.sent, vjp_inputs=wanted, vjp_outputs=list(sent), cotangent_vector=sent
+            inputs=self.sent, vjp_inputs=wanted, vjp_outputs=list(sent), cotangent_vector=sent, **self.referring()
         )
 
     def jvp(self, tangents: Sequence[torch.Tensor | None]) -> dict | None:
@@ -90,13 +103,28 @@ class Call:
             return None
         assert self.sent is not None
         return self.client().jacobian_vector_product(
-            inputs=self.sent, jvp_inputs=list(sent), jvp_outputs=list(self.output_wires), tangent_vector=sent
+            inputs=self.sent,
+            jvp_inputs=list(sent),
+            jvp_outputs=list(self.output_wires),
+            tangent_vector=sent,
+            **self.referring(),
         )
 
     def apply(self, tensors: Sequence[torch.Tensor]) -> None:
-        """Runs apply and records its flat result and differentiable outputs."""
+        """Runs apply and records its flat result and differentiable outputs.
+        A tesscpp Tesseract is asked to keep the forward when a backward may
+        follow; the server frees it once this call is gone (or at its time
+        limit)."""
         self.sent = self.payload(tensors)
-        self.record(self.client().apply(self.sent))
+        client = self.client()
+        if not (self.keep and isinstance(client, EndpointCalls)):
+            self.record(client.apply(self.sent))
+            return
+        reuse = ForwardReuse(keep=True)
+        self.record(client.apply(self.sent, reuse=reuse))
+        self.residuals = reuse.residuals
+        if self.residuals:
+            weakref.finalize(self, client.release_residuals, self.residuals)
 
     def record(self, result: dict) -> None:
         self.flat_result = flatten_outputs(result, self.templates)

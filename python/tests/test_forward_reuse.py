@@ -1,0 +1,108 @@
+"""Forward reuse (docs/forward-reuse.md) from Python: the client's
+ForwardReuse, tesscpp.torch's training step costing one forward solve, and
+peers on either side unaffected.
+
+The `kept` fixture counts its solves and reports the count in each apply's
+`solves` output, so the tests read from the component itself how many forward
+solves a step cost.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+import numpy as np
+import pytest
+import tesseract_core
+import torch
+
+import tesscpp
+from conftest import fixture_api, fixture_library
+from tesscpp.torch import apply_tesseract
+
+X = np.array([1.0, 2.0, 3.0])
+W = np.array([1.0, 0.0, -1.0])
+
+
+def expected_vjp(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    # y = x * s, s = sum(x^2): dy_i/dx_j = delta_ij s + 2 x_i x_j.
+    return w * (x @ x) + 2 * x * (w @ x)
+
+
+@pytest.fixture(scope="module")
+def kept():
+    with tesscpp.Tesseract.from_source(fixture_library("kept")) as served:
+        yield served
+
+
+def solves_so_far(tesseract: tesscpp.Tesseract) -> int:
+    """The server's solve count after one more (plain) apply, less that apply."""
+    return int(tesseract.apply({"x": np.array([0.0])})["solves"]) - 1
+
+
+def test_the_client_keeps_refers_and_releases(kept: tesscpp.Tesseract) -> None:
+    keep = tesscpp.ForwardReuse(keep=True)
+    kept.apply({"x": X}, reuse=keep)
+    assert keep.residuals
+    before = solves_so_far(kept)
+    refer = tesscpp.ForwardReuse(residuals=keep.residuals)
+    vjp = kept.vector_jacobian_product({"x": X}, ["x"], ["y"], {"y": W}, reuse=refer)
+    assert refer.used == "hit"
+    assert solves_so_far(kept) - before == 1  # solves_so_far's own apply only
+    np.testing.assert_allclose(vjp["x"], expected_vjp(X, W))
+
+    # Another point recomputes, with the right answer.
+    other = np.array([1.0, 2.0, 4.0])
+    refer = tesscpp.ForwardReuse(residuals=keep.residuals)
+    vjp = kept.vector_jacobian_product({"x": other}, ["x"], ["y"], {"y": W}, reuse=refer)
+    assert refer.used == "recomputed: inputs differ"
+    np.testing.assert_allclose(vjp["x"], expected_vjp(other, W))
+
+    # Released: sent with the next call that takes part, then gone.
+    kept.release_residuals(keep.residuals)
+    kept.apply({"x": X}, reuse=tesscpp.ForwardReuse())
+    refer = tesscpp.ForwardReuse(residuals=keep.residuals)
+    kept.vector_jacobian_product({"x": X}, ["x"], ["y"], {"y": W}, reuse=refer)
+    assert refer.used == "recomputed: unknown"
+
+
+def test_a_torch_training_step_solves_once(kept: tesscpp.Tesseract) -> None:
+    x = torch.tensor(X, requires_grad=True)
+    outputs = apply_tesseract(kept, {"x": x})
+    after_forward = int(outputs["solves"])
+    loss = (outputs["y"] * torch.tensor(W)).sum()
+    loss.backward()
+    # The backward solved nothing: the next apply is the next solve.
+    assert solves_so_far(kept) == after_forward
+    np.testing.assert_allclose(x.grad.numpy(), expected_vjp(X, W))
+
+    # Without a backward to come (no grad), nothing is asked to be kept, and
+    # a backward through a graph made so is not possible anyway.
+    with torch.no_grad():
+        apply_tesseract(kept, {"x": torch.tensor(X, requires_grad=True)})
+
+    # The step's reference goes back to the server once its graph is gone.
+    del outputs, loss
+    gc.collect()
+    with kept._shared.lock:
+        assert len(kept._shared.done_residuals) == 1
+
+
+def test_peers_see_no_difference(kept: tesscpp.Tesseract) -> None:
+    # tesseract-core's SDK against a server with the extension on.
+    sdk = tesseract_core.Tesseract.from_url(kept.url)
+    ours = kept.vector_jacobian_product({"x": X}, ["x"], ["y"], {"y": W})
+    theirs = sdk.vector_jacobian_product({"x": X}, ["x"], ["y"], {"y": W})
+    np.testing.assert_array_equal(np.asarray(theirs["x"]), ours["x"])
+    # tesscpp's client against tesseract-runtime: nothing is kept, steps work.
+    with tesscpp.Tesseract.from_source(
+        fixture_api("vec"), python_executable=sys.executable, python_runtime="tesseract-runtime"
+    ) as peer:
+        keep = tesscpp.ForwardReuse(keep=True)
+        peer.apply({"a": np.ones(3, dtype=np.float32), "b": np.ones(3, dtype=np.float32)}, reuse=keep)
+        assert keep.residuals == ""
+        a = torch.ones(3, dtype=torch.float32, requires_grad=True)
+        out = apply_tesseract(peer, {"a": a, "b": torch.ones(3, dtype=torch.float32)})
+        out["c"].sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), np.ones(3))

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "from_python.h"
 #include "gil_calls.h"
+#include "tesscpp/internal/component/kept_state.h"
 #include "tesscpp/internal/core/endpoint_table.h"
 #include "tesscpp/internal/runtime/failure_details.h"
 #include "to_python.h"
@@ -20,6 +22,10 @@ namespace {
 
 namespace nb = nanobind;
 using core::EndpointId;
+
+// The type of the forward-reuse state a module keeps (tesscpp.reuse): a
+// Python object, released under the GIL wherever the store lets it go.
+constexpr char kPythonState[] = "python object";
 
 // The Python exception being handled as a Status that names its class, as
 // tesseract-runtime's failures do (builtins bare, others module-qualified).
@@ -138,8 +144,20 @@ class PythonComponent final : public ServedComponent {
                                   name](const runtime::CallContext& context) -> Result<Value> {
       ThreadGil held;
       try {
-        const nb::object outputs = (*run)(name, *payload, context.run_dir);
-        return ToValue(outputs, *jsonable);
+        // Forward reuse (docs/forward-reuse.md): the module reaches both
+        // through tesscpp.reuse.
+        nb::object kept = nb::none();
+        if (context.kept != nullptr && context.kept->type == kPythonState) {
+          kept = *std::static_pointer_cast<const nb::object>(context.kept->state);
+        }
+        const nb::tuple done =
+            nb::borrow<nb::tuple>((*run)(name, *payload, context.run_dir, context.keep != nullptr, kept));
+        if (context.keep != nullptr && !done[1].is_none()) {
+          *context.keep =
+              component::Residual{std::static_pointer_cast<const void>(GilShared(nb::object(done[1]))),
+                                  kPythonState, nb::cast<int64_t>(done[2]), nb::cast<int64_t>(done[3])};
+        }
+        return ToValue(done[0], *jsonable);
       } catch (const nb::python_error& e) {
         return FromPythonError(e, StatusCode::kInternal);
       }

@@ -25,6 +25,8 @@ import numpy as np
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
+from . import reuse
+
 # Routes the runtime answers itself; the module's endpoints are the others.
 _RUNTIME_ROUTES = {"/health", "/test", "/openapi.json", "/docs", "/check_gpu_transport"}
 
@@ -147,10 +149,13 @@ class ModuleHost:
         detail = jsonable_encoder(RequestValidationError(errors).errors(), custom_encoder=numpy_as_lists)
         return None, (detail, bytes(JSONResponse({"detail": detail}, status_code=422).body).decode(), 422)
 
-    def run(self, endpoint: str, payload: Any, run_dir: str) -> Any:
-        """Runs the endpoint; its outputs dumped as serve.py dumps them, arrays left as arrays."""
+    def run(self, endpoint: str, payload: Any, run_dir: str, keep: bool, kept: Any) -> tuple[Any, Any, int, int]:
+        """Runs the endpoint: its outputs dumped as serve.py dumps them, arrays
+        left as arrays, then what an apply asked to `keep` kept and its host
+        and device bytes (tesscpp.reuse; None, 0, 0 when nothing was). `kept`
+        is what the apply at a derivative call's inputs kept, or None."""
         e = self._endpoints[endpoint]
-        with self._run_tracking(run_dir):
+        with self._run_tracking(run_dir), reuse._scope(keep, kept) as slot:
             try:
                 result = e.function(payload)
             finally:
@@ -158,7 +163,10 @@ class ModuleHost:
         adapter = self._adapters.get(type(result))
         if adapter is None:
             adapter = self._adapters.setdefault(type(result), TypeAdapter(type(result)))
-        return adapter.dump_python(result, mode="python", context={}, exclude_unset=e.exclude_unset)
+        outputs = adapter.dump_python(result, mode="python", context={}, exclude_unset=e.exclude_unset)
+        if slot is None or slot.state is None:
+            return outputs, None, 0, 0
+        return outputs, slot.state, slot.host_bytes, slot.device_bytes
 
     @contextlib.contextmanager
     def _run_tracking(self, run_dir: str) -> Iterator[None]:

@@ -30,9 +30,15 @@ def expected_vjp(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return w * (x @ x) + 2 * x * (w @ x)
 
 
-@pytest.fixture(scope="module")
-def kept():
-    with tesscpp.Tesseract.from_source(fixture_library("kept")) as served:
+@pytest.fixture(scope="module", params=["cpp", "python"])
+def kept(request: pytest.FixtureRequest):
+    """The component as a C++ library, or as a JAX tesseract_api.py using
+    tesscpp.reuse's helpers, both served by tesscpp."""
+    if request.param == "cpp":
+        served = tesscpp.Tesseract.from_source(fixture_library("kept"))
+    else:
+        served = tesscpp.Tesseract.from_source(fixture_api("kept"), python_executable=sys.executable)
+    with served:
         yield served
 
 
@@ -95,14 +101,37 @@ def test_peers_see_no_difference(kept: tesscpp.Tesseract) -> None:
     ours = kept.vector_jacobian_product({"x": X}, ["x"], ["y"], {"y": W})
     theirs = sdk.vector_jacobian_product({"x": X}, ["x"], ["y"], {"y": W})
     np.testing.assert_array_equal(np.asarray(theirs["x"]), ours["x"])
-    # tesscpp's client against tesseract-runtime: nothing is kept, steps work.
+    # tesscpp's client against tesseract-runtime serving the module that uses
+    # tesscpp.reuse: nothing is kept, steps work, every backward solves again.
     with tesscpp.Tesseract.from_source(
-        fixture_api("vec"), python_executable=sys.executable, python_runtime="tesseract-runtime"
+        fixture_api("kept"), python_executable=sys.executable, python_runtime="tesseract-runtime"
     ) as peer:
         keep = tesscpp.ForwardReuse(keep=True)
-        peer.apply({"a": np.ones(3, dtype=np.float32), "b": np.ones(3, dtype=np.float32)}, reuse=keep)
+        peer.apply({"x": X}, reuse=keep)
         assert keep.residuals == ""
-        a = torch.ones(3, dtype=torch.float32, requires_grad=True)
-        out = apply_tesseract(peer, {"a": a, "b": torch.ones(3, dtype=torch.float32)})
-        out["c"].sum().backward()
-        np.testing.assert_allclose(a.grad.numpy(), np.ones(3))
+        x = torch.tensor(X, requires_grad=True)
+        outputs = apply_tesseract(peer, {"x": x})
+        (outputs["y"] * torch.tensor(W)).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), expected_vjp(X, W))
+        assert solves_so_far(peer) == int(outputs["solves"]) + 1
+
+
+def test_kept_state_is_counted_from_the_arrays_it_holds() -> None:
+    import jax.numpy as jnp
+
+    from tesscpp import reuse
+
+    x = jnp.arange(1000.0)
+    assert not reuse.keep_requested()
+    assert reuse.jax_apply(jnp.sin, x).shape == (1000,)  # nobody asked: nothing kept
+    with reuse._scope(True, None) as slot:
+        assert reuse.keep_requested()
+        reuse.jax_apply(lambda v: jnp.sin(v) * v, x)
+    assert slot is not None and callable(slot.state)
+    assert slot.host_bytes >= x.nbytes  # the pullback holds at least cos(x) and x
+    assert slot.device_bytes == 0
+    with reuse._scope(False, slot.state):
+        assert reuse.jax_pullback(jnp.sin, x) is slot.state
+    with reuse._scope(True, None) as slot:
+        reuse.keep({"a": np.zeros(10), "b": [np.zeros(5, np.float32)]})
+    assert slot is not None and slot.host_bytes == 80 + 20

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import urllib.request
 
 import numpy as np
 import pytest
@@ -40,6 +41,16 @@ def kept(request: pytest.FixtureRequest):
         served = tesscpp.Tesseract.from_source(fixture_api("kept"), python_executable=sys.executable)
     with served:
         yield served
+
+
+def metric_values(tesseract: tesscpp.Tesseract) -> dict[str, float]:
+    with urllib.request.urlopen(tesseract.url + "/metrics") as answer:
+        text = answer.read().decode()
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
 
 
 def solves_so_far(tesseract: tesscpp.Tesseract) -> int:
@@ -82,6 +93,11 @@ def test_a_torch_training_step_solves_once(kept: tesscpp.Tesseract) -> None:
     # The backward solved nothing: the next apply is the next solve.
     assert solves_so_far(kept) == after_forward
     np.testing.assert_allclose(x.grad.numpy(), expected_vjp(X, W))
+    # /metrics counts the hit and what the server holds.
+    metrics = metric_values(kept)
+    assert metrics['tesscpp_residual_lookups_total{outcome="hit"}'] >= 1
+    assert metrics["tesscpp_residual_entries"] >= 1
+    assert metrics['tesscpp_residual_bytes{memory="host"}'] > 0
 
     # Without a backward to come (no grad), nothing is asked to be kept, and
     # a backward through a graph made so is not possible anyway.

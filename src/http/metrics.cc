@@ -101,6 +101,58 @@ void ServerMetrics::SampleMemory(int worker) {
   rss_[worker].store(static_cast<int64_t>(pages) * ::sysconf(_SC_PAGESIZE), std::memory_order_relaxed);
 }
 
+// Forward reuse (docs/forward-reuse.md), summed over the workers: each keeps
+// its own store, and a replaced worker's counters start again (a counter
+// reset, as Prometheus reads them).
+void ServerMetrics::RenderResiduals(std::string& out) const {
+  std::array<int64_t, kResidualFields> sums{};
+  for (const auto& worker : residuals_) {
+    for (size_t f = 0; f < kResidualFields; ++f) sums[f] += worker[f].load(std::memory_order_relaxed);
+  }
+  auto line = [&out](std::string_view name, std::string_view labels, int64_t value) {
+    out += name;
+    out += labels;
+    out += ' ';
+    AppendNumber(out, static_cast<uint64_t>(std::max<int64_t>(value, 0)));
+    out += '\n';
+  };
+  out += "# HELP tesscpp_residual_entries Forward states kept for derivative calls (forward reuse).\n";
+  out += "# TYPE tesscpp_residual_entries gauge\n";
+  line("tesscpp_residual_entries", "", sums[0]);
+  out += "# HELP tesscpp_residual_bytes Bytes the kept forward states hold, by memory.\n";
+  out += "# TYPE tesscpp_residual_bytes gauge\n";
+  line("tesscpp_residual_bytes", "{memory=\"host\"}", sums[1]);
+  line("tesscpp_residual_bytes", "{memory=\"device\"}", sums[2]);
+  out += "# HELP tesscpp_residual_kept_total Forward states kept.\n";
+  out += "# TYPE tesscpp_residual_kept_total counter\n";
+  line("tesscpp_residual_kept_total", "", sums[3]);
+  out +=
+      "# HELP tesscpp_residual_lookups_total Derivative calls that referred to a kept state, by outcome.\n";
+  out += "# TYPE tesscpp_residual_lookups_total counter\n";
+  line("tesscpp_residual_lookups_total", "{outcome=\"hit\"}", sums[4]);
+  line("tesscpp_residual_lookups_total", "{outcome=\"miss\"}", sums[5]);
+  out += "# HELP tesscpp_residual_dropped_total Kept states dropped or never stored, by reason.\n";
+  out += "# TYPE tesscpp_residual_dropped_total counter\n";
+  line("tesscpp_residual_dropped_total", "{reason=\"evicted\"}", sums[6]);
+  line("tesscpp_residual_dropped_total", "{reason=\"released\"}", sums[7]);
+  line("tesscpp_residual_dropped_total", "{reason=\"over_budget\"}", sums[8]);
+}
+
+void ServerMetrics::SampleResiduals(int worker, const runtime::ResidualStats& stats) {
+  if (worker < 0 || worker >= kMaxWorkers) return;
+  const std::array<int64_t, kResidualFields> fields = {stats.entries,
+                                                       stats.host_bytes,
+                                                       stats.device_bytes,
+                                                       static_cast<int64_t>(stats.kept),
+                                                       static_cast<int64_t>(stats.hits),
+                                                       static_cast<int64_t>(stats.misses),
+                                                       static_cast<int64_t>(stats.evictions),
+                                                       static_cast<int64_t>(stats.released),
+                                                       static_cast<int64_t>(stats.refused)};
+  for (size_t f = 0; f < kResidualFields; ++f)
+    residuals_[worker][f].store(fields[f], std::memory_order_relaxed);
+}
+
 std::string ServerMetrics::Render() const {
   std::string out;
   out.reserve(16384);
@@ -171,6 +223,7 @@ std::string ServerMetrics::Render() const {
   for (const auto& rss : rss_) total += rss.load(std::memory_order_relaxed);
   AppendNumber(out, static_cast<uint64_t>(total));
   out += '\n';
+  RenderResiduals(out);
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include "tesscpp/internal/core/endpoint_table.h"
 #include "tesscpp/internal/platform/file.h"
+#include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp::http {
 
@@ -38,6 +39,8 @@ class ServerMetrics {
   void AddInFlight(int delta) { in_flight_.fetch_add(delta, std::memory_order_relaxed); }
   /// \brief Samples this process's RSS into slot `worker`.
   void SampleMemory(int worker);
+  /// \brief Samples this process's forward-reuse store into slot `worker`.
+  void SampleResiduals(int worker, const runtime::ResidualStats& stats);
 
   /// \brief The text exposition format, version 0.0.4.
   std::string Render() const;
@@ -57,6 +60,7 @@ class ServerMetrics {
   // The endpoint label of series `index` ("/apply", ..., "other").
   static std::string SeriesName(size_t index);
   static size_t StatusIndex(int status);
+  void RenderResiduals(std::string& out) const;
 
   std::atomic<uint64_t> requests_[kSeries][kStatuses.size()];
   std::atomic<uint64_t> buckets_[kSeries][kBuckets.size()];
@@ -67,6 +71,9 @@ class ServerMetrics {
   std::atomic<int64_t> in_flight_;
   std::atomic<uint64_t> rejected_[static_cast<size_t>(Rejection::kCount)];
   std::atomic<int64_t> rss_[kMaxWorkers];
+  // Per worker, the fields of runtime::ResidualStats in kResidualFields' order.
+  static constexpr size_t kResidualFields = 9;
+  std::atomic<int64_t> residuals_[kMaxWorkers][kResidualFields];
 };
 
 }  // namespace tesscpp::http

@@ -40,11 +40,12 @@ struct HttpServer::Impl {
     if (options.handoff) {
       metrics_fd = platform::Fd(options.handoff->metrics_fd);
       state.metrics = ServerMetrics::Map(metrics_fd.get());
-      worker = options.handoff->slot;
+      state.worker = options.handoff->slot;
       if (options.handoff->calls_fd >= 0) {
         const platform::Fd table_fd(options.handoff->calls_fd);  // the mapping outlives it
         if (CallTable* table = CallTable::Map(table_fd.get()); table != nullptr) {
-          reporter = std::make_unique<CallReporter>(table, worker, platform::Fd(options.handoff->channel_fd));
+          reporter =
+              std::make_unique<CallReporter>(table, state.worker, platform::Fd(options.handoff->channel_fd));
           state.calls = reporter.get();
         }
       }
@@ -76,7 +77,6 @@ struct HttpServer::Impl {
   std::mutex sessions_mutex;
   std::vector<std::weak_ptr<Connection>> sessions;
   std::atomic<bool> supervising{false};
-  int worker = 0;                          // this process's slot in the metrics' per-worker gauges
   std::unique_ptr<CallGuard> guard;        // the supervisor's: its workers' connections
   std::unique_ptr<CallReporter> reporter;  // a worker's: what it tells the supervisor
 
@@ -87,7 +87,7 @@ struct HttpServer::Impl {
     sweep_timer.async_wait([this](boost::system::error_code ec) {
       if (ec) return;
       const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
-      state.metrics->SampleMemory(worker);
+      state.metrics->SampleMemory(state.worker);
       {
         std::lock_guard<std::mutex> lock(sessions_mutex);
         std::erase_if(sessions, [now](const std::weak_ptr<Connection>& weak) {
@@ -166,7 +166,7 @@ struct HttpServer::Impl {
 
   // Serves in this process until drained.
   void Serve() {
-    state.metrics->SampleMemory(worker);
+    state.metrics->SampleMemory(state.worker);
     signals.async_wait([this](boost::system::error_code ec, int) {
       if (!ec) Drain();
     });
@@ -262,7 +262,7 @@ pid_t HttpServer::Impl::StartWorker(int slot, const sigset_t& worker_mask) {
     boost::system::error_code ignored;
     signals.add(SIGINT, ignored);
     signals.add(SIGTERM, ignored);
-    worker = slot;
+    state.worker = slot;
     if (guard != nullptr) {
       guard->CloseInChild();
       if (channel.valid()) {

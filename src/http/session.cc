@@ -329,6 +329,7 @@ class Session final : public Connection, public std::enable_shared_from_this<Ses
     const std::string_view target = request_.target;
     const std::string_view path = target.substr(0, target.find('?'));
     state_.metrics->Record(path, response_.status, seconds, request_.body.size(), response_.body.size());
+    state_.metrics->SampleResiduals(state_.worker, runtime_.residual_stats());
     if (state_.access_log_fd >= 0) {
       beast::error_code ec;
       const auto remote = socket_.remote_endpoint(ec);

@@ -26,6 +26,7 @@ struct ServerState {
   ServerMetrics* metrics = nullptr;  // shared with the other workers
   int access_log_fd = -1;            // a copy of stderr from before any capture; -1: off
   CallReporter* calls = nullptr;     // tells the supervisor of connections and calls; null: none
+  int worker = 0;                    // this process's slot in the metrics' per-worker gauges
 };
 
 /// \brief A connection, as the server that accepted it sees it.

@@ -24,6 +24,7 @@
 #include <unordered_map>
 
 #include "tesscpp/internal/component/kept_state.h"
+#include "tesscpp/internal/runtime/runtime.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp::runtime {
@@ -32,19 +33,6 @@ struct ResidualLimits {
   int64_t host_bytes = int64_t{1} << 30;    ///< TESSCPP_RESIDUAL_HOST_MIB (default 1 GiB)
   int64_t device_bytes = int64_t{1} << 30;  ///< TESSCPP_RESIDUAL_DEVICE_MIB (default 1 GiB)
   std::chrono::seconds ttl{600};            ///< TESSCPP_RESIDUAL_TTL_S (default 10 min)
-};
-
-/// \brief Counts since the store was made (entries and bytes: now).
-struct ResidualStats {
-  int64_t entries = 0;
-  int64_t host_bytes = 0;
-  int64_t device_bytes = 0;
-  uint64_t kept = 0;       ///< entries stored
-  uint64_t hits = 0;       ///< derivative calls that got their entry
-  uint64_t misses = 0;     ///< references that led to nothing usable (recomputed)
-  uint64_t evictions = 0;  ///< entries dropped for a budget or the time limit
-  uint64_t released = 0;   ///< entries dropped because a client was done with them
-  uint64_t refused = 0;    ///< kept state larger than a budget, never stored
 };
 
 class ResidualStore {

@@ -654,6 +654,10 @@ RuntimeResponse Runtime::Handle(const RuntimeRequest& request) const {
   if (answered.ok()) return *std::move(answered);
   return impl_->Failure(request.target, FailureOf(answered.status()));
 }
+runtime::ResidualStats Runtime::residual_stats() const {
+  return impl_->residuals != nullptr ? impl_->residuals->Stats() : runtime::ResidualStats{};
+}
+
 const RuntimeConfig& Runtime::config() const { return impl_->config; }
 Result<Value> Runtime::Call(std::string_view endpoint, const Value& payload,
                             const std::optional<std::string>& run_id) const {

@@ -98,6 +98,24 @@ struct RuntimeResponse {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+namespace runtime {
+
+/// \brief The forward-reuse store of this process (docs/forward-reuse.md),
+/// for /metrics: counts since the store was made, entries and bytes now.
+struct ResidualStats {
+  int64_t entries = 0;
+  int64_t host_bytes = 0;
+  int64_t device_bytes = 0;
+  uint64_t kept = 0;       ///< entries stored
+  uint64_t hits = 0;       ///< derivative calls that got their entry
+  uint64_t misses = 0;     ///< references that led to nothing usable (recomputed)
+  uint64_t evictions = 0;  ///< entries dropped for a budget or the time limit
+  uint64_t released = 0;   ///< entries dropped because a client was done with them
+  uint64_t refused = 0;    ///< kept state larger than a budget, never stored
+};
+
+}  // namespace runtime
+
 class Runtime {
  public:
   /// \brief Serves a component of any kind through the interface every kind
@@ -141,6 +159,8 @@ class Runtime {
   const Buffer& openapi_document() const;
 
   const RuntimeConfig& config() const;
+  /// \brief Its forward-reuse store's counts (all zero when it keeps nothing).
+  runtime::ResidualStats residual_stats() const;
 
  private:
   struct Impl;

@@ -151,3 +151,28 @@ def test_kept_state_is_counted_from_the_arrays_it_holds() -> None:
     with reuse._scope(True, None) as slot:
         reuse.keep({"a": np.zeros(10), "b": [np.zeros(5, np.float32)]})
     assert slot is not None and slot.host_bytes == 80 + 20
+
+
+def test_a_step_stays_on_its_worker_with_eight_threads_on_four_workers() -> None:
+    """Each worker keeps its own store; the client sends a step's derivative
+    call on the connection its apply went on, so it reaches the worker that
+    holds the state."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    steps = 25
+    with tesscpp.Tesseract.from_source(fixture_library("kept"), runtime_config={"num_workers": 4}) as served:
+
+        def train(thread: int) -> None:
+            for step in range(steps):
+                x = torch.tensor(X + thread + step / steps, requires_grad=True)
+                outputs = apply_tesseract(served, {"x": x})
+                (outputs["y"] * torch.tensor(W)).sum().backward()
+                np.testing.assert_allclose(x.grad.numpy(), expected_vjp(X + thread + step / steps, W))
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(train, range(8)))
+        metrics = metric_values(served)
+    hits = metrics['tesscpp_residual_lookups_total{outcome="hit"}']
+    misses = metrics['tesscpp_residual_lookups_total{outcome="miss"}']
+    assert hits + misses == 8 * steps
+    assert hits / (hits + misses) >= 0.99, (hits, misses)

@@ -173,11 +173,20 @@ Result<std::unique_ptr<HttpConnection>> HttpConnection::Open(std::string base_ur
 
 HttpConnection::~HttpConnection() {
   for (void* curl : idle_) curl_easy_cleanup(static_cast<CURL*>(curl));
+  for (auto& [key, curl] : parked_) curl_easy_cleanup(static_cast<CURL*>(curl));
 }
 
-Result<void*> HttpConnection::Acquire() {
+Result<void*> HttpConnection::Acquire(std::string_view use) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (!use.empty()) {
+      auto it = std::find_if(parked_.begin(), parked_.end(), [&](const auto& p) { return p.first == use; });
+      if (it != parked_.end()) {
+        void* curl = it->second;
+        parked_.erase(it);
+        return curl;
+      }
+    }
     if (!idle_.empty()) {
       void* curl = idle_.back();
       idle_.pop_back();
@@ -204,7 +213,34 @@ Result<void*> HttpConnection::Acquire() {
   return static_cast<void*>(curl);
 }
 
-void HttpConnection::Release(void* curl) {
+void HttpConnection::Forget(const std::vector<std::string>& keys) {
+  std::vector<void*> pooled;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = parked_.begin(); it != parked_.end();) {
+      if (std::find(keys.begin(), keys.end(), it->first) == keys.end()) {
+        ++it;
+        continue;
+      }
+      pooled.push_back(it->second);
+      it = parked_.erase(it);
+    }
+  }
+  for (void* curl : pooled) Release(curl);
+}
+
+void HttpConnection::Release(void* curl, std::string park) {
+  void* unparked = nullptr;
+  if (!park.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      parked_.emplace_back(std::move(park), curl);
+      if (parked_.size() <= kMaxParked) return;
+      unparked = parked_.front().second;
+      parked_.erase(parked_.begin());
+    }
+    curl = unparked;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (idle_.size() < pool_size_) {
@@ -218,8 +254,10 @@ void HttpConnection::Release(void* curl) {
 }
 
 Result<HttpResponse> HttpConnection::Send(std::string_view method, std::string_view target,
-                                          const std::vector<std::string>& headers, const Buffer* body) {
-  TESS_ASSIGN_OR_RETURN(void* curl, Acquire());
+                                          const std::vector<std::string>& headers, const Buffer* body,
+                                          const Affinity* affinity) {
+  if (affinity != nullptr && !affinity->forget.empty()) Forget(affinity->forget);
+  TESS_ASSIGN_OR_RETURN(void* curl, Acquire(affinity != nullptr ? std::string_view(affinity->use) : ""));
   const std::string url = base_url_ + std::string(target);
   bool connection_failed = false;
   auto response = SendOnce(curl, method, url, headers, body, &connection_failed);
@@ -229,7 +267,13 @@ Result<HttpResponse> HttpConnection::Send(std::string_view method, std::string_v
   // (docs/architecture.md §3, "Lost connections").
   if (!response.ok() && connection_failed && method == "GET")
     response = SendOnce(curl, method, url, headers, body, &connection_failed);
-  Release(curl);
+  std::string park;
+  if (affinity != nullptr && response.ok()) {
+    park =
+        affinity->park_under_header.empty() ? "" : response->Header(affinity->park_under_header).value_or("");
+    if (park.empty()) park = affinity->park;
+  }
+  Release(curl, std::move(park));
   return response;
 }
 

@@ -51,17 +51,38 @@ class HttpConnection {
   /// A request that fails on a connection the server closed while idle is sent
   /// once more, as the SDK does. kUnavailable when the server cannot be
   /// reached, kDeadlineExceeded on a timeout.
+  /// With `affinity`, the request goes on a chosen connection (Affinity).
+  struct Affinity;
   Result<HttpResponse> Send(std::string_view method, std::string_view target,
-                            const std::vector<std::string>& headers, const Buffer* body);
+                            const std::vector<std::string>& headers, const Buffer* body,
+                            const Affinity* affinity = nullptr);
 
   const std::string& base_url() const { return base_url_; }
+
+  /// \brief Forward reuse's routing (docs/forward-reuse.md): a kept-alive
+  /// connection is served by one worker process, the one holding what an
+  /// apply on it kept, so the derivative calls referring to it go on the
+  /// same connection. Parked connections wait for their key instead of
+  /// serving other requests (at most kMaxParked, the oldest pooled again).
+  struct Affinity {
+    std::string use;  ///< take the connection parked under this key, when it is there
+    /// Afterwards, park the connection under the value of this response
+    /// header (when the answer has it), else under `park`, else pool it.
+    std::string park_under_header;
+    std::string park;
+    std::vector<std::string> forget;  ///< keys whose connections go back to the pool
+  };
+  static constexpr size_t kMaxParked = 64;
 
  private:
   HttpConnection() = default;
   struct Transfer;
-  // An idle handle, or a new one; kResourceExhausted when libcurl has none.
-  Result<void*> Acquire();
-  void Release(void* curl);
+  // The handle parked under `use`, an idle handle, or a new one;
+  // kResourceExhausted when libcurl has none.
+  Result<void*> Acquire(std::string_view use = {});
+  // Parks the handle under `park` (not empty), or pools it.
+  void Release(void* curl, std::string park = {});
+  void Forget(const std::vector<std::string>& keys);
   Result<HttpResponse> SendOnce(void* curl, std::string_view method, const std::string& url,
                                 const std::vector<std::string>& headers, const Buffer* body,
                                 bool* connection_failed);
@@ -71,7 +92,8 @@ class HttpConnection {
   size_t pool_size_ = 10;
   std::vector<std::string> always_;
   std::mutex mutex_;
-  std::vector<void*> idle_;  // CURL*, kept out of this header
+  std::vector<void*> idle_;                            // CURL*, kept out of this header
+  std::vector<std::pair<std::string, void*>> parked_;  // oldest first
 };
 
 /// \brief {"Authorization: Bearer <token>"}, or nothing for an empty token:

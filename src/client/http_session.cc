@@ -88,6 +88,23 @@ Status AddReuseHeaders(const ForwardReuse& reuse, std::vector<std::string>& head
   return Status::OK();
 }
 
+// The connection a call takes part in forward reuse on: an apply's is parked
+// under the reference it gets, and a derivative call goes on the connection
+// parked under its reference (served by the worker that holds it) and parks
+// it again for the next call at that point.
+std::optional<HttpConnection::Affinity> AffinityOf(const ForwardReuse* reuse) {
+  if (reuse == nullptr) return std::nullopt;
+  HttpConnection::Affinity affinity;
+  affinity.forget = reuse->release;
+  if (reuse->keep) {
+    affinity.park_under_header = runtime::kResidualsHeader;
+  } else {
+    affinity.use = reuse->residuals;
+    affinity.park = reuse->residuals;
+  }
+  return affinity;
+}
+
 void ReadReuseHeaders(const HttpResponse& response, ForwardReuse& reuse) {
   if (reuse.keep) {
     reuse.residuals = response.Header(runtime::kResidualsHeader).value_or("");
@@ -308,8 +325,9 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
     if (options_.stream_logs && run_id && client::IsWrappedEndpoint(endpoint)) {
       streamer.emplace(client::RunLogPath(options_.server_output_path, *run_id), options_.stream_logs);
     }
-    response =
-        connection->Send(is_get ? "GET" : "POST", target, headers, payload != nullptr ? &body : nullptr);
+    const std::optional<HttpConnection::Affinity> affinity = AffinityOf(reuse);
+    response = connection->Send(is_get ? "GET" : "POST", target, headers,
+                                payload != nullptr ? &body : nullptr, affinity ? &*affinity : nullptr);
     platform::PhaseTrace::Mark("http");
     streamer.reset();
   }

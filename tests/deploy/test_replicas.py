@@ -21,6 +21,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -121,6 +122,40 @@ def on_threads(n: int, work: Callable[[int], object]) -> list:
     if errors:
         raise errors[0]
     return results
+
+
+def test_forward_reuse_steps_reach_the_replica_that_kept(tmp_path):
+    """deploy/haproxy routes a derivative call by its reference to the replica
+    that kept the forward (docs/forward-reuse.md): torch steps from 8 threads."""
+    import numpy as np
+    import torch
+
+    from tesscpp.torch import apply_tesseract
+
+    d = Deployment(tmp_path, Path(required("TESSCPP_BRIDGE_FIXTURES")) / "libkept.so")
+    try:
+        client = tesscpp.Tesseract.from_url(d.url)
+
+        def work(thread: int) -> None:
+            for step in range(10):
+                x = torch.tensor([1.0, 2.0, 3.0 + thread + step], requires_grad=True)
+                outputs = apply_tesseract(client, {"x": x})
+                outputs["y"].sum().backward()
+                s = float(x.detach() @ x.detach())
+                np.testing.assert_allclose(x.grad.numpy(), s + 2 * x.detach().numpy() * float(x.detach().sum()))
+
+        on_threads(8, work)
+        lookups = collections.Counter()
+        for i in range(3):
+            for line in urllib.request.urlopen(d.replica_url(i) + "/metrics").read().decode().splitlines():
+                if line.startswith("tesscpp_residual_lookups_total"):
+                    name, value = line.rsplit(" ", 1)
+                    lookups[name] += float(value)
+        hits = lookups['tesscpp_residual_lookups_total{outcome="hit"}']
+        misses = lookups['tesscpp_residual_lookups_total{outcome="miss"}']
+        assert hits + misses == 80 and hits / 80 >= 0.99, (hits, misses)
+    finally:
+        d.close()
 
 
 def test_calls_spread_over_the_replicas(deployment):

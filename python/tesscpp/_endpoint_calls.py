@@ -92,27 +92,34 @@ class EndpointCalls:
         filled in place)."""
         if reuse is None:
             return _call(self._client.call, endpoint, body, run_id, endpoint=endpoint)
-        with self._shared.lock:
-            reuse.release += self._shared.done_residuals
-            self._shared.done_residuals = []
-        outputs, residuals, used = _call(
-            self._client.call_reusing,
-            endpoint,
-            body,
-            run_id,
-            reuse.keep,
-            reuse.residuals,
-            list(reuse.release),
-            endpoint=endpoint,
-        )
+        done = self._shared.done_residuals
+        taken = []
+        while done:
+            try:
+                taken.append(done.popleft())
+            except IndexError:  # another thread took the last
+                break
+        try:
+            outputs, residuals, used = _call(
+                self._client.call_reusing,
+                endpoint,
+                body,
+                run_id,
+                reuse.keep,
+                reuse.residuals,
+                [*reuse.release, *taken],
+                endpoint=endpoint,
+            )
+        except BaseException:
+            done.extend(taken)  # said with a later call
+            raise
         reuse.residuals, reuse.used = residuals, used
         return outputs
 
     def release_residuals(self, *references: str) -> None:
         """Forward-reuse references this process is done with: the server
         frees them with the next call that takes part in forward reuse."""
-        with self._shared.lock:
-            self._shared.done_residuals += [r for r in references if r]
+        self._shared.done_residuals.extend(r for r in references if r)
 
     def _gradient(
         self,

@@ -5,9 +5,9 @@ server starts in ``Tesseract.serve``."""
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
-import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -77,9 +77,10 @@ class _Shared:
         self.schema: dict | None = None
         self.warned_transports: set[str] = set()
         # Forward-reuse references the caller is done with, sent with the
-        # next call that takes part in forward reuse.
-        self.done_residuals: list[str] = []
-        self.lock = threading.Lock()
+        # next call that takes part in forward reuse. A deque, not a list
+        # under a lock: finalizers add to it, and one may run (the cyclic GC)
+        # on a thread that is taking from it.
+        self.done_residuals: collections.deque[str] = collections.deque()
 
 
 class Openers:

@@ -43,6 +43,8 @@ class _Slot:
     device_bytes: int = 0
 
 
+_MAX_BYTES = 2**62
+
 _slot: ContextVar[_Slot | None] = ContextVar("tesscpp_reuse_slot", default=None)
 _kept: ContextVar[Any] = ContextVar("tesscpp_reuse_kept", default=None)
 
@@ -64,8 +66,9 @@ def keep(state: Any, *, host_bytes: int | None = None, device_bytes: int | None 
         return
     host, device = _estimate(state) if host_bytes is None or device_bytes is None else (0, 0)
     slot.state = state
-    slot.host_bytes = host if host_bytes is None else int(host_bytes)
-    slot.device_bytes = device if device_bytes is None else int(device_bytes)
+    # Held within what the server counts in (what no budget can hold is not kept there).
+    slot.host_bytes = min(max(0, host if host_bytes is None else int(host_bytes)), _MAX_BYTES)
+    slot.device_bytes = min(max(0, device if device_bytes is None else int(device_bytes)), _MAX_BYTES)
 
 
 def kept() -> Any:

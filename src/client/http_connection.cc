@@ -230,16 +230,16 @@ void HttpConnection::Forget(const std::vector<std::string>& keys) {
 }
 
 void HttpConnection::Release(void* curl, std::string park) {
-  void* unparked = nullptr;
   if (!park.empty()) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool taken =
+        std::any_of(parked_.begin(), parked_.end(), [&](const auto& p) { return p.first == park; });
+    if (!taken) {
       parked_.emplace_back(std::move(park), curl);
       if (parked_.size() <= kMaxParked) return;
-      unparked = parked_.front().second;
+      curl = parked_.front().second;  // the oldest goes back to the pool
       parked_.erase(parked_.begin());
     }
-    curl = unparked;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -268,11 +268,7 @@ Result<HttpResponse> HttpConnection::Send(std::string_view method, std::string_v
   if (!response.ok() && connection_failed && method == "GET")
     response = SendOnce(curl, method, url, headers, body, &connection_failed);
   std::string park;
-  if (affinity != nullptr && response.ok()) {
-    park =
-        affinity->park_under_header.empty() ? "" : response->Header(affinity->park_under_header).value_or("");
-    if (park.empty()) park = affinity->park;
-  }
+  if (affinity != nullptr && affinity->park_as && response.ok()) park = affinity->park_as(*response);
   Release(curl, std::move(park));
   return response;
 }

@@ -2,6 +2,7 @@
 // libcurl easy handle.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -66,10 +67,9 @@ class HttpConnection {
   /// serving other requests (at most kMaxParked, the oldest pooled again).
   struct Affinity {
     std::string use;  ///< take the connection parked under this key, when it is there
-    /// Afterwards, park the connection under the value of this response
-    /// header (when the answer has it), else under `park`, else pool it.
-    std::string park_under_header;
-    std::string park;
+    /// Afterwards, park the connection under the key this gives for the
+    /// answer (empty, or a key with a connection parked already: pool it).
+    std::function<std::string(const HttpResponse&)> park_as;
     std::vector<std::string> forget;  ///< keys whose connections go back to the pool
   };
   static constexpr size_t kMaxParked = 64;

@@ -64,44 +64,45 @@ Result<BodyEncoding> BodyEncodingOf(const RequestedEncoding& encoding) {
   return body;
 }
 
-// tesscpp's forward-reuse headers (runtime/reuse_headers.h). References are
-// the server's own tokens; anything else could inject a header.
-Status AddReuseHeaders(const ForwardReuse& reuse, std::vector<std::string>& headers) {
-  auto checked = [](const std::string& reference) -> Status {
-    if (reference.empty() || reference.find_first_not_of("0123456789abcdef-.") != std::string::npos) {
-      return Status::InvalidArgument("forward reuse: '", reference, "' is not a residuals reference");
-    }
-    return Status::OK();
-  };
+// tesscpp's forward-reuse headers (runtime/reuse_headers.h). A reference is
+// a server's token; one that is not (it could inject a header) is not sent,
+// and the call recomputes as a call that names none.
+bool Usable(const std::string& reference) {
+  return !reference.empty() && reference.find_first_not_of("0123456789abcdefABCDEF-._") == std::string::npos;
+}
+
+void AddReuseHeaders(const ForwardReuse& reuse, std::vector<std::string>& headers) {
   if (reuse.keep) {
     headers.push_back(std::string(runtime::kKeepHeader) + ": 1");
-  } else if (!reuse.residuals.empty()) {
-    TESS_RETURN_IF_ERROR(checked(reuse.residuals));
+  } else if (Usable(reuse.residuals)) {
     headers.push_back(std::string(runtime::kResidualsHeader) + ": " + reuse.residuals);
   }
   std::string release;
   for (const std::string& reference : reuse.release) {
-    TESS_RETURN_IF_ERROR(checked(reference));
-    release += (release.empty() ? "" : ",") + reference;
+    if (Usable(reference)) release += (release.empty() ? "" : ",") + reference;
   }
   if (!release.empty()) headers.push_back(std::string(runtime::kResidualsReleaseHeader) + ": " + release);
-  return Status::OK();
 }
 
-// The connection a call takes part in forward reuse on: an apply's is parked
-// under the reference it gets, and a derivative call goes on the connection
-// parked under its reference (served by the worker that holds it) and parks
-// it again for the next call at that point.
+// The connection a call takes part in forward reuse on (a connection is
+// served by one worker): an apply's is parked under the reference it gets; a
+// derivative call goes on the connection parked under its reference and,
+// when that reached the state, parks it there again for the next call at
+// that point. A call that releases references goes on the connection of the
+// first one, so that its worker hears it.
 std::optional<HttpConnection::Affinity> AffinityOf(const ForwardReuse* reuse) {
   if (reuse == nullptr) return std::nullopt;
   HttpConnection::Affinity affinity;
   affinity.forget = reuse->release;
   if (reuse->keep) {
-    affinity.park_under_header = runtime::kResidualsHeader;
-  } else {
+    affinity.park_as = [](const HttpResponse& r) { return r.Header(runtime::kResidualsHeader).value_or(""); };
+  } else if (Usable(reuse->residuals)) {
     affinity.use = reuse->residuals;
-    affinity.park = reuse->residuals;
+    affinity.park_as = [reference = reuse->residuals](const HttpResponse& r) {
+      return r.Header(runtime::kResidualsUsedHeader) == "hit" ? reference : std::string();
+    };
   }
+  if (affinity.use.empty() && !reuse->release.empty()) affinity.use = reuse->release.front();
   return affinity;
 }
 
@@ -284,7 +285,7 @@ Result<Value> HttpSession::Run(std::string_view endpoint, const Value* payload,
   const std::optional<std::string> accept = is_get ? std::nullopt : encoding.AcceptHeader();
   if (accept) headers.push_back("Accept: " + *accept);
   if (!is_get) headers.emplace_back("Content-Type: application/json");
-  if (reuse != nullptr) TESS_RETURN_IF_ERROR(AddReuseHeaders(*reuse, headers));
+  if (reuse != nullptr) AddReuseHeaders(*reuse, headers);
   TESS_ASSIGN_OR_RETURN(const BodyEncoding body_encoding, BodyEncodingOf(encoding));
 
   TESS_ASSIGN_OR_RETURN(const std::optional<std::string> run_id, RunIdFor(endpoint, given_run_id));

@@ -72,16 +72,18 @@ Result<RuntimeConfig> FromLookup(const Lookup& Env) {  // NOLINT(readability-ide
     TESS_ASSIGN_OR_RETURN(c.cuda_ipc_pool_fraction,
                           ParseNumber<double>("CUDA_IPC_POOL_FRACTION", v, "a number"));
   }
-  for (auto [field, into, what] :
-       {std::tuple{"BINREF_OUTPUT_POOL_MB", &c.binref_output_pool_mb, "a number of MiB (0 or more)"},
-        std::tuple{"RESIDUAL_HOST_MB", &c.residual_host_mb, "a number of MiB (0 or more)"},
-        std::tuple{"RESIDUAL_DEVICE_MB", &c.residual_device_mb, "a number of MiB (0 or more)"},
-        std::tuple{"RESIDUAL_TTL_S", &c.residual_ttl_s, "a number of seconds (0 or more)"}}) {
+  // Below the bound, MiB in bytes and seconds in nanoseconds fit 63 bits.
+  constexpr int64_t kMaxMib = (int64_t{1} << 43) - 1;
+  constexpr int64_t kMaxSeconds = int64_t{1} << 32;
+  for (auto [field, into, bound, what] :
+       {std::tuple{"BINREF_OUTPUT_POOL_MB", &c.binref_output_pool_mb, kMaxMib, "a number of MiB (0 or more)"},
+        std::tuple{"RESIDUAL_HOST_MB", &c.residual_host_mb, kMaxMib, "a number of MiB (0 or more)"},
+        std::tuple{"RESIDUAL_DEVICE_MB", &c.residual_device_mb, kMaxMib, "a number of MiB (0 or more)"},
+        std::tuple{"RESIDUAL_TTL_S", &c.residual_ttl_s, kMaxSeconds, "a number of seconds (0 or more)"}}) {
     if (const char* v = Env(field)) {
       TESS_ASSIGN_OR_RETURN(*into, ParseNumber<int64_t>(field, v, what));
-      // Beyond 2^43 MiB the byte count would not fit 63 bits.
-      if (*into < 0 || *into > (int64_t{1} << 43)) {
-        return Status::InvalidArgument("TESSERACT_", field, "='", v, "' is not ", what);
+      if (*into < 0 || *into > bound) {
+        return Status::InvalidArgument("TESSERACT_", field, "='", v, "' is not ", what, " up to ", bound);
       }
     }
   }

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <utility>
 
 #include "platform/uuid.h"
@@ -18,20 +20,101 @@ std::string RandomHex() {
   return hex;
 }
 
-// The bytes of the tensors in `value`: a stored entry keeps its inputs (and so
-// their buffers) alive, and the budget counts them.
-int64_t TensorBytes(const Value& value) {
-  if (value.is_tensor()) return value.as_tensor().nbytes();
-  int64_t bytes = 0;
-  if (value.is_list()) {
-    for (const Value& item : value.as_list()) bytes += TensorBytes(item);
-  } else if (value.is_dict()) {
-    for (const auto& [key, item] : value.as_dict()) bytes += TensorBytes(item);
+// What an entry's copy of `value` holds: tensor bytes, and a rough count for
+// the tree (strings, and the nodes of lists and dicts, which a large JSON
+// list in the inputs makes many of).
+int64_t HeldBytes(const Value& value) {
+  constexpr int64_t kNode = 32;
+  switch (value.kind()) {
+    case Value::Kind::kTensor: return kNode + value.as_tensor().nbytes();
+    case Value::Kind::kString: return kNode + static_cast<int64_t>(value.as_string().size());
+    case Value::Kind::kList: {
+      int64_t bytes = kNode;
+      for (const Value& item : value.as_list()) bytes += HeldBytes(item);
+      return bytes;
+    }
+    case Value::Kind::kDict: {
+      int64_t bytes = kNode;
+      for (const auto& [key, item] : value.as_dict())
+        bytes += static_cast<int64_t>(key.size()) + HeldBytes(item);
+      return bytes;
+    }
+    case Value::Kind::kNull:
+    case Value::Kind::kBool:
+    case Value::Kind::kInt:
+    case Value::Kind::kFloat: break;
   }
-  return bytes;
+  return kNode;
 }
 
 }  // namespace
+
+bool SameInputs(const Value& a, const Value& b) {
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Value::Kind::kFloat:
+      return std::bit_cast<uint64_t>(a.as_number()) == std::bit_cast<uint64_t>(b.as_number());
+    case Value::Kind::kList: {
+      const Value::List& x = a.as_list();
+      const Value::List& y = b.as_list();
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (!SameInputs(x[i], y[i])) return false;
+      }
+      return true;
+    }
+    case Value::Kind::kDict: {
+      const Value::Dict& x = a.as_dict();
+      const Value::Dict& y = b.as_dict();
+      if (x.size() != y.size()) return false;
+      for (auto i = x.begin(), j = y.begin(); i != x.end(); ++i, ++j) {
+        if (i->first != j->first || !SameInputs(i->second, j->second)) return false;
+      }
+      return true;
+    }
+    case Value::Kind::kNull:
+    case Value::Kind::kBool:
+    case Value::Kind::kInt:
+    case Value::Kind::kString:
+    case Value::Kind::kTensor: break;  // tensors: dtype, shape, device and bytes
+  }
+  return a == b;
+}
+
+Result<Value> DetachedCopy(const Value& inputs) {
+  switch (inputs.kind()) {
+    case Value::Kind::kTensor: {
+      const Tensor& t = inputs.as_tensor();
+      if (!t.device().host_accessible()) return Status::InvalidArgument("device inputs are not kept");
+      TESS_ASSIGN_OR_RETURN(Tensor copy, Tensor::Allocate(t.dtype(), t.shape()));
+      if (t.nbytes() > 0) std::memcpy(copy.data(), t.data(), static_cast<size_t>(t.nbytes()));
+      return Value(std::move(copy));
+    }
+    case Value::Kind::kList: {
+      Value::List list;
+      list.reserve(inputs.as_list().size());
+      for (const Value& item : inputs.as_list()) {
+        TESS_ASSIGN_OR_RETURN(Value copy, DetachedCopy(item));
+        list.push_back(std::move(copy));
+      }
+      return Value(std::move(list));
+    }
+    case Value::Kind::kDict: {
+      Value::Dict dict;
+      for (const auto& [key, item] : inputs.as_dict()) {
+        TESS_ASSIGN_OR_RETURN(Value copy, DetachedCopy(item));
+        dict.set(key, std::move(copy));
+      }
+      return Value(std::move(dict));
+    }
+    case Value::Kind::kNull:
+    case Value::Kind::kBool:
+    case Value::Kind::kInt:
+    case Value::Kind::kFloat:
+    case Value::Kind::kString: break;
+  }
+  return inputs;
+}
 
 ResidualStore::ResidualStore(ResidualLimits limits) : limits_(limits) {}
 
@@ -40,7 +123,7 @@ const std::string& ResidualStore::ProcessToken() {
   if (pid != owner_pid_) {
     // A fork: the entries are the parent's, and the parent's references
     // must not resolve here.
-    lru_.clear();
+    dropped_.splice(dropped_.end(), lru_);
     by_id_.clear();
     stats_ = ResidualStats{};
     owner_pid_ = pid;
@@ -55,12 +138,13 @@ void ResidualStore::Drop(Lru::iterator entry, uint64_t ResidualStats::*counter) 
   --stats_.entries;
   ++(stats_.*counter);
   by_id_.erase(entry->id);
-  lru_.erase(entry);
+  dropped_.splice(dropped_.end(), lru_, entry);
 }
 
 void ResidualStore::EvictExpired(Clock::time_point now) {
   // The oldest are at the back only by use; expiry scans all (the store
   // holds few entries: each is a whole forward solve).
+  swept_ = now;
   for (auto it = lru_.begin(); it != lru_.end();) {
     auto next = std::next(it);
     if (now - it->made > limits_.ttl) Drop(it, &ResidualStats::evictions);
@@ -69,80 +153,109 @@ void ResidualStore::EvictExpired(Clock::time_point now) {
 }
 
 std::optional<std::string> ResidualStore::Put(Value inputs, component::Residual residual) {
-  residual.host_bytes += TensorBytes(inputs);
+  residual.host_bytes += HeldBytes(inputs);
+  Lru gone;  // destroyed after the lock is let go
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string token = ProcessToken();
+  std::optional<std::string> reference;
   if (residual.host_bytes > limits_.host_bytes || residual.device_bytes > limits_.device_bytes ||
       residual.host_bytes < 0 || residual.device_bytes < 0) {
     ++stats_.refused;
-    return std::nullopt;
+  } else {
+    const Clock::time_point now = clock_();
+    EvictExpired(now);
+    // Least recently used first, among the entries holding the memory that
+    // is short: dropping host state does not make room on the device.
+    for (;;) {
+      const bool host_short = stats_.host_bytes + residual.host_bytes > limits_.host_bytes;
+      const bool device_short = stats_.device_bytes + residual.device_bytes > limits_.device_bytes;
+      if (!host_short && !device_short) break;
+      auto victim = std::find_if(lru_.rbegin(), lru_.rend(), [&](const Entry& e) {
+        return (host_short && e.residual->host_bytes > 0) || (device_short && e.residual->device_bytes > 0);
+      });
+      Drop(std::prev(victim.base()), &ResidualStats::evictions);
+    }
+    stats_.host_bytes += residual.host_bytes;
+    stats_.device_bytes += residual.device_bytes;
+    ++stats_.entries;
+    ++stats_.kept;
+    lru_.push_front(Entry{RandomHex(), std::make_shared<const Value>(std::move(inputs)),
+                          std::make_shared<const component::Residual>(std::move(residual)), now});
+    by_id_.emplace(lru_.front().id, lru_.begin());
+    reference = token + "." + lru_.front().id;
   }
-  const Clock::time_point now = clock_();
-  EvictExpired(now);
-  // Least recently used first, among the entries holding the memory that is
-  // short: dropping host state does not make room on the device.
-  for (;;) {
-    const bool host_short = stats_.host_bytes + residual.host_bytes > limits_.host_bytes;
-    const bool device_short = stats_.device_bytes + residual.device_bytes > limits_.device_bytes;
-    if (!host_short && !device_short) break;
-    auto victim = std::find_if(lru_.rbegin(), lru_.rend(), [&](const Entry& e) {
-      return (host_short && e.residual->host_bytes > 0) || (device_short && e.residual->device_bytes > 0);
-    });
-    Drop(std::prev(victim.base()), &ResidualStats::evictions);
+  gone.splice(gone.end(), dropped_);
+  return reference;
+}
+
+ResidualStore::Lru::iterator ResidualStore::Locate(std::string_view reference, std::string_view* miss) {
+  const std::string& token = ProcessToken();
+  const size_t dot = reference.rfind('.');
+  if (dot == std::string_view::npos) {
+    *miss = "malformed";
+  } else if (reference.substr(0, dot) != token) {
+    *miss = "another process";
+  } else if (auto it = by_id_.find(reference.substr(dot + 1)); it == by_id_.end()) {
+    *miss = "unknown";
+  } else {
+    return it->second;
   }
-  stats_.host_bytes += residual.host_bytes;
-  stats_.device_bytes += residual.device_bytes;
-  ++stats_.entries;
-  ++stats_.kept;
-  lru_.push_front(Entry{RandomHex(), std::move(inputs),
-                        std::make_shared<const component::Residual>(std::move(residual)), now});
-  by_id_.emplace(lru_.front().id, lru_.begin());
-  return token + "." + lru_.front().id;
+  return lru_.end();
 }
 
 ResidualStore::Found ResidualStore::Find(std::string_view reference, const Value& inputs) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const std::string& token = ProcessToken();
-  const size_t dot = reference.rfind('.');
   Found found;
-  if (dot == std::string_view::npos) {
-    found.miss = "malformed";
-  } else if (reference.substr(0, dot) != token) {
-    found.miss = "another process";
-  } else {
+  Lru gone;
+  std::shared_ptr<const Value> made_at;
+  std::shared_ptr<const component::Residual> residual;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
     EvictExpired(clock_());
-    auto it = by_id_.find(reference.substr(dot + 1));
-    if (it == by_id_.end()) {
-      found.miss = "unknown";
-    } else if (!(it->second->inputs == inputs)) {
-      found.miss = "inputs differ";
+    if (auto it = Locate(reference, &found.miss); it != lru_.end()) {
+      made_at = it->inputs;
+      residual = it->residual;
     } else {
-      lru_.splice(lru_.begin(), lru_, it->second);  // iterators stay valid
-      found.residual = lru_.front().residual;
+      ++stats_.misses;
     }
+    gone.splice(gone.end(), dropped_);
   }
-  ++(found.residual != nullptr ? stats_.hits : stats_.misses);
+  if (residual == nullptr) return found;
+  // Outside the lock: inputs may be large.
+  const bool same = SameInputs(*made_at, inputs);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!same) {
+    found.miss = "inputs differ";
+    ++stats_.misses;
+    return found;
+  }
+  // Still there: the most recently used now.
+  if (auto it = Locate(reference, &found.miss); it != lru_.end()) lru_.splice(lru_.begin(), lru_, it);
+  found.miss = {};
+  found.residual = std::move(residual);
+  ++stats_.hits;
   return found;
 }
 
 void ResidualStore::Release(std::string_view references) {
+  Lru gone;
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::string& token = ProcessToken();
   while (!references.empty()) {
     const size_t comma = references.find(',');
     std::string_view reference = references.substr(0, comma);
     references = comma == std::string_view::npos ? std::string_view() : references.substr(comma + 1);
     while (!reference.empty() && reference.front() == ' ') reference.remove_prefix(1);
-    const size_t dot = reference.rfind('.');
-    if (dot == std::string_view::npos || reference.substr(0, dot) != token) continue;
-    if (auto it = by_id_.find(reference.substr(dot + 1)); it != by_id_.end()) {
-      Drop(it->second, &ResidualStats::released);
-    }
+    std::string_view miss;
+    if (auto it = Locate(reference, &miss); it != lru_.end()) Drop(it, &ResidualStats::released);
   }
+  gone.splice(gone.end(), dropped_);
 }
 
-ResidualStats ResidualStore::Stats() const {
+ResidualStats ResidualStore::Stats() {
+  Lru gone;
   std::lock_guard<std::mutex> lock(mutex_);
+  // Entries also expire when nothing else touches the store.
+  if (const Clock::time_point now = clock_(); now - swept_ >= std::chrono::seconds(1)) EvictExpired(now);
+  gone.splice(gone.end(), dropped_);
   return stats_;
 }
 

@@ -4,12 +4,14 @@
 // An entry is the state a component kept (component::Residual) and the
 // request inputs it was made at. A derivative call refers to it by the
 // reference its apply's answer carried; the entry is handed out only when
-// the call's inputs equal the apply's (deep Value equality: types, dtypes,
-// shapes and bytes, never a hash), so a reference reused at another point
-// recomputes instead of answering from the wrong state. Entries go when a
-// client releases them, when they are older than the time limit, and least
-// recently used first when a budget (host bytes, device bytes) would be
-// passed; an entry larger than a budget is never kept. Thread-safe.
+// the call's inputs are the same as the apply's (SameInputs: types, dtypes,
+// shapes and bytes, floats bit for bit; never a hash), so a reference reused
+// at another point recomputes instead of answering from the wrong state.
+// Entries go when a client releases them, when they are older than the time
+// limit, and least recently used first when a budget (host bytes, device
+// bytes) would be passed; an entry larger than a budget is never kept.
+// Thread-safe; state is destroyed outside the store's lock (a Python
+// module's takes the GIL to go), and inputs are compared outside it too.
 #pragma once
 
 #include <chrono>
@@ -25,6 +27,7 @@
 
 #include "tesscpp/internal/component/kept_state.h"
 #include "tesscpp/internal/runtime/runtime.h"
+#include "tesscpp/result.h"
 #include "tesscpp/value.h"
 
 namespace tesscpp::runtime {
@@ -35,15 +38,24 @@ struct ResidualLimits {
   std::chrono::seconds ttl{600};            ///< TESSCPP_RESIDUAL_TTL_S (default 10 min)
 };
 
+/// \brief Whether two request inputs are the same: like Value equality, but
+/// floats compare by their bits (-0.0 is not 0.0 to a function that reads
+/// the sign, and NaN is itself).
+bool SameInputs(const Value& a, const Value& b);
+
+/// \brief A copy of `inputs` that shares no tensor memory with them: what an
+/// entry keeps, safe from a component that changes its inputs in place.
+Result<Value> DetachedCopy(const Value& inputs);
+
 class ResidualStore {
  public:
   using Clock = std::chrono::steady_clock;
 
   explicit ResidualStore(ResidualLimits limits);
 
-  /// \brief Stores `residual`, made at `inputs`, and returns its reference;
-  /// nullopt when it is larger than a budget. The inputs' tensors count
-  /// against the host budget with the residual's own bytes.
+  /// \brief Stores `residual`, made at `inputs` (a DetachedCopy), and returns
+  /// its reference; nullopt when it is larger than a budget. The inputs
+  /// count against the host budget with the residual's own bytes.
   std::optional<std::string> Put(Value inputs, component::Residual residual);
 
   /// \brief The state `reference` names when it was made at `inputs`; else
@@ -59,7 +71,9 @@ class ResidualStore {
   /// of other processes and unknown ones are ignored).
   void Release(std::string_view references);
 
-  ResidualStats Stats() const;
+  /// \brief The counts now (entries past the time limit dropped first, at
+  /// most once a second).
+  ResidualStats Stats();
 
   /// \brief For tests: the clock the time limit reads.
   void set_clock(std::function<Clock::time_point()> clock) { clock_ = std::move(clock); }
@@ -67,7 +81,7 @@ class ResidualStore {
  private:
   struct Entry {
     std::string id;
-    Value inputs;
+    std::shared_ptr<const Value> inputs;
     std::shared_ptr<const component::Residual> residual;
     Clock::time_point made;
   };
@@ -77,14 +91,20 @@ class ResidualStore {
   // what the process it was forked from had kept).
   const std::string& ProcessToken();
   void EvictExpired(Clock::time_point now);
+  // Moves the entry to dropped_, which the public methods empty once they
+  // have let go of the lock.
   void Drop(Lru::iterator entry, uint64_t ResidualStats::*counter);
+  // The entry `reference` names, if it is this process's and still there.
+  Lru::iterator Locate(std::string_view reference, std::string_view* miss);
 
   const ResidualLimits limits_;
   std::function<Clock::time_point()> clock_ = [] { return Clock::now(); };
   mutable std::mutex mutex_;
   Lru lru_;
+  Lru dropped_;  // taken out under the lock, destroyed after it
   std::unordered_map<std::string_view, Lru::iterator> by_id_;
   ResidualStats stats_;
+  Clock::time_point swept_;
   int owner_pid_ = 0;
   std::string token_;
 };

@@ -152,6 +152,7 @@ struct Runtime::Impl {
   struct Reuse {
     const Value* inputs = nullptr;  // the request's "inputs"
     bool keep = false;              // an apply the client asked to keep
+    Value kept_at;                  // its inputs, copied before it runs
     component::Residual kept;       // what it kept
     bool referred = false;          // a derivative call named a reference
     std::shared_ptr<const component::Residual> found;
@@ -289,7 +290,11 @@ Runtime::Impl::Reuse Runtime::Impl::BeginReuse(EndpointId endpoint, const Runtim
   // calls neither keep nor refer (docs/forward-reuse.md).
   if (reuse.inputs == nullptr || core::HoldsDeviceTensors(*reuse.inputs)) return reuse;
   if (endpoint == EndpointId::kApply) {
-    reuse.keep = platform::FindHeader(request.headers, runtime::kKeepHeader) == "1";
+    if (platform::FindHeader(request.headers, runtime::kKeepHeader) != "1") return reuse;
+    // Copied before the call: a component may change its inputs in place.
+    Result<Value> copy = runtime::DetachedCopy(*reuse.inputs);
+    reuse.keep = copy.ok();
+    if (copy.ok()) reuse.kept_at = *std::move(copy);
     return reuse;
   }
   const std::optional<std::string_view> reference =
@@ -305,7 +310,7 @@ Runtime::Impl::Reuse Runtime::Impl::BeginReuse(EndpointId endpoint, const Runtim
 std::vector<std::pair<std::string, std::string>> Runtime::Impl::FinishReuse(Reuse& reuse) const {
   std::vector<std::pair<std::string, std::string>> headers;
   if (reuse.keep && reuse.kept.state != nullptr) {
-    if (auto reference = residuals->Put(*reuse.inputs, std::move(reuse.kept))) {
+    if (auto reference = residuals->Put(std::move(reuse.kept_at), std::move(reuse.kept))) {
       headers.emplace_back(runtime::kResidualsHeader, *std::move(reference));
     }
   }

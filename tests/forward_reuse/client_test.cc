@@ -76,11 +76,16 @@ TEST_F(ForwardReuseOverHttp, AStepCostsOneSolve) {
   EXPECT_EQ(*again, *recomputed);
 }
 
-TEST_F(ForwardReuseOverHttp, RefusesAReferenceThatIsNoToken) {
+TEST_F(ForwardReuseOverHttp, NeverSendsAReferenceThatIsNoToken) {
+  // It could inject a header: not sent, and the call recomputes as one that
+  // names no reference (no answer header says how it was used).
   ForwardReuse injected;
   injected.residuals = "1-ab.cd\r\nX-Evil: 1";
-  const auto refused = tesseract_->Call("vector_jacobian_product", Body(kVjp), std::nullopt, &injected);
-  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  injected.release = {"x\r\nX-Evil: 2"};
+  const auto answered = tesseract_->Call("vector_jacobian_product", Body(kVjp), std::nullopt, &injected);
+  ASSERT_OK(answered);
+  EXPECT_EQ(injected.used, "");
+  EXPECT_EQ(*answered, *tesseract_->Call("vector_jacobian_product", Body(kVjp)));
 }
 
 }  // namespace

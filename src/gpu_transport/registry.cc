@@ -49,6 +49,17 @@ Registry& TheRegistry() {
   return *registry;
 }
 
+// The first entry `matches`, scanned under the lock: lookups sit on the
+// request paths (a client's cuda_ipc call, a server reading device arrays)
+// and make no list of their own.
+template <typename Match>
+const TransportEntry* FindEntry(const Match& matches) {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  auto it = std::find_if(registry.entries.begin(), registry.entries.end(), matches);
+  return it == registry.entries.end() ? nullptr : &*it;
+}
+
 }  // namespace
 
 std::vector<const TransportEntry*> Transports() {
@@ -60,10 +71,7 @@ std::vector<const TransportEntry*> Transports() {
 }
 
 const TransportEntry* FindTransport(std::string_view name) {
-  for (const TransportEntry* entry : Transports()) {
-    if (entry->name == name) return entry;
-  }
-  return nullptr;
+  return FindEntry([&](const TransportEntry& entry) { return entry.name == name; });
 }
 
 std::vector<std::string> TransportNames() {
@@ -135,10 +143,7 @@ class RequestArrays final : public DeviceArrayReader {
 
  private:
   static const TransportEntry* Unserved(std::string_view encoding) {
-    const std::vector<const TransportEntry*> all = Transports();
-    auto it = std::find_if(all.begin(), all.end(),
-                           [&](const TransportEntry* entry) { return entry->wire_encoding == encoding; });
-    return it == all.end() ? nullptr : *it;
+    return FindEntry([&](const TransportEntry& entry) { return entry.wire_encoding == encoding; });
   }
 
   std::unique_ptr<DeviceArrayReader> served_;

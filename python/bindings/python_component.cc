@@ -86,6 +86,7 @@ class PythonComponent final : public ServedComponent {
   bool ValidatesFromText() const override { return true; }
   // tesseract-core's log_metric and friends, through the host's _run_tracking.
   bool TracksRunsItself() const override { return true; }
+  bool MayChangeInputs() const override { return true; }
   // Threads the module's import left running would not exist in a forked
   // worker, where calls that need them (a torch or JAX pool) hang.
   Status Forkable() const override {

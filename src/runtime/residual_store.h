@@ -53,7 +53,8 @@ class ResidualStore {
 
   explicit ResidualStore(ResidualLimits limits);
 
-  /// \brief Stores `residual`, made at `inputs` (a DetachedCopy), and returns
+  /// \brief Stores `residual`, made at `inputs` (a DetachedCopy where the
+  /// component may change them in place), and returns
   /// its reference; nullopt when it is larger than a budget. The inputs
   /// count against the host budget with the residual's own bytes.
   std::optional<std::string> Put(Value inputs, component::Residual residual);

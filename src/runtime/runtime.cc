@@ -152,7 +152,7 @@ struct Runtime::Impl {
   struct Reuse {
     const Value* inputs = nullptr;  // the request's "inputs"
     bool keep = false;              // an apply the client asked to keep
-    Value kept_at;                  // its inputs, copied before it runs
+    Value kept_at;                  // its inputs as they were before it ran
     component::Residual kept;       // what it kept
     bool referred = false;          // a derivative call named a reference
     std::shared_ptr<const component::Residual> found;
@@ -291,10 +291,12 @@ Runtime::Impl::Reuse Runtime::Impl::BeginReuse(EndpointId endpoint, const Runtim
   if (reuse.inputs == nullptr || core::HoldsDeviceTensors(*reuse.inputs)) return reuse;
   if (endpoint == EndpointId::kApply) {
     if (platform::FindHeader(request.headers, runtime::kKeepHeader) != "1") return reuse;
-    // Copied before the call: a component may change its inputs in place.
-    Result<Value> copy = runtime::DetachedCopy(*reuse.inputs);
-    reuse.keep = copy.ok();
-    if (copy.ok()) reuse.kept_at = *std::move(copy);
+    // The inputs as they are now: shared with the request where the call
+    // cannot change them, else copied before it runs.
+    Result<Value> kept_at =
+        component->MayChangeInputs() ? runtime::DetachedCopy(*reuse.inputs) : *reuse.inputs;
+    reuse.keep = kept_at.ok();
+    if (kept_at.ok()) reuse.kept_at = *std::move(kept_at);
     return reuse;
   }
   const std::optional<std::string_view> reference =

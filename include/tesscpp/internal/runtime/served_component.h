@@ -112,6 +112,11 @@ class ServedComponent {
   /// framework (a Python module through tesseract-core, MLflow's client
   /// included) and never use CallContext::run_loggers.
   virtual bool TracksRunsItself() const { return false; }
+  /// \brief Whether its code may change the request's arrays in place (a
+  /// Python module gets them as writable NumPy arrays; C++ components read
+  /// them through const views). Forward reuse then keeps a copy of an apply's
+  /// inputs taken before the call, rather than the inputs themselves.
+  virtual bool MayChangeInputs() const { return false; }
   /// \brief OK when worker processes forked from this one may serve it; an
   /// error saying why not (threads it started, which a fork leaves behind).
   virtual Status Forkable() const { return Status::OK(); }

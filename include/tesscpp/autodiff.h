@@ -16,7 +16,9 @@
 // Derive registers apply (T = double), abstract_eval (apply on zeros of the
 // given shapes), jacobian_vector_product (forward mode,
 // Sacado's Fad numbers), vector_jacobian_product and jacobian (reverse and
-// vector modes on an ADOL-C tape). Only the top-level fields declared
+// vector modes on an ADOL-C tape). An apply a client asks to keep its forward
+// (tesscpp/forward_reuse.h) runs on the tape, and the VJP at its inputs then
+// sweeps back only. Only the top-level fields declared
 // differentiable take part; every other input is read through ctx.inputs().
 // Branches may depend on values: a tape is reused for later calls with the same
 // non-differentiable inputs only while every comparison it recorded still
@@ -46,7 +48,7 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
   const auto input_fields = internal::DifferentiableFields(*c.input_schema());
   const auto output_fields = internal::DifferentiableFields(*c.output_schema());
   const uint64_t function = internal::NextFunctionId();  // names this fn's tapes
-  internal::DeriveApply(c, fn, input_fields, output_fields, apply_doc);
+  internal::DeriveApply(c, fn, input_fields, output_fields, apply_doc, function);
   internal::DeriveAbstractEval(c, fn, input_fields, output_fields);
   internal::DeriveJvp(c, fn, input_fields, output_fields);
   internal::DeriveVjp(c, fn, input_fields, output_fields, function);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status_matchers.h"
+#include "support/runtime_post.h"
 #include "support/scaled_component.h"
 #include "tesscpp/component.h"
 #include "tesscpp/internal/codec/json.h"
@@ -32,21 +33,11 @@ class ForwardReuse : public ::testing::Test {
 
   RuntimeResponse Post(const std::string& endpoint, const std::string& body,
                        std::vector<std::pair<std::string, std::string>> headers = {}) {
-    RuntimeRequest request;
-    request.method = "POST";
-    request.target = "/" + endpoint;
-    request.content_type = "application/json";
-    request.accept = "application/json";
-    request.body = Buffer::FromString(body);
-    request.headers = std::move(headers);
-    return runtime_->Handle(request);
+    return testing::PostJson(*runtime_, endpoint, body, std::move(headers));
   }
 
   static std::string Header(const RuntimeResponse& r, const std::string& name) {
-    for (const auto& [key, value] : r.headers) {
-      if (key == name) return value;
-    }
-    return "";
+    return testing::HeaderOf(r, name);
   }
 
   std::unique_ptr<Runtime> runtime_;

@@ -27,18 +27,53 @@
 #include "tesscpp/autodiff/detail/scalar_tapes.h"
 #include "tesscpp/autodiff/detail/tape.h"
 #include "tesscpp/component.h"
+#include "tesscpp/forward_reuse.h"
 #include "tesscpp/model.h"
 #include "tesscpp/schema.h"
 
 namespace tesscpp::autodiff::internal {
 
-// apply: the function on doubles.
+// The values of a pass over the tape as the outputs they are (`wanted`'s
+// order, as recorded), into `out`.
+inline Status SetOutputs(const Taped& taped, const PathSet& wanted,
+                         const std::map<std::string, Dtype>& output_fields, Record& out) {
+  size_t at = 0;
+  for (const std::string& name : wanted) {
+    auto dims = taped.output_dims.find(name);
+    if (dims == taped.output_dims.end()) continue;
+    const size_t count = static_cast<size_t>(CountOf(dims->second));
+    std::vector<double> values(taped.values.begin() + static_cast<std::ptrdiff_t>(at),
+                               taped.values.begin() + static_cast<std::ptrdiff_t>(at + count));
+    at += count;
+    TESS_ASSIGN_OR_RETURN(Tensor t, internal::ToTensor(values, dims->second, output_fields.at(name)));
+    out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
+  }
+  return Status::OK();
+}
+
+// apply: the function on doubles; asked to keep its forward
+// (tesscpp/forward_reuse.h), a forward pass over the tape instead, whose
+// values the VJP at these inputs then sweeps back without a forward pass.
 template <typename Fn>
 void DeriveApply(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
-                 const std::map<std::string, Dtype>& output_fields, const std::string& apply_doc) {
+                 const std::map<std::string, Dtype>& output_fields, const std::string& apply_doc,
+                 uint64_t function) {
   if (!c.apply())
     c.Apply(
         [=](const ModelView& in, Record& out) -> Status {
+          if (KeepRequested()) {
+            PathSet wanted;
+            for (const auto& [name, dtype] : output_fields) wanted.push_back(name);
+            std::lock_guard<std::mutex> lock(internal::TapeLock());
+            TESS_ASSIGN_OR_RETURN(const internal::Taped* taped,
+                                  internal::TapeAt(function, fn, in, input_fields, output_fields, wanted));
+            TESS_RETURN_IF_ERROR(SetOutputs(*taped, wanted, output_fields, out));
+            const TapeSlot& slot = ProcessTapeSlot();
+            KeepForDerivatives(std::make_shared<const SweptForward>(
+                                   SweptForward{function, LastTape().recording, slot.sweeps}),
+                               sizeof(SweptForward));
+            return Status::OK();
+          }
           TESS_ASSIGN_OR_RETURN(auto outputs, internal::Evaluate(fn, in, input_fields, output_fields));
           for (auto& [name, array] : outputs) {
             TESS_ASSIGN_OR_RETURN(Tensor t,
@@ -108,7 +143,9 @@ void DeriveJvp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
     });
 }
 
-// vector_jacobian_product, by reverse mode on the kept tape.
+// vector_jacobian_product, by reverse mode on the kept tape: one reverse
+// sweep after the forward pass of a kept apply at these inputs
+// (DeriveApply), after a forward pass of its own otherwise.
 template <typename Fn>
 void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
                const std::map<std::string, Dtype>& output_fields, uint64_t function) {
@@ -117,15 +154,32 @@ void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
     c.VectorJacobianProduct([=](const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
                                 const TensorMap& cotangent, TensorMap& vjp) -> Status {
       std::lock_guard<std::mutex> lock(internal::TapeLock());
-      TESS_ASSIGN_OR_RETURN(const internal::Taped* kept,
-                            internal::TapeAt(function, fn, in, input_fields, output_fields, vjp_outputs));
+      const auto swept = Kept<SweptForward>();
+      const internal::Taped* kept = nullptr;
+      PathSet wanted = vjp_outputs;  // the tape's dependents, in order
+      if (swept != nullptr && swept->Current(function, LastTape())) {
+        kept = &LastTape().taped;
+        wanted = LastTape().constants->wanted;
+      } else {
+        TESS_ASSIGN_OR_RETURN(kept,
+                              internal::TapeAt(function, fn, in, input_fields, output_fields, vjp_outputs));
+      }
       const internal::Taped& taped = *kept;
       const int64_t m = taped.dependents;
+      // The cotangents as weights of the dependents; an output the apply kept
+      // but the call does not ask about weighs zero.
       std::vector<double> weights;
-      for (const std::string& name : vjp_outputs) {
-        if (!taped.output_dims.contains(name)) continue;
-        TESS_ASSIGN_OR_RETURN(const std::vector<double> w, internal::ReadValues(cotangent.at(name)));
-        weights.insert(weights.end(), w.begin(), w.end());
+      for (const std::string& name : wanted) {
+        auto dims = taped.output_dims.find(name);
+        if (dims == taped.output_dims.end()) continue;
+        auto w = cotangent.find(name);
+        if (w == cotangent.end() ||
+            std::find(vjp_outputs.begin(), vjp_outputs.end(), name) == vjp_outputs.end()) {
+          weights.resize(weights.size() + static_cast<size_t>(CountOf(dims->second)), 0.0);
+          continue;
+        }
+        TESS_ASSIGN_OR_RETURN(const std::vector<double> values, internal::ReadValues(w->second));
+        weights.insert(weights.end(), values.begin(), values.end());
       }
       if (static_cast<int64_t>(weights.size()) != m) {
         return Status::InvalidArgument("autodiff: the cotangents hold ", weights.size(),
@@ -133,6 +187,7 @@ void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
       }
       const auto n = static_cast<int>(taped.point.size());
       std::vector<double> gradient(taped.point.size(), 0.0);
+      ++ProcessTapeSlot().sweeps;  // reads up the forward pass's values
       if (m > 0 && n > 0)
         fos_reverse(internal::kTape, static_cast<int>(m), n, weights.data(), gradient.data());
       std::map<std::string, std::vector<double>> by_input;
@@ -169,6 +224,7 @@ void DeriveJacobian(Component& c, const Fn& fn, const std::map<std::string, Dtyp
       std::vector<double> storage(static_cast<size_t>(m) * taped.point.size(), 0.0);
       std::vector<double*> rows(static_cast<size_t>(m));
       for (int64_t r = 0; r < m; ++r) rows[r] = storage.data() + r * n;
+      ++ProcessTapeSlot().sweeps;  // the driver's own passes
       if (m > 0 && n > 0) jacobian(internal::kTape, static_cast<int>(m), n, taped.point.data(), rows.data());
       int64_t row = 0;
       for (const std::string& out_name : jac_outputs) {

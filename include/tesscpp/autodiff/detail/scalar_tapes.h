@@ -69,12 +69,14 @@ inline uint64_t NextFunctionId() {
 
 // What recording a call on the tape leaves: the independents (input name,
 // element) in tape order, the point they were recorded at, the shapes of the
-// outputs made dependent and how many elements they hold.
+// outputs made dependent and how many elements they hold, and their values
+// at the point of the last pass.
 struct Taped {
   std::vector<std::pair<std::string, int64_t>> independents;
   std::vector<double> point;
   std::map<std::string, std::vector<int64_t>> output_dims;
   int64_t dependents = 0;
+  std::vector<double> values;
 };
 
 // Records `fn` on the tape with every differentiable input independent and
@@ -104,6 +106,7 @@ Result<Taped> Tape(const Fn& fn, const ModelView& in, const std::map<std::string
     for (adouble& y : found->second.values) {
       double value = 0;
       y >>= value;
+      taped.values.push_back(value);
       ++taped.dependents;
     }
   }
@@ -181,6 +184,8 @@ Result<const Taped*> TapeAt(uint64_t function, const Fn& fn, const ModelView& in
   TapeConstants constants = TapeConstants::Of(function, in.value(), input_fields, wanted);
   KeptTape& kept = LastTape();
   TapeSlot& slot = ProcessTapeSlot();
+  ++slot.sweeps;  // a forward pass follows, recorded or swept
+  ++slot.forward_passes;
   if (kept.constants == constants && kept.recording == slot.recordings) {
     TESS_ASSIGN_OR_RETURN(const Arrays arrays, ReadInputs(in.value(), input_fields));
     std::vector<double> point;  // in recording order: by input name, then row-major
@@ -192,6 +197,7 @@ Result<const Taped*> TapeAt(uint64_t function, const Fn& fn, const ModelView& in
     std::vector<double> values(static_cast<size_t>(m));
     if (m == 0 || n == 0 || zos_forward(kTape, m, n, 1, point.data(), values.data()) >= 0) {
       kept.taped.point = std::move(point);
+      kept.taped.values = std::move(values);
       return &kept.taped;
     }
   }
@@ -210,8 +216,28 @@ Result<std::map<std::string, Context<double>::Array>> Evaluate(
     const std::map<std::string, Dtype>& output_fields) {
   TESS_ASSIGN_OR_RETURN(Arrays inputs, ReadInputs(in.value(), input_fields));
   Context<double> ctx(in, std::move(inputs), output_fields);
+  ++ProcessTapeSlot().forward_passes;
   TESS_RETURN_IF_ERROR(fn(ctx));
   return std::move(ctx.outputs());
 }
+
+// What an apply asked to keep its forward leaves for the VJP at its inputs
+// (tesscpp/forward_reuse.h): which recording of which function its forward
+// pass ran on, and which pass over the tape that was. While no pass has run
+// since, the tape still holds that forward's values and a reverse sweep is
+// all the VJP needs; otherwise the VJP sweeps forward again, as without it.
+struct SweptForward {
+  uint64_t function = 0;
+  uint64_t recording = 0;
+  uint64_t sweep = 0;
+
+  // Whether the tape is still as this forward left it, for `function`'s
+  // kept tape. The caller holds TapeLock().
+  bool Current(uint64_t of, const KeptTape& kept) const {
+    const TapeSlot& slot = ProcessTapeSlot();
+    return of == function && kept.constants && kept.constants->function == function &&
+           kept.recording == recording && slot.recordings == recording && slot.sweeps == sweep;
+  }
+};
 
 }  // namespace tesscpp::autodiff::internal

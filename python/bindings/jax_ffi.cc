@@ -4,12 +4,14 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +53,10 @@ struct JaxCall {
   // Per argument: whether it carries a batch along its leading dimension
   // (vmap_method="parallel"): then each element is its own call, all at once.
   std::vector<bool> batched;
+  // Forward reuse (docs/forward-reuse.md): the call site this call belongs
+  // to, whose apply keeps its forward and whose derivative calls refer to it;
+  // -1 when it takes no part.
+  int64_t reuse_site = -1;
 };
 
 // Calls live as long as the process: a jitted program may run long after the
@@ -75,6 +81,67 @@ class Registry {
  private:
   std::mutex mutex_;
   std::vector<std::shared_ptr<const JaxCall>> calls_;
+};
+
+// The forward-reuse references of each call site (an apply_tesseract call
+// that is differentiated): the one its last apply kept, which its derivative
+// calls refer to, and those it replaced, released with the next apply. A
+// compiled program gives the derivative calls no data that leads back to
+// their apply, so the site's latest reference stands for it: a reference
+// made at other inputs (another thread's step at the same site, a derivative
+// run before its apply) is recomputed by the server, never misused, as the
+// server compares the inputs. At most one reference per site stays alive by
+// this table, for at most kSites sites (outside jit each call is a site of
+// its own); the server's time limit frees the last ones.
+class ReuseSites {
+ public:
+  static ReuseSites& Instance() {
+    static auto* sites = new ReuseSites();  // leaked: programs may run at exit
+    return *sites;
+  }
+  ForwardReuse Begin(int64_t site, bool apply) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ForwardReuse reuse;
+    if (!apply) {
+      auto found = sites_.find(site);
+      if (found != sites_.end()) reuse.residuals = found->second.kept;
+      return reuse;
+    }
+    reuse.keep = true;
+    reuse.release = std::move(replaced_);  // unknown to this server: ignored there
+    replaced_.clear();
+    return reuse;
+  }
+  // After an apply (`done`: its answer arrived): its reference replaces the
+  // site's, or the releases it carried wait for the next apply.
+  void Finish(int64_t site, ForwardReuse& reuse, bool done) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done) {
+      replaced_.insert(replaced_.end(), reuse.release.begin(), reuse.release.end());
+      return;
+    }
+    Site& at = sites_[site];
+    at.used = ++clock_;
+    if (!at.kept.empty()) replaced_.push_back(std::move(at.kept));
+    at.kept = std::move(reuse.residuals);
+    if (sites_.size() <= kSites) return;
+    auto oldest = std::min_element(sites_.begin(), sites_.end(), [](const auto& a, const auto& b) {
+      return a.second.used < b.second.used;
+    });
+    if (!oldest->second.kept.empty()) replaced_.push_back(std::move(oldest->second.kept));
+    sites_.erase(oldest);
+  }
+
+ private:
+  static constexpr size_t kSites = 64;
+  struct Site {
+    std::string kept;
+    uint64_t used = 0;
+  };
+  std::mutex mutex_;
+  std::map<int64_t, Site> sites_;
+  std::vector<std::string> replaced_;
+  uint64_t clock_ = 0;
 };
 
 std::atomic<uint64_t> handled_calls{0};
@@ -200,31 +267,19 @@ Status WriteResult(const Tensor& answer, const Path& path, const Slot& result, c
   return Status::OK();
 }
 
-Result<Value> Dispatch(const JaxCall& call, const Tesseract& tesseract, const Value& body) {
-  const Value::Dict& fields = body.as_dict();
-  const Value& inputs = fields.at("inputs");
-  const auto names = [&](std::string_view key) {
-    std::vector<std::string> out;
-    for (const Value& name : fields.at(key).as_list()) out.push_back(name.as_string());
-    return out;
-  };
-  if (call.endpoint == "apply") return tesseract.Apply(inputs);
-  if (call.endpoint == "jacobian_vector_product") {
-    return tesseract.JacobianVectorProduct(inputs, names("jvp_inputs"), names("jvp_outputs"),
-                                           fields.at("tangent_vector"));
-  }
-  if (call.endpoint == "vector_jacobian_product") {
-    return tesseract.VectorJacobianProduct(inputs, names("vjp_inputs"), names("vjp_outputs"),
-                                           fields.at("cotangent_vector"));
-  }
-  return tesseract.Jacobian(inputs, names("jac_inputs"), names("jac_outputs"));
-}
-
 Result<Value> Send(const JaxCall& call, const Tesseract& tesseract, const Value& body) {
   const int64_t now = requests_in_flight.fetch_add(1) + 1;
   for (int64_t peak = requests_peak.load(); now > peak && !requests_peak.compare_exchange_weak(peak, now);) {
   }
-  Result<Value> answer = Dispatch(call, tesseract, body);
+  Result<Value> answer = Status::Internal("tesscpp.jax: not sent");
+  if (call.reuse_site < 0) {
+    answer = tesseract.Call(call.endpoint, body);
+  } else {
+    const bool apply = call.endpoint == "apply";
+    ForwardReuse reuse = ReuseSites::Instance().Begin(call.reuse_site, apply);
+    answer = tesseract.Call(call.endpoint, body, std::nullopt, &reuse);
+    if (apply) ReuseSites::Instance().Finish(call.reuse_site, reuse, answer.ok());
+  }
   requests_in_flight.fetch_sub(1);
   return answer;
 }
@@ -430,10 +485,10 @@ void BindJaxFfi(nb::module_& m) {
       "_jax_register_call",
       [](const Tesseract& tesseract, std::string endpoint, const nb::handle& body,
          const nb::handle& arguments, const nb::handle& results, std::vector<bool> batched,
-         std::optional<Tesseract> by_handle) {
+         std::optional<Tesseract> by_handle, int64_t reuse_site) {
         auto call = std::make_shared<JaxCall>(JaxCall{tesseract, std::move(by_handle), std::move(endpoint),
                                                       ToValue(body), ToPaths(arguments), ToPaths(results),
-                                                      std::move(batched)});
+                                                      std::move(batched), reuse_site});
         if (call->batched.empty()) call->batched.assign(call->arguments.size(), false);
         if (call->batched.size() != call->arguments.size())
           throw nb::value_error("one batched flag per argument");
@@ -445,9 +500,30 @@ void BindJaxFfi(nb::module_& m) {
         return Registry::Instance().Add(std::move(call));
       },
       nb::arg("tesseract"), nb::arg("endpoint"), nb::arg("body"), nb::arg("arguments"), nb::arg("results"),
-      nb::arg("batched") = std::vector<bool>(), nb::arg("by_handle") = nb::none(),
+      nb::arg("batched") = std::vector<bool>(), nb::arg("by_handle") = nb::none(), nb::arg("reuse_site") = -1,
       "Registers a call shape for the custom call; returns the id its call_id attribute names. "
-      "`by_handle`: the view of the Tesseract that takes CUDA arrays by IPC handle, if any.");
+      "`by_handle`: the view of the Tesseract that takes CUDA arrays by IPC handle, if any. "
+      "`reuse_site` (>= 0): the call site whose apply keeps its forward and whose derivative calls "
+      "refer to it (forward reuse).");
+  m.def(
+      "_jax_reuse_begin",
+      [](int64_t site, bool apply) {
+        ForwardReuse reuse = ReuseSites::Instance().Begin(site, apply);
+        return std::make_tuple(reuse.keep, std::move(reuse.residuals), std::move(reuse.release));
+      },
+      nb::arg("site"), nb::arg("apply"),
+      "Forward reuse of a call of `site` outside the custom call: (keep, residuals, release) to send.");
+  m.def(
+      "_jax_reuse_finish",
+      [](int64_t site, std::string residuals, std::vector<std::string> release, bool done) {
+        ForwardReuse reuse;
+        reuse.residuals = std::move(residuals);
+        reuse.release = std::move(release);
+        ReuseSites::Instance().Finish(site, reuse, done);
+      },
+      nb::arg("site"), nb::arg("residuals"), nb::arg("release"), nb::arg("done"),
+      "After an apply of `site` outside the custom call: the reference it kept (done) or the releases it "
+      "could not deliver (not done).");
   m.def(
       "_jax_ffi_calls", [] { return handled_calls.load(std::memory_order_relaxed); },
       "How many times the custom call's handler ran in this process.");

@@ -110,6 +110,44 @@ def test_a_torch_training_step_solves_once(kept: tesscpp.Tesseract) -> None:
     assert len(kept._shared.done_residuals) == 1
 
 
+@pytest.mark.parametrize("jit", [True, False], ids=["jit", "eager"])
+def test_a_jax_training_step_solves_once(kept: tesscpp.Tesseract, jit: bool, monkeypatch) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    import tesscpp.jax
+    from tesscpp.jax import _lowering
+
+    jax.config.update("jax_enable_x64", True)
+
+    def make_step():
+        def loss(x):
+            outputs = tesscpp.jax.apply_tesseract(kept, {"x": x})
+            return jnp.sum(outputs["y"] * W), outputs["solves"]
+
+        step = jax.value_and_grad(loss, has_aux=True)
+        return jax.jit(step) if jit else step
+
+    step = make_step()
+    for _ in range(3):
+        (_, solves), grad = step(jnp.asarray(X))
+        # The backward solved nothing: the next apply is the next solve.
+        assert solves_so_far(kept) == int(solves)
+        np.testing.assert_allclose(np.asarray(grad), expected_vjp(X, W))
+    # Another point at the same call site: its own forward, reused as well.
+    other = np.array([0.5, -1.0, 2.0])
+    (_, solves), grad = step(jnp.asarray(other))
+    assert solves_so_far(kept) == int(solves)
+    np.testing.assert_allclose(np.asarray(grad), expected_vjp(other, W))
+
+    # The same step without reuse: the backward solves again.
+    monkeypatch.setattr(_lowering, "reuses", lambda tesseract: False)
+    step = make_step()
+    (_, solves), grad = step(jnp.asarray(X))
+    assert solves_so_far(kept) == int(solves) + 1
+    np.testing.assert_allclose(np.asarray(grad), expected_vjp(X, W))
+
+
 def test_peers_see_no_difference(kept: tesscpp.Tesseract) -> None:
     # tesseract-core's SDK against a server with the extension on.
     sdk = tesseract_core.Tesseract.from_url(kept.url)

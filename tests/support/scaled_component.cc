@@ -36,6 +36,12 @@ Component MakeScaled() {
     out.Set(count, Value(int64_t{solves}));
     return Status::OK();
   });
+  // For tesscpp.jax, which traces through it.
+  c.AbstractEval([=](const AbstractModelView& in, Record& out) {
+    out.SetShapeDType(y, {in[x].shape, Dtype::kFloat64});
+    out.SetShapeDType(count, {{}, Dtype::kInt64});
+    return Status::OK();
+  });
   // d y_i / d x_j = delta_ij s + 2 x_i x_j.
   c.VectorJacobianProduct([=](const ModelView& in, const PathSet&, const PathSet&, const TensorMap& cotangent,
                               TensorMap& vjp) -> Status {

@@ -137,6 +137,8 @@ def _via_jacobian(spec: Spec, kind: str, dims: list[Any]) -> bool:
 def batch(bind: Bind, args: Any, dims: Any, **params: Any) -> tuple[list, list]:
     spec, kind = params["spec"], params["kind"]
     dims = list(dims)
+    if kind == "apply":  # a batch of applies keeps nothing: one reference per site (docs/forward-reuse.md)
+        params = {**params, "keep": False}
     if _via_jacobian(spec, kind, dims):
         return _through_jacobian(bind, list(args), dims, params)
     method = spec.vmap_method

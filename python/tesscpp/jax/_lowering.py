@@ -99,6 +99,32 @@ def _client_of(tesseract: Any) -> Any:
     return tesseract._client if isinstance(tesseract, Tesseract) else None
 
 
+def reuses(tesseract: Any) -> bool:
+    """Whether calls of `tesseract` take part in forward reuse
+    (docs/forward-reuse.md): tesscpp Tesseracts; a server without the
+    extension keeps nothing, and its derivative calls then refer to nothing."""
+    return _client_of(tesseract) is not None
+
+
+def _send_reusing(target: Any, request: Request, sent: list[Any], on_device: bool, site: int) -> list[Any]:
+    """`send` taking part in forward reuse as call site `site`, through the
+    references the custom call keeps per site (jax_ffi.cc's ReuseSites)."""
+    from .._endpoint_calls import ForwardReuse
+
+    apply = request.endpoint == "apply"
+    keep, residuals, release = _tesscpp._jax_reuse_begin(site, apply)
+    reuse = ForwardReuse(keep=keep, residuals=residuals, release=list(release))
+    try:
+        results = send(target, request, sent, on_device, reuse)
+    except BaseException:
+        if apply:
+            _tesscpp._jax_reuse_finish(site, "", reuse.release, False)
+        raise
+    if apply:
+        _tesscpp._jax_reuse_finish(site, reuse.residuals, [], True)
+    return results
+
+
 def cuda_device(arrays: list[Any]) -> Any:
     """The CUDA device the jax Arrays among `arrays` are on, or None."""
     for array in arrays:
@@ -116,15 +142,19 @@ def send_all(
     batched: list[bool] | None,
     device: Any = None,
     gpu_transport: str | None = None,
+    site: int = -1,
 ) -> list[Any]:
     """The request made from Python: once, or (`batched` naming the arguments
     that carry a batch) once per element, all at once on threads, stacked.
     With the CUDA `device` the arrays are on, they go by IPC handle where
     `gpu_transport` and the Tesseract allow (through the host otherwise); the
-    results are on that device either way."""
+    results are on that device either way. `site` (>= 0): the call takes part
+    in forward reuse as that call site's."""
     view = _device_view(tesseract, "cuda", gpu_transport) if device is not None else None
     target, on_device, stack = (tesseract, False, np.stack) if view is None else (view, True, jnp.stack)
-    if batched is None:
+    if batched is None and site >= 0 and reuses(target):
+        results = _send_reusing(target, request, sent, on_device, site)
+    elif batched is None:
         results = send(target, request, sent, on_device)
     else:
         size = next(np.shape(a)[0] for a, b in zip(sent, batched, strict=True) if b)
@@ -155,11 +185,13 @@ def call(
     batched: list[bool] | None = None,
     platform: str = "cpu",
     gpu_transport: str | None = None,
+    reuse_site: int = -1,
 ) -> list[Any]:
     """The request's results, traced for `platform`: the custom call or the
     callback. With `batched`, one call per element of the batch those
     arguments carry, sent at once (vmap_method="parallel"); the results carry
-    the batch in front."""
+    the batch in front. `reuse_site` (>= 0): the call takes part in forward
+    reuse as that call site's (docs/forward-reuse.md)."""
     sent = [args[i] for i in request.take]
     lead = () if batched is None else (next(a.shape[0] for a, b in zip(sent, batched, strict=True) if b),)
     served = [k for k, path in enumerate(request.results) if path is not None]
@@ -179,10 +211,15 @@ def call(
             only_served.results,
             batched or [],
             getattr(_device_view(tesseract, platform, gpu_transport), "_client", None),
+            reuse_site if batched is None else -1,
         )
         answers = list(jax.ffi.ffi_call(_TARGET, shapes, has_side_effect=True)(*sent, call_id=np.int64(call_id)))
     else:
-        answers = list(jax.pure_callback(lambda *a: send_all(tesseract, only_served, list(a), batched), shapes, *sent))
+        answers = list(
+            jax.pure_callback(
+                lambda *a: send_all(tesseract, only_served, list(a), batched, site=reuse_site), shapes, *sent
+            )
+        )
     out = []
     for k, aval in enumerate(request.avals):
         out.append(answers.pop(0) if k in served else jnp.full((*lead, *aval.shape), jnp.nan, dtype=aval.dtype))

@@ -40,10 +40,15 @@ def bind(
     avals: tuple[Any, ...],
     jac: Any = None,
     batch: tuple[bool, ...] | None = None,
+    keep: bool = False,
 ) -> Any:
     """`avals`: the apply's output avals (of one element when `batch` says
-    which arguments carry a batch that vmap_method="parallel" sends at once)."""
-    return tesseract_p.bind(*args, spec=spec, kind=kind, has_tangent=has_tangent, avals=avals, jac=jac, batch=batch)
+    which arguments carry a batch that vmap_method="parallel" sends at once).
+    `keep`: the call takes part in forward reuse (docs/forward-reuse.md): an
+    apply keeps its forward, a derivative call refers to its site's."""
+    return tesseract_p.bind(
+        *args, spec=spec, kind=kind, has_tangent=has_tangent, avals=avals, jac=jac, batch=batch, keep=keep
+    )
 
 
 def _require(spec: Spec, kind: str) -> None:
@@ -104,14 +109,23 @@ def _impl(*args: Any, **params: Any) -> list[Any]:
     sent = [args[i] for i in request.take]
     spec = params["spec"]
     device = _lowering.cuda_device(list(args))
-    results = _lowering.send_all(spec.tesseract, request, sent, batched, device, spec.gpu_transport)
+    results = _lowering.send_all(
+        spec.tesseract, request, sent, batched, device, spec.gpu_transport, _site(spec, params["keep"])
+    )
     return [jnp.asarray(r) for r in results]
+
+
+def _site(spec: Spec, keep: bool) -> int:
+    """The forward-reuse site of a call that takes part, else -1."""
+    return spec.site if keep else -1
 
 
 def _lower(*args: Any, platform: str, **params: Any) -> list[Any]:
     request, batched = _request(args, params)
     spec = params["spec"]
-    return _lowering.call(spec.tesseract, request, args, batched, platform, spec.gpu_transport)
+    return _lowering.call(
+        spec.tesseract, request, args, batched, platform, spec.gpu_transport, _site(spec, params["keep"])
+    )
 
 
 def _is_zero(t: Any) -> bool:
@@ -138,9 +152,12 @@ def _jvp(primals: Any, tangents: Any, *, spec: Spec, kind: str, avals: Any, batc
         if given and not differentiable:
             raise _nondifferentiable_input(name)
     full = [jnp.zeros(p.shape, p.dtype) if _is_zero(t) else t for p, t in zip(primals, tangents, strict=True)]
-    out = bind(spec, "apply", primals, has, avals, batch=batch)
+    # Differentiated: a tesscpp Tesseract's apply keeps its forward for the
+    # JVP, or for the VJP this JVP is transposed into (forward reuse).
+    keep = batch is None and _lowering.reuses(spec.tesseract)
+    out = bind(spec, "apply", primals, has, avals, batch=batch, keep=keep)
     tangent_batch = None if batch is None else (*batch, *batch)  # a tangent is batched as its primal
-    out_tangents = bind(spec, "jvp", (*primals, *full), has, avals, batch=tangent_batch)
+    out_tangents = bind(spec, "jvp", (*primals, *full), has, avals, batch=tangent_batch, keep=keep)
     return out, out_tangents
 
 
@@ -162,7 +179,15 @@ def _check_cotangents(spec: Spec, cotangents: Any, has_tangent: Any) -> None:
 
 
 def _transpose(
-    cotangents: Any, *args: Any, spec: Spec, kind: str, has_tangent: Any, avals: Any, batch: Any, **_: Any
+    cotangents: Any,
+    *args: Any,
+    spec: Spec,
+    kind: str,
+    has_tangent: Any,
+    avals: Any,
+    batch: Any,
+    keep: bool = False,
+    **_: Any,
 ) -> list[Any]:
     assert kind == "jvp"
     n = len(spec.primal_paths)
@@ -172,7 +197,7 @@ def _transpose(
     has = (*has_tangent[:n], *(not _is_zero(c) for c in cotangents))
     full = [jnp.zeros((*lead, *a.shape), a.dtype) if _is_zero(c) else c for a, c in zip(avals, cotangents, strict=True)]
     vjp_batch = None if batch is None else (*batch[:n], *(True,) * len(avals))
-    grads = bind(spec, "vjp", (*primals, *full), has, avals, batch=vjp_batch) if any(has[n:]) else None
+    grads = bind(spec, "vjp", (*primals, *full), has, avals, batch=vjp_batch, keep=keep) if any(has[n:]) else None
     out: list[Any] = [None] * n
     for i in range(n):
         if not (has_tangent[i] and ad.is_undefined_primal(args[n + i])):

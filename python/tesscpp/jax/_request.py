@@ -6,6 +6,7 @@ or from Python (``send``)."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,9 @@ class Spec:
     materialize_jacobian: bool | None
     gpu_transport: str | None  # for arrays on a CUDA device: None (the Tesseract decides), "none", "cuda_ipc"
     in_paths: tuple[tuple[Segment, ...], ...] = field(init=False)
+    # Names the call site for forward reuse (docs/forward-reuse.md): its
+    # differentiated apply keeps its forward, its derivative calls refer to it.
+    site: int = field(init=False, default_factory=itertools.count().__next__)
 
     def __post_init__(self) -> None:
         self.in_paths = tuple(leaf_paths(jax.tree.unflatten(self.in_tree, list(range(len(self.is_static))))))
@@ -139,12 +143,13 @@ def _on_cuda(value: Any) -> bool:
     return hasattr(value, "__dlpack_device__") and value.__dlpack_device__()[0] == 2  # kDLCUDA
 
 
-def send(tesseract: Any, request: Request, arrays: list[Any], on_device: bool = False) -> list[Any]:
+def send(tesseract: Any, request: Request, arrays: list[Any], on_device: bool = False, reuse: Any = None) -> list[Any]:
     """The request made with `arrays` (the sent arguments, in order) through
     the Tesseract object's own methods; the results as NumPy arrays. With
     `on_device` the arrays are CUDA jax Arrays sent as they are (a tesscpp
     Tesseract takes them through DLPack) and the results jax Arrays, taken
-    from the answer's CUDA arrays through DLPack where it has them."""
+    from the answer's CUDA arrays through DLPack where it has them. `reuse`:
+    a tesscpp.ForwardReuse the call takes part in (tesscpp Tesseracts only)."""
     body = _mutable(request.body)
     for path, array in zip(request.arguments, arrays, strict=True):
         _place(body, path, array if on_device else np.asarray(array))
@@ -153,7 +158,11 @@ def send(tesseract: Any, request: Request, arrays: list[Any], on_device: bool = 
     # As tesseract-jax calls them: apply and abstract_eval with the inputs by
     # position, the derivatives with every argument by keyword (an object whose
     # derivative methods take keywords only works with both).
-    answer = method(inputs) if request.endpoint in ("apply", "abstract_eval") else method(inputs=inputs, **body)
+    extra = {} if reuse is None else {"reuse": reuse}
+    if request.endpoint in ("apply", "abstract_eval"):
+        answer = method(inputs, **extra)
+    else:
+        answer = method(inputs=inputs, **body, **extra)
     out = []
     for place, aval in zip(request.results, request.avals, strict=True):
         value = np.full(aval.shape, np.nan, dtype=aval.dtype) if place is None else _find(answer, place)

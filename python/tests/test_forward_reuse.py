@@ -169,6 +169,35 @@ def test_peers_see_no_difference(kept: tesscpp.Tesseract) -> None:
         assert solves_so_far(peer) == int(outputs["solves"]) + 1
 
 
+@pytest.mark.parametrize("runtime", ["tesscpp", "tesseract-runtime"])
+def test_tesseract_cores_own_jax_cache_works_under_either_server(runtime: str, monkeypatch) -> None:
+    """A module on tesseract-core's JAX recipe with its VJP cache on, stepped
+    by tesseract-jax through tesseract-core's client: under tesscpp as under
+    tesseract-runtime, the VJP reuses the apply's forward (and solves again
+    with the cache off, which shows the count can tell)."""
+    import jax
+    import jax.numpy as jnp
+    import tesseract_jax
+
+    jax.config.update("jax_enable_x64", True)
+    for cache, backward_solves in (("1", 0), ("0", 1)):
+        monkeypatch.setenv("RECIPE_CACHE", cache)
+        with tesscpp.Tesseract.from_source(
+            fixture_api("recipe_cache"), python_executable=sys.executable, python_runtime=runtime
+        ) as served:
+            client = tesseract_core.Tesseract.from_url(served.url)
+
+            def loss(x, client=client):
+                outputs = tesseract_jax.apply_tesseract(client, {"x": x})
+                return jnp.sum(outputs["y"] * W), outputs["solves"]
+
+            step = jax.jit(jax.value_and_grad(loss, has_aux=True))
+            for _ in range(2):
+                (_, solves), grad = step(jnp.asarray(X))
+                assert solves_so_far(served) - int(solves) == backward_solves, f"cache {cache}"
+                np.testing.assert_allclose(np.asarray(grad), expected_vjp(X, W))
+
+
 def test_kept_state_is_counted_from_the_arrays_it_holds() -> None:
     import jax.numpy as jnp
 

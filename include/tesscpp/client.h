@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "tesscpp/forward_reuse.h"
 #include "tesscpp/result.h"
 #include "tesscpp/status.h"
 #include "tesscpp/validation_issue.h"  // a 422 carries a ValidationDetail
@@ -252,25 +253,6 @@ struct LibraryOptions {
 struct GpuTransportCheck {
   bool works = false;
   std::string reason;  ///< why not, when it does not work
-};
-
-/// \brief Forward reuse for one call (tesscpp's extension of the protocol,
-/// docs/forward-reuse.md): an apply keeps what the derivative calls at its
-/// inputs need, and those calls run the reverse pass only. A server without
-/// the extension answers as it always does, with nothing kept.
-struct ForwardReuse {
-  /// In, apply: ask the server to keep.
-  bool keep = false;
-  /// In, jacobian/JVP/VJP: the reference of what an apply at the same inputs
-  /// kept. Out, apply with `keep`: that reference; empty when nothing was kept
-  /// (a server or an in-process Tesseract without the extension, a component
-  /// that keeps nothing, state beyond the server's budget).
-  std::string residuals;
-  /// Out, a derivative call that referred: "hit", or "recomputed: <why>"
-  /// (the answer is the same either way); empty when the server did not say.
-  std::string used;
-  /// In, any call: references this client is done with; the server frees them.
-  std::vector<std::string> release;
 };
 
 /// \brief What Tesseract::ResolveGpuTransport chose.

@@ -1,6 +1,7 @@
 // forward_reuse.h: state an apply keeps for the derivative calls at the same
 // inputs, so that a VJP after an apply runs the reverse pass only
-// (docs/forward-reuse.md).
+// (docs/forward-reuse.md): what a call asks (ForwardReuse) and what a
+// component keeps and finds.
 //
 // A client asks an apply to keep (tesscpp's forward-reuse extension of the
 // protocol) and refers its following VJP/JVP/jacobian calls to what was kept.
@@ -26,10 +27,32 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <typeinfo>
+#include <vector>
 
 namespace tesscpp {
+
+/// \brief Forward reuse for one call (tesscpp's extension of the protocol,
+/// docs/forward-reuse.md): an apply keeps what the derivative calls at its
+/// inputs need, and those calls run the reverse pass only. A server without
+/// the extension answers as it always does, with nothing kept. What a
+/// client's call (Tesseract::Call, a Runtime's in-process call) says.
+struct ForwardReuse {
+  /// In, apply: ask the server to keep.
+  bool keep = false;
+  /// In, jacobian/JVP/VJP: the reference of what an apply at the same inputs
+  /// kept. Out, apply with `keep`: that reference; empty when nothing was kept
+  /// (a server without the extension, a component
+  /// that keeps nothing, state beyond the server's budget).
+  std::string residuals;
+  /// Out, a derivative call that referred: "hit", or "recomputed: <why>"
+  /// (the answer is the same either way); empty when the server did not say.
+  std::string used;
+  /// In, any call: references this client is done with; the server frees them.
+  std::vector<std::string> release;
+};
 
 /// \brief In apply: whether the caller asked to keep state for the derivative
 /// calls at these inputs. Without a request, keeping is skipped: do not

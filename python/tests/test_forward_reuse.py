@@ -59,6 +59,12 @@ def solves_so_far(tesseract: tesscpp.Tesseract) -> int:
 
 
 def test_the_client_keeps_refers_and_releases(kept: tesscpp.Tesseract) -> None:
+    keep_refer_release(kept)
+
+
+def keep_refer_release(kept: tesscpp.Tesseract) -> None:
+    """An apply keeps, a VJP at its inputs hits without solving, one at other
+    inputs recomputes, a released reference is gone."""
     keep = tesscpp.ForwardReuse(keep=True)
     kept.apply({"x": X}, reuse=keep)
     assert keep.residuals
@@ -108,6 +114,33 @@ def test_a_torch_training_step_solves_once(kept: tesscpp.Tesseract) -> None:
     del outputs, loss
     gc.collect()
     assert len(kept._shared.done_residuals) == 1
+
+
+def test_in_process_tesseracts_reuse_too() -> None:
+    """from_library: the runtime's in-process entry takes part as a server does."""
+    import jax
+    import jax.numpy as jnp
+
+    import tesscpp.jax
+
+    jax.config.update("jax_enable_x64", True)
+    with tesscpp.Tesseract.from_library(fixture_library("kept")) as local:
+        keep_refer_release(local)
+
+        # The bridges' steps: one solve each.
+        x = torch.tensor(X, requires_grad=True)
+        outputs = apply_tesseract(local, {"x": x})
+        (outputs["y"] * torch.tensor(W)).sum().backward()
+        assert solves_so_far(local) == int(outputs["solves"])
+        np.testing.assert_allclose(x.grad.numpy(), expected_vjp(X, W))
+
+        def loss(x):
+            outputs = tesscpp.jax.apply_tesseract(local, {"x": x})
+            return jnp.sum(outputs["y"] * W), outputs["solves"]
+
+        (_, solves), grad = jax.jit(jax.value_and_grad(loss, has_aux=True))(jnp.asarray(X))
+        assert solves_so_far(local) == int(solves)
+        np.testing.assert_allclose(np.asarray(grad), expected_vjp(X, W))
 
 
 @pytest.mark.parametrize("jit", [True, False], ids=["jit", "eager"])

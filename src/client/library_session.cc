@@ -37,7 +37,7 @@ class LibrarySession final : public TesseractSession {
   Result<Value> Run(std::string_view endpoint, const Value* payload,
                     const std::optional<std::string>& given_run_id,
                     const RequestedEncoding& /*encoding: arrays pass in memory*/,
-                    ForwardReuse* /*reuse: in-process calls keep nothing (docs/forward-reuse.md)*/) override {
+                    ForwardReuse* reuse) override {
     platform::PhaseTrace trace("in-process", endpoint);
     std::optional<std::string> run_id = given_run_id;
     std::optional<client::LogStreamer> streamer;
@@ -50,9 +50,9 @@ class LibrarySession final : public TesseractSession {
       // Without a GPU transport a component sees host arrays, as if served.
       Value host_payload = *payload;
       TESS_RETURN_IF_ERROR(core::MoveDeviceTensorsToHost(host_payload));
-      return runtime_->Call(endpoint, host_payload, run_id);
+      return runtime_->Call(endpoint, host_payload, run_id, reuse);
     }
-    return runtime_->Call(endpoint, *payload, run_id);
+    return runtime_->Call(endpoint, *payload, run_id, reuse);
   }
   Result<GpuTransportCheck> CheckGpuTransport(const std::string& /*transport*/) override {
     return GpuTransportCheck{true, ""};  // arrays pass in memory

@@ -158,13 +158,18 @@ struct Runtime::Impl {
     std::shared_ptr<const component::Residual> found;
     std::string_view miss;  // why it found nothing, when it referred
   };
-  Reuse BeginReuse(EndpointId endpoint, const RuntimeRequest& request, const Value& request_body) const;
-  // After a call that succeeded: stores what an apply kept.
-  std::vector<std::pair<std::string, std::string>> FinishReuse(Reuse& reuse) const;
+  // What a call asks, from an HTTP request's headers or an in-process call's
+  // ForwardReuse: `keep` (an apply), or the reference a derivative call
+  // names. `lent`: the inputs are the caller's memory for this call only.
+  Reuse BeginReuse(EndpointId endpoint, bool keep, std::optional<std::string_view> reference,
+                   const Value& request_body, bool lent) const;
+  // After a call that succeeded: stores what an apply kept, and says the
+  // reference (`residuals`) or what the reference was good for (`used`).
+  void FinishReuse(Reuse& reuse, ForwardReuse& said) const;
   // The 422 for a run_id that would leave the output directory, if it does.
   static std::optional<RuntimeResponse> InvalidRunId(const std::string& run_id);
   Result<Value> CallInProcess(std::string_view endpoint, const Value& payload,
-                              const std::optional<std::string>& run_id) const;
+                              const std::optional<std::string>& run_id, ForwardReuse* reuse) const;
   // /test: runs `endpoint` on `payload` in-process, failures named as the
   // Python exceptions a tesseract-core user would see.
   runtime::EndpointOutcome RunForTest(const std::string& endpoint, const Value& payload) const;
@@ -281,8 +286,9 @@ Runtime::Impl::RunOutcome Runtime::Impl::RunInRunDirectory(const std::string& en
   return outcome;
 }
 
-Runtime::Impl::Reuse Runtime::Impl::BeginReuse(EndpointId endpoint, const RuntimeRequest& request,
-                                               const Value& request_body) const {
+Runtime::Impl::Reuse Runtime::Impl::BeginReuse(EndpointId endpoint, bool keep,
+                                               std::optional<std::string_view> reference,
+                                               const Value& request_body, bool lent) const {
   Reuse reuse;
   if (residuals == nullptr || !request_body.is_dict()) return reuse;
   reuse.inputs = request_body.as_dict().find("inputs");
@@ -290,17 +296,15 @@ Runtime::Impl::Reuse Runtime::Impl::BeginReuse(EndpointId endpoint, const Runtim
   // calls neither keep nor refer (docs/forward-reuse.md).
   if (reuse.inputs == nullptr || core::HoldsDeviceTensors(*reuse.inputs)) return reuse;
   if (endpoint == EndpointId::kApply) {
-    if (platform::FindHeader(request.headers, runtime::kKeepHeader) != "1") return reuse;
-    // The inputs as they are now: shared with the request where the call
-    // cannot change them, else copied before it runs.
-    Result<Value> kept_at =
-        component->MayChangeInputs() ? runtime::DetachedCopy(*reuse.inputs) : *reuse.inputs;
+    if (!keep) return reuse;
+    // The inputs as they are now: shared with the request where nobody can
+    // change them, else copied before the call runs.
+    Result<Value> kept_at = lent || component->MayChangeInputs() ? runtime::DetachedCopy(*reuse.inputs)
+                                                                 : Result<Value>(*reuse.inputs);
     reuse.keep = kept_at.ok();
     if (kept_at.ok()) reuse.kept_at = *std::move(kept_at);
     return reuse;
   }
-  const std::optional<std::string_view> reference =
-      platform::FindHeader(request.headers, runtime::kResidualsHeader);
   if (!reference) return reuse;
   reuse.referred = true;
   runtime::ResidualStore::Found found = residuals->Find(*reference, *reuse.inputs);
@@ -309,19 +313,14 @@ Runtime::Impl::Reuse Runtime::Impl::BeginReuse(EndpointId endpoint, const Runtim
   return reuse;
 }
 
-std::vector<std::pair<std::string, std::string>> Runtime::Impl::FinishReuse(Reuse& reuse) const {
-  std::vector<std::pair<std::string, std::string>> headers;
+void Runtime::Impl::FinishReuse(Reuse& reuse, ForwardReuse& said) const {
   if (reuse.keep && reuse.kept.state != nullptr) {
     if (auto reference = residuals->Put(std::move(reuse.kept_at), std::move(reuse.kept))) {
-      headers.emplace_back(runtime::kResidualsHeader, *std::move(reference));
+      said.residuals = *std::move(reference);
     }
   }
-  if (reuse.referred) {
-    headers.emplace_back(runtime::kResidualsUsedHeader, reuse.found != nullptr
-                                                            ? std::string("hit")
-                                                            : "recomputed: " + std::string(reuse.miss));
-  }
-  return headers;
+  if (reuse.referred)
+    said.used = reuse.found != nullptr ? std::string("hit") : "recomputed: " + std::string(reuse.miss);
 }
 
 RuntimeResponse Runtime::Impl::RunWrapped(EndpointId id, const std::string& endpoint,
@@ -336,7 +335,9 @@ RuntimeResponse Runtime::Impl::RunWrapped(EndpointId id, const std::string& endp
     if (auto refused = InvalidRunId(*given_run_id)) return *std::move(refused);
   }
 
-  Reuse reuse = BeginReuse(id, request, request_body);
+  Reuse reuse =
+      BeginReuse(id, platform::FindHeader(request.headers, runtime::kKeepHeader) == "1",
+                 platform::FindHeader(request.headers, runtime::kResidualsHeader), request_body, false);
   runtime::CallContext context;
   if (reuse.keep) context.keep = &reuse.kept;
   context.kept = reuse.found;
@@ -365,7 +366,10 @@ RuntimeResponse Runtime::Impl::RunWrapped(EndpointId id, const std::string& endp
   }
   if (!outputs.ok()) return Failure(endpoint, FailureOf(outputs.status()));
   if (!body.ok()) return Failure(endpoint, {"SerializationError", body.status().message()});
-  for (auto& header : FinishReuse(reuse)) r.headers.push_back(std::move(header));
+  ForwardReuse said;
+  FinishReuse(reuse, said);
+  if (!said.residuals.empty()) r.headers.emplace_back(runtime::kResidualsHeader, std::move(said.residuals));
+  if (!said.used.empty()) r.headers.emplace_back(runtime::kResidualsUsedHeader, std::move(said.used));
   r.content_type = "application/" + std::string(OutputFormatName(encoding->format));
   r.body = *std::move(body);
   return r;
@@ -396,7 +400,8 @@ RuntimeResponse Runtime::Impl::CheckGpuTransport(const RuntimeRequest& request) 
 }
 
 Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Value& payload,
-                                           const std::optional<std::string>& given_run_id) const {
+                                           const std::optional<std::string>& given_run_id,
+                                           ForwardReuse* reuse) const {
   const std::optional<EndpointId> id = core::FindEndpoint(endpoint);
   if (!id || !Serves(*id)) {
     return Status::Unimplemented("endpoint '", endpoint, "' is not implemented by this Tesseract (",
@@ -416,7 +421,26 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
   Result<Value> outputs = Status::Internal("not run");
   if (core::Endpoint(*id).kind == core::EndpointKind::kWrapped) {
     if (given_run_id && InvalidRunId(*given_run_id)) return ValidationFailure({RunIdIssue(*given_run_id)});
-    outputs = RunInRunDirectory(name, given_run_id, call).outputs;
+    if (reuse != nullptr && residuals != nullptr) {
+      for (const std::string& done : reuse->release) residuals->Release(done);
+    }
+    Reuse kept;
+    if (reuse != nullptr) {
+      kept = BeginReuse(
+          *id, reuse->keep,
+          reuse->residuals.empty() ? std::nullopt : std::optional<std::string_view>(reuse->residuals),
+          payload, true);
+    }
+    runtime::CallContext context;
+    if (kept.keep) context.keep = &kept.kept;
+    context.kept = kept.found;
+    outputs = RunInRunDirectory(name, given_run_id, call, std::move(context)).outputs;
+    if (outputs.ok() && reuse != nullptr) {
+      ForwardReuse said;
+      FinishReuse(kept, said);
+      if (reuse->keep) reuse->residuals = std::move(said.residuals);
+      reuse->used = std::move(said.used);
+    }
   } else {
     outputs = Guarded(call);
   }
@@ -667,8 +691,8 @@ runtime::ResidualStats Runtime::residual_stats() const {
 
 const RuntimeConfig& Runtime::config() const { return impl_->config; }
 Result<Value> Runtime::Call(std::string_view endpoint, const Value& payload,
-                            const std::optional<std::string>& run_id) const {
-  return Guarded([&] { return impl_->CallInProcess(endpoint, payload, run_id); });
+                            const std::optional<std::string>& run_id, ForwardReuse* reuse) const {
+  return Guarded([&] { return impl_->CallInProcess(endpoint, payload, run_id, reuse); });
 }
 Status Runtime::MakeOneShotLogs() const {
   return runtime::CreateRunDirectory(impl_->config.output_path, impl_->config.mlflow_tracking_uri.empty())

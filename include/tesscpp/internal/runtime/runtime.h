@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tesscpp/buffer.h"
+#include "tesscpp/forward_reuse.h"
 #include "tesscpp/internal/component/run_logger.h"
 #include "tesscpp/result.h"
 #include "tesscpp/value.h"
@@ -146,8 +147,12 @@ class Runtime {
   /// kValidationError with a ValidationDetail (loc from the payload's root),
   /// kUnimplemented for an endpoint the component lacks, and the endpoint's
   /// own code for its failures ("Error running Tesseract API <endpoint>: ...").
+  /// With `reuse`, the call takes part in forward reuse as an HTTP request
+  /// with the extension's headers does (filled in place; the inputs an apply
+  /// keeps at are copied, since the caller's arrays are only lent).
   Result<Value> Call(std::string_view endpoint, const Value& payload,
-                     const std::optional<std::string>& run_id = std::nullopt) const;
+                     const std::optional<std::string>& run_id = std::nullopt,
+                     ForwardReuse* reuse = nullptr) const;
 
   /// \brief What a one-shot command leaves in the output directory whatever it
   /// runs, as tesseract-runtime's do: `logs/` with an empty tesseract.log and

@@ -34,18 +34,25 @@
 namespace tesscpp::autodiff::internal {
 
 // The values of a pass over the tape as the outputs they are (`wanted`'s
-// order, as recorded), into `out`.
-inline Status SetOutputs(const Taped& taped, const PathSet& wanted,
-                         const std::map<std::string, Dtype>& output_fields, Record& out) {
-  size_t at = 0;
+// order, as recorded).
+inline std::map<std::string, Context<double>::Array> TapedOutputs(const Taped& taped, const PathSet& wanted) {
+  std::map<std::string, Context<double>::Array> outputs;
+  auto next = taped.values.begin();
   for (const std::string& name : wanted) {
     auto dims = taped.output_dims.find(name);
     if (dims == taped.output_dims.end()) continue;
-    const size_t count = static_cast<size_t>(CountOf(dims->second));
-    std::vector<double> values(taped.values.begin() + static_cast<std::ptrdiff_t>(at),
-                               taped.values.begin() + static_cast<std::ptrdiff_t>(at + count));
-    at += count;
-    TESS_ASSIGN_OR_RETURN(Tensor t, internal::ToTensor(values, dims->second, output_fields.at(name)));
+    const auto count = static_cast<std::ptrdiff_t>(CountOf(dims->second));
+    outputs[name] = {dims->second, std::vector<double>(next, next + count)};
+    next += count;
+  }
+  return outputs;
+}
+
+// The outputs, cast to their fields' dtypes, into `out`.
+inline Status SetOutputs(const std::map<std::string, Context<double>::Array>& outputs,
+                         const std::map<std::string, Dtype>& output_fields, Record& out) {
+  for (const auto& [name, array] : outputs) {
+    TESS_ASSIGN_OR_RETURN(Tensor t, internal::ToTensor(array.values, array.dims, output_fields.at(name)));
     out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
   }
   return Status::OK();
@@ -67,7 +74,7 @@ void DeriveApply(Component& c, const Fn& fn, const std::map<std::string, Dtype>&
             std::lock_guard<std::mutex> lock(internal::TapeLock());
             TESS_ASSIGN_OR_RETURN(const internal::Taped* taped,
                                   internal::TapeAt(function, fn, in, input_fields, output_fields, wanted));
-            TESS_RETURN_IF_ERROR(SetOutputs(*taped, wanted, output_fields, out));
+            TESS_RETURN_IF_ERROR(SetOutputs(TapedOutputs(*taped, wanted), output_fields, out));
             const TapeSlot& slot = ProcessTapeSlot();
             KeepForDerivatives(std::make_shared<const SweptForward>(
                                    SweptForward{function, LastTape().recording, slot.sweeps}),
@@ -75,12 +82,7 @@ void DeriveApply(Component& c, const Fn& fn, const std::map<std::string, Dtype>&
             return Status::OK();
           }
           TESS_ASSIGN_OR_RETURN(auto outputs, internal::Evaluate(fn, in, input_fields, output_fields));
-          for (auto& [name, array] : outputs) {
-            TESS_ASSIGN_OR_RETURN(Tensor t,
-                                  internal::ToTensor(array.values, array.dims, output_fields.at(name)));
-            out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
-          }
-          return Status::OK();
+          return SetOutputs(outputs, output_fields, out);
         },
         apply_doc);
 }

@@ -119,6 +119,26 @@ def central_difference(t, inputs: dict, name: str, direction: np.ndarray, eps: f
     return {k: (np.asarray(plus[k]) - np.asarray(minus[k])) / (2 * eps) for k in plus}
 
 
+def test_workers_tapes_on_disk_are_their_own(tmp_path, monkeypatch):
+    """Tapes too long for ADOL-C's buffers go to files, once named after the
+    tag alone in the working directory: two workers of one server swept each
+    other's, which crashed one (signal 11) or failed the call. Each process
+    writes to its own directory, removed when it ends."""
+    monkeypatch.setenv("TESSCPP_TAPE_DIR", str(tmp_path))
+    grid = np.sin(np.linspace(0, 2 * np.pi, 3000, endpoint=False))
+    points = [{**BURGERS, "u": grid * (1 + 0.1 * k), "dx": 0.01, "steps": 150} for k in range(4)]
+    cotangent = {"energy": np.float64(1.0)}
+    with Tesseract.from_source(example("burgers_ad"), runtime_config={"num_workers": 2}) as served:
+        one_by_one = [served.vector_jacobian_product(p, ["u", "nu"], ["energy"], cotangent) for p in points]
+        at_once = vjps_at_once(served, points * 2, ["u", "nu"], ["energy"], cotangent, threads=4)
+        directories = list(tmp_path.glob("tesscpp-tapes-*"))
+        assert directories and all(any(d.glob("ADOLC-*.tap")) for d in directories)
+    for want, got in zip(one_by_one * 2, at_once, strict=True):
+        np.testing.assert_array_equal(got["u"], want["u"])
+        np.testing.assert_array_equal(got["nu"], want["nu"])
+    assert not list(tmp_path.iterdir())  # the workers removed theirs as they ended
+
+
 def test_burgers_jvp_equals_finite_differences(burgers):
     rng = np.random.default_rng(3)
     for name in ("u", "nu"):

@@ -3,6 +3,14 @@
 #include "tesscpp/autodiff.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "core/status_matchers.h"
 
@@ -200,6 +208,88 @@ TEST(Autodiff, AConstantChangedInPlaceIsANewConstant) {
   EXPECT_EQ(vjp_at(), 12.0);
   k.data_as<double>()[0] = 5.0;  // the same tensor, changed in place
   EXPECT_EQ(vjp_at(), 30.0);
+}
+
+// y = sum over r = 1..kRounds of sin(r x_i): a tape too long for ADOL-C's
+// buffers (about 3 operations per term), which it writes to files.
+constexpr int kRounds = 200;
+
+Component LongTape() {
+  Component c("long_tape", "0.1.0");
+  c.inputs().Array<double>("x", {kAnyDim}, {.differentiable = true});
+  c.outputs().Scalar<double>("y", {.differentiable = true});
+  autodiff::Derive(c, [](auto& ctx) -> Status {
+    using T = typename std::decay_t<decltype(ctx.Input("x"))>::value_type;
+    using std::sin;
+    T total = 0.0;
+    for (int r = 1; r <= kRounds; ++r) {
+      for (const T& xi : ctx.Input("x")) total += sin(xi * static_cast<double>(r));
+    }
+    TESS_ASSIGN_OR_RETURN(auto y, ctx.Output("y", {}));
+    y[0] = total;
+    return Status::OK();
+  });
+  return c;
+}
+
+// Whether LongTape's gradient at x_i = 0.001 i (n of them) is right.
+bool LongTapeGradientIsRight(const Component& c, int64_t n) {
+  Tensor x = *Tensor::Allocate(Dtype::kFloat64, *Shape::Make({n}));
+  for (int64_t i = 0; i < n; ++i) x.data_as<double>()[i] = 0.001 * static_cast<double>(i);
+  const Value inputs = Value::Dict{{"x", Value(x)}};
+  TensorMap vjp;
+  if (!c.vector_jacobian_product()
+           .fn(ModelView(inputs), {"x"}, {"y"}, {{"y", Scalar(1.0).as_tensor()}}, vjp)
+           .ok())
+    return false;
+  for (int64_t i = 0; i < n; ++i) {
+    double want = 0;
+    for (int r = 1; r <= kRounds; ++r) want += r * std::cos(r * 0.001 * static_cast<double>(i));
+    if (std::abs(vjp.at("x").data_as<double>()[i] - want) > 1e-9 * (1 + std::abs(want))) return false;
+  }
+  return true;
+}
+
+bool HasTapeFiles(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().rfind("ADOLC-", 0) == 0) return true;
+  }
+  return false;
+}
+
+// ADOL-C names the files of a tape too long for its buffers after the tag
+// alone, in the working directory by default: two processes started in one
+// directory (a server's workers) swept each other's tapes.
+TEST(Autodiff, ATapeOnDiskIsItsProcesssOwn) {
+  const Component c = LongTape();
+  ASSERT_TRUE(LongTapeGradientIsRight(c, 1000));
+  ASSERT_OK_AND_ASSIGN(const std::string own, autodiff::internal::ProcessTapeDirectory());
+  EXPECT_TRUE(HasTapeFiles(own)) << own;
+  EXPECT_FALSE(HasTapeFiles(std::filesystem::current_path()));
+  // A forked child records a tape of another length: into its own directory,
+  // under the tag's successor (the parent's tag keeps the parent's files).
+  const std::filesystem::path chosen =
+      std::filesystem::path(::testing::TempDir()) / ("tape-dir-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(chosen);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::setenv("TESSCPP_TAPE_DIR", chosen.c_str(), 1);
+    bool ok = LongTapeGradientIsRight(c, 1500);
+    auto dir = autodiff::internal::ProcessTapeDirectory();
+    ok = ok && dir.ok() && std::filesystem::path(*dir).parent_path() == chosen && HasTapeFiles(*dir);
+    std::quick_exit(ok ? 0 : 1);  // which removes the child's directory
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(std::filesystem::is_empty(chosen));
+  // The parent's tape, swept again from its files, still answers right.
+  const uint64_t recorded = Recordings();
+  EXPECT_TRUE(LongTapeGradientIsRight(c, 1000));
+  EXPECT_EQ(Recordings(), recorded);
+  std::filesystem::remove_all(chosen);
 }
 
 }  // namespace

@@ -272,7 +272,9 @@ pid_t HttpServer::Impl::StartWorker(int slot, const sigset_t& worker_mask) {
     }
     Serve();
     std::fflush(nullptr);
-    std::_Exit(0);
+    // No destructors of what the fork copied, only the at_quick_exit
+    // clean-ups of what this worker made (its ADOL-C tape directory).
+    std::quick_exit(0);
   }
   io.notify_fork(asio::execution_context::fork_parent);
   if (hooks.parent) hooks.parent();

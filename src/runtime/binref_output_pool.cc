@@ -21,11 +21,12 @@ constexpr std::string_view kPoolPrefix = ".tesscpp-binref-pool-";
 
 Result<std::unique_ptr<BinrefOutputPool>> BinrefOutputPool::Create(const std::string& output_path,
                                                                    int64_t max_bytes) {
-  TESS_ASSIGN_OR_RETURN(PoolDirectory dir, PoolDirectory::Create(output_path, kPoolPrefix, "binref pool"));
+  TESS_ASSIGN_OR_RETURN(platform::PoolDirectory dir,
+                        platform::PoolDirectory::Create(output_path, kPoolPrefix, "binref pool"));
   return std::unique_ptr<BinrefOutputPool>(new BinrefOutputPool(std::move(dir), max_bytes));
 }
 
-BinrefOutputPool::BinrefOutputPool(PoolDirectory dir, int64_t max_bytes)
+BinrefOutputPool::BinrefOutputPool(platform::PoolDirectory dir, int64_t max_bytes)
     : dir_(std::move(dir)), max_bytes_(max_bytes) {}
 
 BinrefOutputPool::~BinrefOutputPool() {

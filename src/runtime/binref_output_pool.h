@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/pool_dir.h"
+#include "platform/pool_dir.h"
 #include "runtime/pool_worker.h"
 #include "tesscpp/result.h"
 
@@ -24,7 +24,7 @@ namespace tesscpp::runtime {
 /// sizes recent answers took, allocated by a background thread, and gives one
 /// to BinrefWriter, which renames it into the run directory. Spare bytes stay
 /// within a budget. The files live in the process's own hidden directory of
-/// the output path (`.tesscpp-binref-pool-<pid>-<id>`, a PoolDirectory): they
+/// the output path (`.tesscpp-binref-pool-<pid>-<id>`, a platform::PoolDirectory): they
 /// are removed with the pool, a new pool removes those whose owner is gone,
 /// and a forked child neither takes nor removes its parent's spares.
 class BinrefOutputPool {
@@ -60,7 +60,7 @@ class BinrefOutputPool {
   void WaitIdle() const;
 
  private:
-  BinrefOutputPool(PoolDirectory dir, int64_t max_bytes);
+  BinrefOutputPool(platform::PoolDirectory dir, int64_t max_bytes);
   void Run();
 
   struct Spare {
@@ -84,7 +84,7 @@ class BinrefOutputPool {
     bool HasStale() const;
   };
 
-  const PoolDirectory dir_;
+  const platform::PoolDirectory dir_;
   const int64_t max_bytes_;
   // Last: its thread starts in its constructor and reads the members above.
   PoolWorker<Shared> worker_{[this] { Run(); }};

@@ -24,13 +24,14 @@ constexpr int kNice = 19;
 
 Result<std::unique_ptr<RunDirectoryPool>> RunDirectoryPool::Create(const std::string& output_path,
                                                                    bool tracked_in_files) {
-  TESS_ASSIGN_OR_RETURN(PoolDirectory dir,
-                        PoolDirectory::Create(output_path, kPoolPrefix, "run directory pool"));
+  TESS_ASSIGN_OR_RETURN(platform::PoolDirectory dir,
+                        platform::PoolDirectory::Create(output_path, kPoolPrefix, "run directory pool"));
   return std::unique_ptr<RunDirectoryPool>(
       new RunDirectoryPool(output_path, std::move(dir), tracked_in_files));
 }
 
-RunDirectoryPool::RunDirectoryPool(std::string output_path, PoolDirectory dir, bool tracked_in_files)
+RunDirectoryPool::RunDirectoryPool(std::string output_path, platform::PoolDirectory dir,
+                                   bool tracked_in_files)
     : output_path_(std::move(output_path)), dir_(std::move(dir)), tracked_in_files_(tracked_in_files) {}
 
 RunDirectoryPool::~RunDirectoryPool() {

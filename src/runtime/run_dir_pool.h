@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/pool_dir.h"
+#include "platform/pool_dir.h"
 #include "runtime/pool_worker.h"
 #include "tesscpp/internal/platform/file.h"
 #include "tesscpp/result.h"
@@ -25,7 +25,7 @@ namespace tesscpp::runtime {
 /// call that names no run_id does not care when its directory was made, so a
 /// background thread makes a few ahead, under fresh uuid4s, in a hidden
 /// directory of the output path (`.tesscpp-run-pool-<pid>-<id>`, on the same
-/// filesystem, so renaming one out is atomic and cheap; PoolDirectory). Spares
+/// filesystem, so renaming one out is atomic and cheap; platform::PoolDirectory). Spares
 /// nobody took are removed with the pool, and a new pool removes those whose
 /// owner is gone. A forked child does not use or remove its parent's pool
 /// (Take answers nullopt there).
@@ -58,7 +58,7 @@ class RunDirectoryPool {
   void WaitIdle() const;
 
  private:
-  RunDirectoryPool(std::string output_path, PoolDirectory dir, bool tracked_in_files);
+  RunDirectoryPool(std::string output_path, platform::PoolDirectory dir, bool tracked_in_files);
   // The background thread: keeps kSpares spares ready.
   void Fill();
 
@@ -76,7 +76,7 @@ class RunDirectoryPool {
   };
 
   const std::string output_path_;
-  const PoolDirectory dir_;
+  const platform::PoolDirectory dir_;
   const bool tracked_in_files_;
   // Last: its thread starts in its constructor and reads the members above.
   PoolWorker<Shared> worker_{[this] { Fill(); }};

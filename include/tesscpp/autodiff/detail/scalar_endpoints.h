@@ -191,7 +191,7 @@ void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
       std::vector<double> gradient(taped.point.size(), 0.0);
       ++ProcessTapeSlot().sweeps;  // reads up the forward pass's values
       if (m > 0 && n > 0)
-        fos_reverse(internal::kTape, static_cast<int>(m), n, weights.data(), gradient.data());
+        fos_reverse(internal::TapeTag(), static_cast<int>(m), n, weights.data(), gradient.data());
       std::map<std::string, std::vector<double>> by_input;
       for (size_t k = 0; k < taped.independents.size(); ++k) {
         by_input[taped.independents[k].first].push_back(gradient[k]);
@@ -227,7 +227,8 @@ void DeriveJacobian(Component& c, const Fn& fn, const std::map<std::string, Dtyp
       std::vector<double*> rows(static_cast<size_t>(m));
       for (int64_t r = 0; r < m; ++r) rows[r] = storage.data() + r * n;
       ++ProcessTapeSlot().sweeps;  // the driver's own passes
-      if (m > 0 && n > 0) jacobian(internal::kTape, static_cast<int>(m), n, taped.point.data(), rows.data());
+      if (m > 0 && n > 0)
+        jacobian(internal::TapeTag(), static_cast<int>(m), n, taped.point.data(), rows.data());
       int64_t row = 0;
       for (const std::string& out_name : jac_outputs) {
         auto dims = taped.output_dims.find(out_name);

@@ -14,6 +14,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -28,6 +31,11 @@
 #include "tesscpp/component.h"
 #include "tesscpp/model.h"
 #include "tesscpp/schema.h"
+
+// ADOL-C's base names of its four tape files (taping.c, not in its installed
+// headers): "<dir>/ADOLC-Operations_" and the like, to which it appends a
+// tag's number when that tag's tape is first made.
+extern "C" char* tapeBaseNames[4];  // NOLINT: ADOL-C's name
 
 namespace tesscpp::autodiff::internal {
 
@@ -59,7 +67,28 @@ std::map<std::string, typename Context<T>::Array> Convert(const Arrays& arrays, 
 
 // Every taping and sweep holds the process's tape lock (tape.h).
 inline std::mutex& TapeLock() { return ProcessTapeSlot().lock; }
-constexpr short kTape = 1;
+// The tag of the process's tape (a sweep reads the last one recorded).
+inline short TapeTag() { return ProcessTapeSlot().tag; }
+
+// ADOL-C writes a tape that outgrows its buffers to files named after its tag,
+// by default in the working directory: processes started in one directory (a
+// server's workers, two servers) would write the same files and sweep each
+// other's tapes, which crashed a worker or gave wrong derivatives. Before
+// each recording (the caller holds TapeLock()), the first in a process points
+// those names at the process's own directory (ProcessTapeDirectory).
+inline Status UseProcessTapeFiles() {
+  TESS_ASSIGN_OR_RETURN(const std::optional<std::string> dir, TapeFilesToMove(ProcessTapeSlot()));
+  if (!dir) return Status::OK();
+  for (char*& base : tapeBaseNames) {
+    if (base == nullptr) return Status::Internal("ADOL-C has not named its tape files");
+    const std::string name = std::filesystem::path(base).filename().string();
+    char* moved = ::strdup((*dir + "/" + name).c_str());
+    if (moved == nullptr) return Status::ResourceExhausted("no memory for a tape file name");
+    std::free(base);  // ADOL-C's own, made with malloc
+    base = moved;
+  }
+  return Status::OK();
+}
 
 // Numbers the functions Derive registers, for the tapes this library keeps.
 inline uint64_t NextFunctionId() {
@@ -86,8 +115,9 @@ template <typename Fn>
 Result<Taped> Tape(const Fn& fn, const ModelView& in, const std::map<std::string, Dtype>& input_fields,
                    const std::map<std::string, Dtype>& output_fields, const PathSet& wanted) {
   TESS_ASSIGN_OR_RETURN(const Arrays arrays, ReadInputs(in.value(), input_fields));
+  TESS_RETURN_IF_ERROR(UseProcessTapeFiles());
   Taped taped;
-  trace_on(kTape, 1);  // keep the values for a reverse sweep right after
+  trace_on(TapeTag(), 1);  // keep the values for a reverse sweep right after
   auto inputs = Convert<adouble>(arrays, [&](const std::string& name, const std::vector<double>& values) {
     std::vector<adouble> independent(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
@@ -195,7 +225,7 @@ Result<const Taped*> TapeAt(uint64_t function, const Fn& fn, const ModelView& in
     const auto n = static_cast<int>(point.size());
     const auto m = static_cast<int>(kept.taped.dependents);
     std::vector<double> values(static_cast<size_t>(m));
-    if (m == 0 || n == 0 || zos_forward(kTape, m, n, 1, point.data(), values.data()) >= 0) {
+    if (m == 0 || n == 0 || zos_forward(TapeTag(), m, n, 1, point.data(), values.data()) >= 0) {
       kept.taped.point = std::move(point);
       kept.taped.values = std::move(values);
       return &kept.taped;

@@ -7,13 +7,18 @@
 // so the lock every taping and sweep holds, the count of recordings that
 // tells a kept tape from one recorded since by another component, and the
 // count of sweeps that tells whether the values a reverse sweep reads are
-// still those one forward sweep left, live in libtesscpp
-// (src/derivation/autodiff_tape.cc), which needs no ADOL-C.
+// still those one forward sweep left, and the directory the process's tapes
+// spill to, live in libtesscpp (src/derivation/autodiff_tape.cc), which needs
+// no ADOL-C.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
+#include <string>
+
+#include "tesscpp/result.h"
 
 namespace tesscpp::autodiff::internal {
 
@@ -27,8 +32,30 @@ struct TapeSlot {
   /// Forward evaluations of derived functions (on doubles, recorded or swept
   /// forward on the tape), for tests that count a step's forward passes.
   std::atomic<uint64_t> forward_passes{0};
+  /// The ADOL-C tag this process records under. A forked child records under
+  /// the next: its parent's tag keeps the parent's file names (ADOL-C fixes
+  /// them when a tag's tape is first made).
+  short tag = 1;
+  /// The process id whose tape directory ADOL-C's file names point at (0:
+  /// none has recorded yet).
+  int64_t files_owner = 0;
 };
 
 TapeSlot& ProcessTapeSlot();
+
+/// \brief The directory this process's tapes spill to (ADOL-C writes a tape
+/// that outgrows its buffers to files): made on the first call in each
+/// process, forked children included, under $TESSCPP_TAPE_DIR or else the
+/// temporary directory ($TMPDIR, /tmp), as `tesscpp-tapes-<pid>-<id>`.
+/// Removed at a normal exit; one whose process ended otherwise (a server
+/// worker ends with _Exit) is removed by the next process that makes one.
+Result<std::string> ProcessTapeDirectory();
+
+/// \brief Under `slot.lock`, before a recording: the directory that ADOL-C's
+/// tape file names must be moved to (ProcessTapeDirectory), on the first
+/// recording of each process, or nullopt when they point there already. A
+/// forked child's first also moves `tag` on and counts a recording, so that
+/// no tape of its parent's is swept in it.
+Result<std::optional<std::string>> TapeFilesToMove(TapeSlot& slot);
 
 }  // namespace tesscpp::autodiff::internal

@@ -1,5 +1,4 @@
-// pool_dir.h: a process's own directory of files made ahead of the calls
-// that use them.
+// pool_dir.h: a directory of one process's own, removed when it is gone.
 #pragma once
 
 #include <sys/types.h>
@@ -10,12 +9,14 @@
 #include "tesscpp/internal/platform/file.h"
 #include "tesscpp/result.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::platform {
 
-/// \brief The hidden directory of one process's pool in an output path
-/// (RunDirectoryPool, BinrefOutputPool): `<parent>/<prefix><pid>-<id>`, on
-/// the output path's filesystem, so that renaming a file out of it is atomic
-/// and cheap.
+/// \brief A directory that one process owns: `<parent>/<prefix><pid>-<id>`.
+/// The runtime's pools of files made ahead of the calls that use them
+/// (RunDirectoryPool, BinrefOutputPool) live in the output path, so that
+/// renaming a file out is atomic and cheap; the ADOL-C tapes a process
+/// writes to disk live in one (derivation's ProcessTapeDirectory), so that
+/// processes started in one directory never share tape files.
 ///
 /// Its owner holds an exclusive flock on its `lock` file for as long as the
 /// owner lives, so a pool whose lock can be taken has no owner left (killed,
@@ -43,13 +44,13 @@ class PoolDirectory {
   void Remove() const;
 
  private:
-  PoolDirectory(std::string parent, std::string prefix, std::string path, platform::Fd lock);
+  PoolDirectory(std::string parent, std::string prefix, std::string path, Fd lock);
 
   std::string parent_;
   std::string prefix_;
   std::string path_;
-  platform::Fd lock_;  // flock'ed while the owner lives
+  Fd lock_;  // flock'ed while the owner lives
   pid_t owner_;
 };
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::platform

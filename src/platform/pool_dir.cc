@@ -1,5 +1,5 @@
 // pool_dir.cc: PoolDirectory.
-#include "runtime/pool_dir.h"
+#include "platform/pool_dir.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,7 +11,7 @@
 
 #include "platform/uuid.h"
 
-namespace tesscpp::runtime {
+namespace tesscpp::platform {
 
 namespace fs = std::filesystem;
 
@@ -24,13 +24,13 @@ constexpr std::string_view kLockName = "/lock";
 
 Result<PoolDirectory> PoolDirectory::Create(const std::string& parent, std::string_view prefix,
                                             std::string_view what) {
-  const std::string id = platform::NewUuid4().substr(0, 8);
+  const std::string id = NewUuid4().substr(0, 8);
   const std::string staging = parent + "/" + std::string(prefix) + std::string(kStaging) + id;
   std::string path = parent + "/" + std::string(prefix) + std::to_string(::getpid()) + "-" + id;
   std::error_code ec;
   fs::create_directory(staging, ec);
   if (ec) return Status::IoError("cannot create the ", what, " directory '", staging, "': ", ec.message());
-  auto lock = platform::Fd::Open(staging + std::string(kLockName), O_RDWR | O_CREAT | O_CLOEXEC);
+  auto lock = Fd::Open(staging + std::string(kLockName), O_RDWR | O_CREAT | O_CLOEXEC);
   if (lock.ok() && ::flock(lock->get(), LOCK_EX) == 0 && std::rename(staging.c_str(), path.c_str()) == 0) {
     return PoolDirectory(parent, std::string(prefix), std::move(path), *std::move(lock));
   }
@@ -38,7 +38,7 @@ Result<PoolDirectory> PoolDirectory::Create(const std::string& parent, std::stri
   return Status::IoError("cannot set up the ", what, " directory '", path, "'");
 }
 
-PoolDirectory::PoolDirectory(std::string parent, std::string prefix, std::string path, platform::Fd lock)
+PoolDirectory::PoolDirectory(std::string parent, std::string prefix, std::string path, Fd lock)
     : parent_(std::move(parent)),
       prefix_(std::move(prefix)),
       path_(std::move(path)),
@@ -53,7 +53,7 @@ void PoolDirectory::RemoveOrphans() const {
   for (const fs::directory_entry& entry : fs::directory_iterator(parent_, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(prefix_, 0) != 0 || name.rfind(staging, 0) == 0 || entry.path() == path_) continue;
-    auto lock = platform::Fd::Open(entry.path().string() + std::string(kLockName), O_RDWR | O_CLOEXEC);
+    auto lock = Fd::Open(entry.path().string() + std::string(kLockName), O_RDWR | O_CLOEXEC);
     if (!lock.ok() || ::flock(lock->get(), LOCK_EX | LOCK_NB) != 0) continue;
     std::error_code ignored;
     fs::remove_all(entry.path(), ignored);
@@ -66,4 +66,4 @@ void PoolDirectory::Remove() const {
   fs::remove_all(path_, ec);
 }
 
-}  // namespace tesscpp::runtime
+}  // namespace tesscpp::platform

@@ -1,25 +1,33 @@
 #!/usr/bin/env python3
 """Forward reuse (docs/forward-reuse.md, issue 57): what a training step costs
 when the VJP reuses the apply's forward, against recomputing it and against
-tesseract-core's peers, on one explicit 1-D viscous Burgers solver in three
-forms, each sized so that one apply takes about 100 ms here:
+tesseract-core's peers, in three forms, each sized so that one apply takes
+about 100 ms here:
 
-- torch:  bench/components/burgers_torch (torch.func.vjp; tesscpp.reuse's
-          torch helpers when tesscpp serves it);
-- JAX:    bench/components/burgers_jax_recipe (tesseract-core's JAX recipe;
-          tesscpp.reuse when tesscpp serves it, or tesseract-core's own VJP
-          cache with BURGERS_JAX_VJP_CACHE=1);
-- C++:    examples/burgers_ad (derived derivatives, tesscpp/autodiff.h).
+- torch:  bench/components/hammerstein_torch, a nonlinear Hammerstein integral
+          equation (bench/components/hammerstein.py): Newton with a dense LU
+          factorization per iteration, the VJP one transposed solve with the
+          last factors (implicit function theorem), so forward-dominated
+          (torch.autograd.Function under torch.func.vjp; tesscpp.reuse's torch
+          helpers when tesscpp serves it);
+- JAX:    bench/components/hammerstein_jax_recipe, the same equation on
+          tesseract-core's JAX recipe (jax.custom_vjp; tesscpp.reuse when
+          tesscpp serves it, or tesseract-core's own VJP cache with
+          HAMMERSTEIN_JAX_VJP_CACHE=1);
+- C++:    examples/burgers_ad, explicit steps of 1-D viscous Burgers (derived
+          derivatives, tesscpp/autodiff.h): reverse-dominated, its reverse
+          several times its apply.
 
-A step is one train step through a bridge: apply + VJP, loss =
-sum(u_next) + energy, gradients with respect to u and nu (backward in torch,
-jax.jit(jax.value_and_grad(loss)) in JAX). All servers of a form run at
-once and its measurements take turns round by round, so that this VM's drift
-hits the rows compared alike (but for the C++ form's, whose tapes on disk
-interfere; see FORMS): a first round whose answers are checked, one
-untimed round more for calls under WARM_ENOUGH_S (a fresh server's first large
-calls fault in memory), then --rounds timed rounds; each figure is the median.
-Rows:
+A step is one train step through a bridge: apply + VJP, loss = sum of the
+array output + energy (sum(u) + energy for Hammerstein, sum(u_next) + energy
+for Burgers), gradients with respect to the array input (s; u) and nu
+(backward in torch, jax.jit(jax.value_and_grad(loss)) in JAX). All servers of
+a form run at once and its measurements take turns round by round, so that
+this VM's drift hits the rows compared alike (but for the C++ form's, whose
+tapes on disk interfere; see FORMS): a first round whose answers are checked,
+one untimed round more for calls under WARM_ENOUGH_S (a fresh server's first
+large calls fault in memory), then --rounds timed rounds; each figure is the
+median. Rows:
 
 - tesscpp.torch.apply_tesseract on `tesscpp serve` (torch module, C++
   component), with reuse on and off;
@@ -32,16 +40,21 @@ Rows:
 
 "Reuse off" serves with --residual-host-mib 0 --residual-device-mib 0 (the
 extension off: nothing is kept, every VJP recomputes); "reuse on" with a host
-budget of RESIDUAL_ON_MIB, since the JAX form's pullback (one state per step)
-outgrows the default 1 GiB at this size. The reference costs of each form are
-one apply alone and one VJP alone (no reuse: forward + reverse) through the
-plain client of each server, so that "reverse only" = VJP - apply, and the
-goal "step <= 1.1 x (apply + reverse only)" can be read. tesscpp rows also
-show the server's /metrics residual counters over the row (kept, hits, misses,
-over budget); tesseract-core's cache counts nothing, so on its servers a VJP
-right after an apply at the same inputs is timed too (a hit runs the reverse
-pass only). json+base64, run directories on /dev/shm; the log on stderr has
-every call's time.
+budget of RESIDUAL_ON_MIB, far above what a step keeps (the Hammerstein forms'
+LU factors, ~10 MB). The reference costs of each form: one apply alone and one
+VJP alone (no reuse: forward + reverse) through the plain client of each
+server, and the reverse only, measured where the server keeps: on the "reuse
+on" tesscpp server, tesscpp's plain client sends an apply asking to keep, then
+a VJP referring to it (its answer must say "hit"), and that VJP alone is
+timed. The goal "step <= 1.1 x (apply + reverse only)" is read with that
+measured reverse, for the rows of both server kinds (the same module's
+reverse pass); the older reading, VJP - apply, is shown beside it (for the C++
+form it includes the tape's forward sweep). tesscpp rows also show the
+server's /metrics residual counters over the row (kept, hits, misses, over
+budget); tesseract-core's cache counts nothing, so on its servers a VJP right
+after an apply at the same inputs is timed too (a hit runs the reverse pass
+only). json+base64, run directories on /dev/shm; the log on stderr has every
+call's time.
 
     .venv/bin/python bench/forward_reuse_bench.py --build build/ci
     .venv/bin/python bench/forward_reuse_bench.py --build build/ci --quick   # tiny sizes, a smoke run
@@ -74,14 +87,15 @@ import tesseract_torch
 import torch
 
 jax.config.update("jax_enable_x64", True)
-# Both JAX bridges fill the cotangents of the integer input `steps` with NaN
-# cast to int64 (never used); numpy warns about the cast on every VJP.
+# Both JAX bridges fill the cotangents of the C++ form's integer input `steps`
+# with NaN cast to int64 (never used); numpy warns about the cast on every VJP.
 warnings.filterwarnings("ignore", "invalid value encountered in cast", RuntimeWarning)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESIDUAL_ON_MIB = 4096
-CORE_CACHE_ENV = "BURGERS_JAX_VJP_CACHE"  # read by burgers_jax_recipe at import
-NU, DT, DX = 0.05, 1e-4, 1e-2
+CORE_CACHE_ENV = "HAMMERSTEIN_JAX_VJP_CACHE"  # read by hammerstein_jax_recipe at import
+HAMMERSTEIN_NU, ELL = 1.5, 0.5  # a contraction (bench/components/hammerstein.py): Newton takes 4 iterations
+BURGERS_NU, DT, DX = 0.05, 1e-4, 1e-2
 GOAL = 1.1  # step <= GOAL x (apply + reverse only)
 WARM_ENOUGH_S = 2.0  # a first call this long is warm-up enough
 METRICS = {
@@ -93,26 +107,75 @@ METRICS = {
 
 
 @dataclass
+class Problem:
+    """A form's inputs at its size, and the answer once known."""
+
+    solver: str
+    size: str
+    array: str  # the differentiable array input
+    output: str  # the array output: loss = sum(output) + energy
+    value: np.ndarray  # the array input's
+    nu: float
+    constants: dict[str, Any]  # the inputs not differentiated
+    expected: tuple[float, np.ndarray, float] | None = None  # loss, d/d array, d/dnu
+
+    def inputs(self, array: Any, nu: Any) -> dict[str, Any]:
+        return {self.array: array, "nu": nu, **self.constants}
+
+    def vjp_request(self) -> tuple[dict[str, Any], list[str], list[str], dict[str, Any]]:
+        """A plain client's VJP of the loss: inputs, vjp_inputs, vjp_outputs, cotangents."""
+        cotangent = {self.output: np.ones_like(self.value), "energy": 1.0}
+        return self.inputs(self.value, self.nu), [self.array, "nu"], [self.output, "energy"], cotangent
+
+    def answer(self, outputs: dict, grads: dict) -> tuple[float, np.ndarray, float]:
+        """(loss, d/d array, d/dnu) from a plain client's apply and VJP."""
+        loss = float(np.sum(outputs[self.output]) + outputs["energy"])
+        return loss, np.asarray(grads[self.array]), float(grads["nu"])
+
+    def check(self, loss: float, grad_array: np.ndarray, grad_nu: float) -> None:
+        if self.expected is None:
+            return
+        want_loss, want_array, want_nu = self.expected
+        np.testing.assert_allclose(loss, want_loss, rtol=1e-9, err_msg="loss")
+        np.testing.assert_allclose(grad_array, want_array, rtol=1e-8, atol=1e-12, err_msg=f"d loss / d {self.array}")
+        np.testing.assert_allclose(grad_nu, want_nu, rtol=1e-8, err_msg="d loss / d nu")
+
+
+def hammerstein(n: int) -> Problem:
+    """The Hammerstein solver's inputs on n nodes: a smooth source with noise."""
+    x = np.linspace(0.0, 1.0, n)
+    s = np.sin(2 * np.pi * x) + 0.1 * np.random.default_rng(42).standard_normal(n)
+    return Problem("Hammerstein (Newton, dense LU)", f"N = {n}", "s", "u", s, HAMMERSTEIN_NU, {"ell": ELL})
+
+
+def burgers(cells: int, steps: int) -> Problem:
+    """The Burgers solver's inputs: a random velocity on `cells`, `steps` explicit steps."""
+    u = np.random.default_rng(42).standard_normal(cells)
+    constants = {"dt": DT, "dx": DX, "steps": steps}
+    return Problem("Burgers (explicit steps)", f"{cells} cells, {steps} steps", "u", "u_next", u, BURGERS_NU, constants)
+
+
+@dataclass
 class Form:
-    """One of the solver's three forms and its size."""
+    """One of the three forms: its source and its problem at full and quick size."""
 
     name: str
     source: str  # a tesseract_api.py under ROOT, or a library under the build
-    cells: int
-    steps: int
+    problem: Callable[..., Problem]
+    size: tuple[int, ...]  # the problem's arguments: about 100 ms per apply on the 2-core development VM
+    quick: tuple[int, ...]  # --quick's
     together: bool = True  # its servers all at once, taking turns; else one after the other
 
 
-# (cells, steps): about 100 ms per apply on the 2-core development VM.
 FORMS = {
-    "torch": Form("torch", "bench/components/burgers_torch/tesseract_api.py", 10_000, 1_100),
-    "jax": Form("JAX", "bench/components/burgers_jax_recipe/tesseract_api.py", 100_000, 1_400),
+    # N: the torch and JAX forms' LU factorizations run at different speeds.
+    "torch": Form("torch", "bench/components/hammerstein_torch/tesseract_api.py", hammerstein, (1100,), (200,)),
+    "jax": Form("JAX", "bench/components/hammerstein_jax_recipe/tesseract_api.py", hammerstein, (1000,), (200,)),
     # One server at a time: ADOL-C writes each VJP's tape (~6.5 GB here) to files,
     # and next to a second server's the kept tape went back and forth to disk (reuse
     # on measured 1.4-1.7x slower than off, against 1.04x faster with either alone).
-    "cpp": Form("C++", "examples/libburgers_ad.so", 10_000, 2_500, together=False),
+    "cpp": Form("C++", "examples/libburgers_ad.so", burgers, (10_000, 2_500), (200, 10), together=False),
 }
-QUICK = (200, 10)
 
 
 @dataclass
@@ -126,6 +189,7 @@ class Plan:
     reference: bool = False  # time apply and VJP alone here
     runtime_config: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    reverse: bool = False  # time a VJP referring to a kept apply here: the reverse only
 
 
 def plans() -> list[Plan]:
@@ -139,36 +203,16 @@ def plans() -> list[Plan]:
     # calls go to the server with reuse off, where no kept state of a step's is being held or freed.
     return [
         Plan("torch", "tesscpp", "reuse off", ["tesscpp.torch"], True, off),
-        Plan("torch", "tesscpp", "reuse on", ["tesscpp.torch"], False, on),
+        Plan("torch", "tesscpp", "reuse on", ["tesscpp.torch"], False, on, reverse=True),
         Plan("torch", "tesseract-runtime", "none", ["tesseract-torch"], True),
         Plan("jax", "tesscpp", "reuse off", ["tesscpp.jax"], True, off),
-        Plan("jax", "tesscpp", "reuse on", ["tesscpp.jax"], False, on),
+        Plan("jax", "tesscpp", "reuse on", ["tesscpp.jax"], False, on, reverse=True),
         Plan("jax", "tesscpp", "core cache", ["tesscpp.jax"], False, on, core),
         Plan("jax", "tesseract-runtime", "none", ["tesseract-jax"], True),
         Plan("jax", "tesseract-runtime", "core cache", ["tesseract-jax"], False, {}, core),
         Plan("cpp", "tesscpp", "reuse off", ["tesscpp.torch", "tesscpp.jax"], True, off),
-        Plan("cpp", "tesscpp", "reuse on", ["tesscpp.torch", "tesscpp.jax"], False, on),
+        Plan("cpp", "tesscpp", "reuse on", ["tesscpp.torch", "tesscpp.jax"], False, on, reverse=True),
     ]
-
-
-@dataclass
-class Problem:
-    """A form's inputs at its size, and the answer once known."""
-
-    u: np.ndarray
-    steps: int
-    expected: tuple[float, np.ndarray, float] | None = None  # loss, d/du, d/dnu
-
-    def inputs(self, u: Any, nu: Any) -> dict[str, Any]:
-        return {"u": u, "nu": nu, "dt": DT, "dx": DX, "steps": self.steps}
-
-    def check(self, loss: float, grad_u: np.ndarray, grad_nu: float) -> None:
-        if self.expected is None:
-            return
-        want_loss, want_u, want_nu = self.expected
-        np.testing.assert_allclose(loss, want_loss, rtol=1e-9, err_msg="loss")
-        np.testing.assert_allclose(grad_u, want_u, rtol=1e-8, atol=1e-12, err_msg="d loss / d u")
-        np.testing.assert_allclose(grad_nu, want_nu, rtol=1e-8, err_msg="d loss / d nu")
 
 
 @dataclass
@@ -182,14 +226,17 @@ class Row:
 
 @dataclass
 class Reference:
-    apply: float
-    vjp: float
+    """A server kind's apply alone and VJP alone (forward + reverse)."""
+
+    apply: float = float("nan")
+    vjp: float = float("nan")
 
 
 def fmt_time(s: float) -> str:
     if s != s:
         return "—"
-    return f"{s * 1e6:.0f} µs" if s < 1e-3 else (f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s")
+    size = abs(s)  # negative: a difference of two times
+    return f"{s * 1e6:.0f} µs" if size < 1e-3 else (f"{s * 1e3:.1f} ms" if size < 1 else f"{s:.2f} s")
 
 
 def timed(call: Callable[[], Any], scratch: Path) -> tuple[float, Any]:
@@ -204,27 +251,27 @@ def timed(call: Callable[[], Any], scratch: Path) -> tuple[float, Any]:
 
 def torch_step(apply: Callable, tesseract: Any, problem: Problem) -> Callable[[], tuple]:
     def step() -> tuple:
-        u = torch.from_numpy(problem.u.copy()).requires_grad_()
-        nu = torch.tensor(NU, dtype=torch.float64, requires_grad=True)
-        out = apply(tesseract, problem.inputs(u, nu))
-        loss = out["u_next"].sum() + out["energy"]
+        array = torch.from_numpy(problem.value.copy()).requires_grad_()
+        nu = torch.tensor(problem.nu, dtype=torch.float64, requires_grad=True)
+        out = apply(tesseract, problem.inputs(array, nu))
+        loss = out[problem.output].sum() + out["energy"]
         loss.backward()
-        return loss.item(), u.grad.numpy(), nu.grad.item()
+        return loss.item(), array.grad.numpy(), nu.grad.item()
 
     return step
 
 
 def jax_step(apply: Callable, tesseract: Any, problem: Problem) -> Callable[[], tuple]:
-    def loss(u: jax.Array, nu: jax.Array) -> jax.Array:
-        out = apply(tesseract, problem.inputs(u, nu))
-        return jnp.sum(out["u_next"]) + out["energy"]
+    def loss(array: jax.Array, nu: jax.Array) -> jax.Array:
+        out = apply(tesseract, problem.inputs(array, nu))
+        return jnp.sum(out[problem.output]) + out["energy"]
 
     step = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
-    u, nu = jnp.asarray(problem.u), jnp.asarray(NU, dtype=jnp.float64)
+    array, nu = jnp.asarray(problem.value), jnp.asarray(problem.nu, dtype=jnp.float64)
 
     def run() -> tuple:
-        value, (grad_u, grad_nu) = jax.block_until_ready(step(u, nu))
-        return float(value), np.asarray(grad_u), float(grad_nu)
+        value, (grad_array, grad_nu) = jax.block_until_ready(step(array, nu))
+        return float(value), np.asarray(grad_array), float(grad_nu)
 
     return run
 
@@ -290,6 +337,7 @@ class Bench:
         self.scratch = Path(tempfile.mkdtemp(dir=shm, prefix="forward_reuse_"))
         self.rows: list[Row] = []
         self.references: dict[tuple[str, str], Reference] = {}
+        self.reverse_only: dict[str, float] = {}  # by form: a VJP using a kept apply, on tesscpp
         self.cache_probes: dict[tuple[str, str], float] = {}  # VJP right after apply, core cache
         self.failures: list[str] = []
 
@@ -304,15 +352,6 @@ class Bench:
         source = self.source(plan.form)
         if source.suffix == ".py":
             kwargs.update(python_executable=sys.executable, python_runtime=plan.runtime)
-        else:
-            # A server runs in its library's directory, and ADOL-C spills the
-            # tapes of a derived VJP there under fixed names (ADOLC-*_1.tap, ~7 GB
-            # at the C++ form's size): a copy in a directory of its own (on disk,
-            # not /dev/shm) keeps two servers from sharing them and the build
-            # tree clean. Deleted after the server stops.
-            workdir = Path(tempfile.mkdtemp(prefix="forward_reuse_cpp_"))
-            cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
-            source = Path(shutil.copy2(source, workdir))
         server = self.tesscpp.Tesseract.from_source(source, **kwargs)
         with environment(plan.env):
             server.serve()
@@ -342,6 +381,8 @@ class Bench:
                 client = (self.tesscpp.Tesseract if ours else tesseract_core.Tesseract).from_url(server.url)
                 if plan.reference:
                     measures += self.reference(plan, client, label)
+                if plan.reverse:
+                    measures.append(self.reverse(plan, client, label))
                 if plan.cache == "core cache":
                     measures.append(self.probe_cache(plan, client, label))
                 measures += [self.step_row(row, client, server.url if ours else None, label) for row in rows]
@@ -381,9 +422,8 @@ class Bench:
         """Apply alone and VJP alone (no reuse asked: forward + reverse); the
         first server's answers are the ones every other call is checked against."""
         problem = self.problems[plan.form]
-        inputs = problem.inputs(problem.u, NU)
-        cotangent = {"u_next": np.ones_like(problem.u), "energy": 1.0}
-        ref = Reference(float("nan"), float("nan"))
+        inputs, vjp_inputs, vjp_outputs, cotangent = problem.vjp_request()
+        ref = self.references.setdefault((plan.form, plan.runtime), Reference())
         applied: list[dict] = []
 
         def apply() -> tuple[float, Any]:
@@ -391,24 +431,18 @@ class Bench:
 
         def vjp() -> tuple[float, Any]:
             return timed(
-                lambda: client.vector_jacobian_product(inputs, ["u", "nu"], ["u_next", "energy"], cotangent),
-                self.scratch,
+                lambda: client.vector_jacobian_product(inputs, vjp_inputs, vjp_outputs, cotangent), self.scratch
             )
 
         def check_vjp(grads: dict) -> None:
-            out = applied[0]
-            answer = (float(np.sum(out["u_next"]) + out["energy"]), np.asarray(grads["u"]), float(grads["nu"]))
+            answer = problem.answer(applied[0], grads)
             if problem.expected is None:
                 problem.expected = answer
             else:
                 problem.check(*answer)
 
         def done(field_name: str) -> Callable[[float], None]:
-            def store(seconds: float) -> None:
-                setattr(ref, field_name, seconds)
-                self.references[(plan.form, plan.runtime)] = ref
-
-            return store
+            return lambda seconds: setattr(ref, field_name, seconds)
 
         def fail(error: BaseException) -> None:
             traceback.print_exc()
@@ -419,19 +453,57 @@ class Bench:
             Measure(f"{label}: VJP alone", vjp, check_vjp, done("vjp"), fail),
         ]
 
+    def reverse(self, plan: Plan, client: Any, label: str) -> Measure:
+        """The reverse pass alone, where the server keeps: an apply asking to
+        keep (untimed), then a VJP referring to it, timed, whose answer must
+        say it used the kept forward. Its reference is released with the
+        client's next call that takes part (the next round's apply, or a
+        bridge's step)."""
+        problem = self.problems[plan.form]
+        inputs, vjp_inputs, vjp_outputs, cotangent = problem.vjp_request()
+
+        def call() -> tuple[float, Any]:
+            keep = self.tesscpp.ForwardReuse(keep=True)
+            outputs = client.apply(inputs, reuse=keep)
+            if not keep.residuals:
+                raise RuntimeError("the apply asked to keep kept nothing")
+            refer = self.tesscpp.ForwardReuse(residuals=keep.residuals)
+            try:
+                seconds, grads = timed(
+                    lambda: client.vector_jacobian_product(inputs, vjp_inputs, vjp_outputs, cotangent, reuse=refer),
+                    self.scratch,
+                )
+            finally:
+                client.release_residuals(keep.residuals)
+            if refer.used != "hit":
+                raise RuntimeError(f"the VJP did not use the kept forward ({refer.used or 'no answer'})")
+            return seconds, (outputs, grads)
+
+        def store(seconds: float) -> None:
+            self.reverse_only[plan.form] = seconds
+
+        def fail(error: BaseException) -> None:
+            traceback.print_exc()
+            self.failures.append(f"reverse only, {label}: {short(error)}")
+
+        return Measure(
+            f"{label}: VJP referring to a kept apply",
+            call,
+            lambda answer: problem.check(*problem.answer(*answer)),
+            store,
+            fail,
+        )
+
     def probe_cache(self, plan: Plan, client: Any, label: str) -> Measure:
         """A VJP right after an apply at the same inputs (the apply untimed):
         the reverse pass alone if tesseract-core's cache hit, which nothing
         else shows."""
-        problem = self.problems[plan.form]
-        inputs = problem.inputs(problem.u, NU)
-        cotangent = {"u_next": np.ones_like(problem.u), "energy": 1.0}
+        inputs, vjp_inputs, vjp_outputs, cotangent = self.problems[plan.form].vjp_request()
 
         def vjp_after_apply() -> tuple[float, Any]:
             client.apply(inputs)
             return timed(
-                lambda: client.vector_jacobian_product(inputs, ["u", "nu"], ["u_next", "energy"], cotangent),
-                self.scratch,
+                lambda: client.vector_jacobian_product(inputs, vjp_inputs, vjp_outputs, cotangent), self.scratch
             )
 
         def store(seconds: float) -> None:
@@ -522,50 +594,68 @@ def header(rounds: int, quick: bool) -> None:
     print()
 
 
+def reference_tables(bench: Bench) -> None:
+    print(
+        "Reference costs. Apply and VJP: each alone, through the plain client (tesscpp's on `tesscpp serve`, "
+        "tesseract-core's SDK on tesseract-runtime), no reuse asked, so the VJP runs forward + reverse. Reverse only: "
+        "measured on the reuse-on `tesscpp serve`, where tesscpp's plain client sends an apply asking to keep and "
+        "then a VJP referring to it (answered `hit`), the VJP alone timed; the same module's reverse pass, so it "
+        "stands for tesseract-runtime's too. VJP − apply: the older, indirect reading (for the C++ form it includes "
+        "the tape's forward sweep)."
+    )
+    print()
+    print(
+        "| form | server | solver | size | apply | VJP | reverse only (measured) | VJP − apply | apply + reverse only |"
+    )
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for (form, runtime), ref in bench.references.items():
+        problem = bench.problems[form]
+        reverse = bench.reverse_only.get(form, float("nan"))
+        whose = " (tesscpp's)" if runtime != "tesscpp" and reverse == reverse else ""
+        print(
+            f"| {FORMS[form].name} | {runtime} | {problem.solver} | {problem.size} | {fmt_time(ref.apply)} "
+            f"| {fmt_time(ref.vjp)} | {fmt_time(reverse)}{whose} | {fmt_time(ref.vjp - ref.apply)} "
+            f"| {fmt_time(ref.apply + reverse)} |"
+        )
+    if bench.cache_probes:
+        print()
+        print(
+            f"tesseract-core's cache ({CORE_CACHE_ENV}=1): a VJP right after an apply at the same inputs, plain "
+            "client, against the same server kind's VJP alone and the measured reverse only above (a hit runs the "
+            "reverse alone; a miss, forward + reverse):"
+        )
+        print()
+        print(
+            "| form | server | VJP right after apply | VJP alone | reverse only (measured) "
+            "| after apply / reverse only |"
+        )
+        print("| --- | --- | ---: | ---: | ---: | ---: |")
+        for (form, runtime), seconds in bench.cache_probes.items():
+            ref = bench.references.get((form, runtime), Reference())
+            reverse = bench.reverse_only.get(form, float("nan"))
+            print(
+                f"| {FORMS[form].name} | {runtime} | {fmt_time(seconds)} | {fmt_time(ref.vjp)} | {fmt_time(reverse)} "
+                f"| {ratio(seconds, reverse)} |"
+            )
+
+
 def report(bench: Bench, rounds: int, quick: bool) -> None:
     header(rounds, quick)
     print(
-        "A train step: apply + VJP through a bridge, loss = sum(u_next) + energy, gradients with respect to u "
-        f"and nu; median of {rounds} steps after untimed ones, the rows of a form taking turns. Reuse on: "
+        "A train step: apply + VJP through a bridge, loss = sum of the array output + energy (Hammerstein: sum(u); "
+        "Burgers: sum(u_next)), gradients with respect to the array input (s; u) and nu; median of "
+        f"{rounds} steps after untimed ones, the rows of a form taking turns. Reuse on: "
         f"`tesscpp serve --residual-host-mib {RESIDUAL_ON_MIB}`; off: `--residual-host-mib 0 --residual-device-mib 0`. "
         "Core cache: tesseract-core's "
         f"`set_jax_vjp_cache_size(1)` in the module ({CORE_CACHE_ENV}=1)."
     )
     print()
-    print(
-        "Reference costs (plain client: tesscpp's on `tesscpp serve`, tesseract-core's SDK on "
-        "tesseract-runtime; no reuse asked, so the VJP runs forward + reverse):"
-    )
-    print()
-    print("| form | server | cells | steps | apply | VJP | reverse only (VJP − apply) | apply + reverse only |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for (form, runtime), ref in bench.references.items():
-        problem = bench.problems[form]
-        print(
-            f"| {FORMS[form].name} | {runtime} | {problem.u.size} | {problem.steps} | {fmt_time(ref.apply)} "
-            f"| {fmt_time(ref.vjp)} | {fmt_time(ref.vjp - ref.apply)} | {fmt_time(ref.vjp)} |"
-        )
-    if bench.cache_probes:
-        print()
-        print(
-            "tesseract-core's cache (BURGERS_JAX_VJP_CACHE=1): a VJP right after an apply at the same inputs, "
-            "plain client, against the reverse only of the same server kind above (a hit runs the reverse alone; "
-            "a miss, forward + reverse):"
-        )
-        print()
-        print("| form | server | VJP right after apply | reverse only (no cache) | ratio |")
-        print("| --- | --- | ---: | ---: | ---: |")
-        for (form, runtime), seconds in bench.cache_probes.items():
-            ref = bench.references.get((form, runtime))
-            reverse = ref.vjp - ref.apply if ref else float("nan")
-            print(
-                f"| {FORMS[form].name} | {runtime} | {fmt_time(seconds)} | {fmt_time(reverse)} "
-                f"| {ratio(seconds, reverse)} |"
-            )
+    reference_tables(bench)
     print()
     print(
-        "Train steps. step / (apply + reverse only): against the reference of the same form and server (goal "
-        f"≤ {GOAL}). off / on: the same bridge and server with reuse off over this row. peer / this: "
+        "Train steps. step / (apply + reverse only): against the apply of the same form and server and the "
+        f"form's measured reverse only (goal ≤ {GOAL}). off / on: the same bridge and server with reuse off over "
+        "this row. peer / this: "
         "tesseract-torch or tesseract-jax on tesseract-runtime (with tesseract-core's cache where it has one) "
         "over this row, same module. Residual counters: the server's /metrics over the row "
         "(every step of the row, warm-up included)."
@@ -600,11 +690,11 @@ def report(bench: Bench, rounds: int, quick: bool) -> None:
         if row.error:
             print(f"| {FORMS[plan.form].name} | {name} | {cache} | failed: {row.error} | | | | |")
             continue
-        ref = bench.references.get((plan.form, plan.runtime))
+        ref = bench.references.get((plan.form, plan.runtime), Reference())
         kept = plan.cache in ("reuse on", "core cache")  # the rows the goal is for
         to_goal = "—"
-        if ref is not None:
-            value = row.seconds / ref.vjp  # apply + (VJP - apply)
+        value = row.seconds / (ref.apply + bench.reverse_only.get(plan.form, float("nan")))
+        if value == value:
             to_goal = f"{value:.2f}x" + ((" ok" if value <= GOAL else " MISSED") if kept else "")
         off_on = "—"
         if kept:
@@ -631,8 +721,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=str(ROOT / "build/release"))
     ap.add_argument("--rounds", type=int, default=3, help="timed calls per row, after the warm-up ones")
-    ap.add_argument("--steps", type=int, help="the solver's time steps, every form (default: per form)")
-    ap.add_argument("--quick", action="store_true", help=f"tiny sizes ({QUICK[0]} cells, {QUICK[1]} steps)")
+    ap.add_argument("--steps", type=int, help="the Burgers solver's time steps (the C++ form; default: per size)")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (FORMS' quick: a smoke run)")
     ap.add_argument("--forms", nargs="+", choices=sorted(FORMS), default=sorted(FORMS), help="forms to run")
     args = ap.parse_args()
     build = Path(args.build).resolve()
@@ -643,9 +733,10 @@ def main() -> None:
 
     problems = {}
     for key, form in FORMS.items():
-        cells, steps = QUICK if args.quick else (form.cells, form.steps)
-        u = np.random.default_rng(42).standard_normal(cells)
-        problems[key] = Problem(u, args.steps or steps)
+        size = form.quick if args.quick else form.size
+        if args.steps and form.problem is burgers:
+            size = (size[0], args.steps)
+        problems[key] = form.problem(*size)
     bench = Bench(tesscpp, build, args.rounds, problems)
     try:
         for form in FORMS:

@@ -134,6 +134,7 @@ def torch_pullback(fn: Callable[..., Any], *primals: Any) -> Callable[..., Any]:
 def _estimate(state: Any) -> tuple[int, int]:
     """(host, device) bytes of the arrays `state` reaches, each counted once."""
     seen: set[int] = set()
+    storages: set[tuple[str, int]] = set()  # torch tensors: views and unpacked saved ones share memory
     totals = [0, 0]
 
     def visit(obj: Any, depth: int) -> None:
@@ -142,7 +143,15 @@ def _estimate(state: Any) -> tuple[int, int]:
         seen.add(id(obj))
         on_device, size = _array_bytes(obj)
         if size is not None:
-            totals[on_device] += size
+            storage = _torch_storage(obj)
+            if storage is None or storage not in storages:
+                totals[on_device] += size
+            if storage is not None:
+                storages.add(storage)
+            # A torch tensor's autograd graph holds what its backward needs
+            # (torch.func.vjp's pullback reaches it through its outputs).
+            for saved in _torch_saved_tensors(obj):
+                visit(saved, depth)
             return
         children: list[Any] = []
         if isinstance(obj, dict):
@@ -161,19 +170,72 @@ def _estimate(state: Any) -> tuple[int, int]:
     return totals[0], totals[1]
 
 
+def _torch_storage(obj: Any) -> tuple[str, int] | None:
+    """Where a torch tensor's memory is (device, address); None for anything else."""
+    if "torch" not in sys.modules:
+        return None
+    import torch
+
+    if not isinstance(obj, torch.Tensor) or obj.nelement() == 0:
+        return None
+    try:
+        return str(obj.device), obj.untyped_storage().data_ptr()
+    except NotImplementedError:  # a wrapper without storage of its own (torch.func's)
+        return None
+
+
 def _array_bytes(obj: Any) -> tuple[int, int | None]:
-    """(1 on a device else 0, bytes) of an array; (0, None) for anything else."""
+    """(1 on a device else 0, bytes) of an array (a torch tensor's whole
+    storage); (0, None) for anything else."""
     if "torch" in sys.modules:
         import torch
 
         if isinstance(obj, torch.Tensor):
-            return int(obj.device.type != "cpu"), obj.element_size() * obj.nelement()
+            try:
+                size = obj.untyped_storage().nbytes()
+            except NotImplementedError:  # a wrapper without storage of its own (torch.func's)
+                size = obj.element_size() * obj.nelement()
+            return int(obj.device.type != "cpu"), size
     nbytes = getattr(obj, "nbytes", None)
     if isinstance(nbytes, int) and hasattr(obj, "dtype"):
         devices = getattr(obj, "devices", None)  # a JAX array's; NumPy's live on the host
         platforms = {device.platform for device in devices()} if callable(devices) else {"cpu"}
         return int(bool(platforms - {"cpu"})), nbytes
     return 0, None
+
+
+_saved_names: dict[type, list[str]] = {}
+
+
+def _torch_saved_tensors(obj: Any) -> list[Any]:
+    """The tensors saved in the autograd graph behind torch tensor `obj`
+    (none for anything else): each node's `_saved_*` attributes, and a custom
+    Function's saved_tensors."""
+    node = getattr(obj, "grad_fn", None) if "torch" in sys.modules else None
+    if node is None:
+        return []
+    import torch
+
+    found: list[Any] = []
+    seen: set[int] = set()
+    pending = [node]
+    while pending:
+        node = pending.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        kind = type(node)
+        if kind not in _saved_names:  # dir() once per node type: graphs have thousands of nodes
+            _saved_names[kind] = [name for name in dir(node) if name.startswith("_saved_")]
+        for name in [*_saved_names[kind], "saved_tensors"]:
+            try:
+                value = getattr(node, name, None)
+            except RuntimeError:  # freed by a backward that ran already
+                continue
+            values = value if isinstance(value, (tuple, list)) else [value]
+            found += [v for v in values if isinstance(v, torch.Tensor)]
+        pending += [following for following, _ in node.next_functions]
+    return found
 
 
 def _pytree_leaves(obj: Any) -> list[Any]:

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/status_matchers.h"
-#include "support/runtime_post.h"
+#include "support/reuse_calls.h"
 #include "tesscpp/autodiff.h"
 #include "tesscpp/internal/cpp_kind/cpp_kind.h"
 #include "tesscpp/internal/runtime/runtime.h"
@@ -61,36 +61,20 @@ class DerivedForwardReuse : public ::testing::Test {
     config.output_path = ::testing::TempDir() + "/derived_forward_reuse";
     auto runtime = cpp_kind::MakeRuntime(std::make_shared<const Component>(MakeSteps()), config);
     ASSERT_OK(runtime);
-    runtime_ = *std::move(runtime);
+    calls_ = std::make_unique<testing::ReuseCalls>(*std::move(runtime));
   }
 
-  RuntimeResponse Post(const std::string& endpoint, const std::string& body,
-                       std::vector<std::pair<std::string, std::string>> headers = {}) {
-    RuntimeResponse response = testing::PostJson(*runtime_, endpoint, body, std::move(headers));
-    EXPECT_EQ(response.status, 200) << response.body.string_view();
-    return response;
-  }
-
-  // A kept apply at `inputs`: its body and its reference.
   std::pair<std::string, std::string> KeptApply(const std::string& inputs) {
-    const RuntimeResponse r = Post("apply", R"({"inputs":)" + inputs + "}", {{"Tesscpp-Keep", "1"}});
-    const std::string reference = testing::HeaderOf(r, "Tesscpp-Residuals");
-    EXPECT_FALSE(reference.empty()) << "the apply kept nothing";
-    return {std::string(r.body.string_view()), reference};
+    return calls_->KeptApply(inputs);
   }
-
   std::string Vjp(const std::string& inputs, const std::string& outputs, const std::string& cotangent,
                   const std::string& reference = "") {
-    std::vector<std::pair<std::string, std::string>> headers;
-    if (!reference.empty()) headers.emplace_back("Tesscpp-Residuals", reference);
-    const std::string body = R"({"inputs":)" + inputs + R"(,"vjp_inputs":["nu","u"],"vjp_outputs":)" +
-                             outputs + R"(,"cotangent_vector":)" + cotangent + "}";
-    return std::string(Post("vector_jacobian_product", body, headers).body.string_view());
+    return calls_->Vjp(inputs, outputs, cotangent, reference);
   }
 
   static uint64_t ForwardPasses() { return autodiff::internal::ProcessTapeSlot().forward_passes.load(); }
 
-  std::unique_ptr<Runtime> runtime_;
+  std::unique_ptr<testing::ReuseCalls> calls_;
 };
 
 constexpr char kAt[] = R"({"u":[0.5,-0.25,1.0,0.75,-1.0,0.2],"nu":0.1})";
@@ -105,7 +89,7 @@ TEST_F(DerivedForwardReuse, AStepRunsOneForwardPassAndAnswersAsWithout) {
   std::string plain_apply, plain_vjp;
   for (int round = 0; round < 2; ++round) {
     const uint64_t before = ForwardPasses();
-    plain_apply = std::string(Post("apply", std::string(R"({"inputs":)") + kAt + "}").body.string_view());
+    plain_apply = calls_->Apply(kAt);
     plain_vjp = Vjp(kAt, kBoth, kCotangents);
     EXPECT_EQ(ForwardPasses() - before, 2u);
   }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tesscpp/autodiff/array_context.h"
+#include "tesscpp/autodiff/detail/array_kept.h"
 #include "tesscpp/autodiff/detail/array_runs.h"
 #include "tesscpp/autodiff/detail/array_tensors.h"
 #include "tesscpp/autodiff/detail/drjit_process.h"
@@ -45,18 +46,20 @@ void DeriveArrayApply(Component& c, const Fn& fn, const std::map<std::string, Dt
           CallReader<Float> reader;
           TESS_ASSIGN_OR_RETURN(auto read, reader(in.value(), input_fields));
           auto& inputs = read.inputs;
+          // A kept run is traced (a replay holds no graph to traverse back),
+          // so only a call that would be traced anyway keeps: a replayed
+          // apply and VJP cost less than a traced kept run and its traversal
+          // at small sizes (docs/forward-reuse.md §1).
+          std::optional<Value> key = ModelKey(in.value(), input_fields);
+          if (KeepRequested() && replays->TracedAnyway(key)) {
+            return KeptApply<Float>(fn, in, std::move(inputs), output_fields, out);
+          }
           auto body = [&]() -> Result<NamedArrays<Float>> {
             TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, inputs, output_fields, NoPreparation{}));
-            NamedArrays<Float> outputs;
-            for (auto& [name, array] : ctx.outputs()) {
-              outputs.emplace_back(name,
-                                   Field<Float>{array.dims, Shaped(drjit::detach(array.values), array.dims,
-                                                                   ctx.summed().contains(name))});
-            }
-            return Summed(std::move(outputs), ctx.summed());
+            return AnsweredOutputs(ctx);
           };
-          TESS_ASSIGN_OR_RETURN(auto outputs, Replayed<Float>(*replays, ModelKey(in.value(), input_fields),
-                                                              RecordedInputs<Float>(inputs), body));
+          TESS_ASSIGN_OR_RETURN(
+              auto outputs, Replayed<Float>(*replays, std::move(key), RecordedInputs<Float>(inputs), body));
           for (const auto& [name, array] : outputs) {
             TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, output_fields.at(name)));
             out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
@@ -156,6 +159,10 @@ void DeriveArrayVjp(Component& c, const Fn& fn, const std::map<std::string, Dtyp
       CallReader<Float> reader;
       TESS_ASSIGN_OR_RETURN(auto read, reader(in.value(), input_fields, cotangent));
       auto& [inputs, weights] = read;
+      // What an apply at these inputs kept: the reverse traversal only.
+      if (auto kept = Kept<KeptArrayRun<Float>>()) {
+        return StoreTensors(kept->Reverse(vjp_inputs, vjp_outputs, weights), input_fields, vjp);
+      }
       TESS_ASSIGN_OR_RETURN(auto destinations, Destinations<Float>::Make(inputs, vjp_inputs, input_fields));
       auto body = [&]() -> Result<NamedArrays<Float>> {
         TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, inputs, output_fields, Watch{vjp_inputs}));

@@ -324,6 +324,14 @@ class Replays {
   /// would record every call and evict every recording). A replay resets it.
   /// Called after CountMiss counted this call's key.
   bool RecordsNewKeys() const { return misses_in_a_row_ <= kKept; }
+
+  /// \brief Whether a call of `key` is traced, never replayed: replays off,
+  /// a call no key covers, or new keys coming faster than recordings pay.
+  bool TracedAnyway(const std::optional<Value>& key) {
+    if (!key || !Enabled()) return true;
+    std::lock_guard lock(mutex_);
+    return !RecordsNewKeys();
+  }
   void CountHit() { misses_in_a_row_ = 0; }
   void CountMiss() { ++misses_in_a_row_; }
 

@@ -71,9 +71,15 @@ class ServerMetrics {
   std::atomic<int64_t> in_flight_;
   std::atomic<uint64_t> rejected_[static_cast<size_t>(Rejection::kCount)];
   std::atomic<int64_t> rss_[kMaxWorkers];
-  // Per worker, the fields of runtime::ResidualStats in kResidualFields' order.
+  // Per worker, the fields of runtime::ResidualStats in kResidualFields' order
+  // (the first kResidualGauges are gauges, the rest counters), and the
+  // process that sampled them last.
   static constexpr size_t kResidualFields = 9;
+  static constexpr size_t kResidualGauges = 3;
   std::atomic<int64_t> residuals_[kMaxWorkers][kResidualFields];
+  std::atomic<int64_t> residual_owners_[kMaxWorkers];
+  // The counters of workers that were replaced, so that the sums never step back.
+  std::atomic<int64_t> retired_residuals_[kResidualFields];
 };
 
 }  // namespace tesscpp::http

@@ -10,8 +10,13 @@ solves a step cost.
 from __future__ import annotations
 
 import gc
+import os
+import signal
+import subprocess
 import sys
+import time
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +24,7 @@ import tesseract_core
 import torch
 
 import tesscpp
-from conftest import fixture_api, fixture_library
+from conftest import fixture_api, fixture_library, required_dir
 from tesscpp.torch import apply_tesseract
 
 X = np.array([1.0, 2.0, 3.0])
@@ -96,6 +101,9 @@ def test_a_torch_training_step_solves_once(kept: tesscpp.Tesseract) -> None:
     after_forward = int(outputs["solves"])
     loss = (outputs["y"] * torch.tensor(W)).sum()
     loss.backward()
+    # The backward used the step's reference and gives it back (to go with
+    # the next call), once: not again when the graph is gone (below).
+    assert len(kept._shared.done_residuals) == 1
     # The backward solved nothing: the next apply is the next solve.
     assert solves_so_far(kept) == after_forward
     np.testing.assert_allclose(x.grad.numpy(), expected_vjp(X, W))
@@ -110,10 +118,9 @@ def test_a_torch_training_step_solves_once(kept: tesscpp.Tesseract) -> None:
     with torch.no_grad():
         apply_tesseract(kept, {"x": torch.tensor(X, requires_grad=True)})
 
-    # The step's reference goes back to the server once its graph is gone.
     del outputs, loss
     gc.collect()
-    assert len(kept._shared.done_residuals) == 1
+    assert len(kept._shared.done_residuals) <= 1
 
 
 def test_in_process_tesseracts_reuse_too() -> None:
@@ -273,6 +280,23 @@ def test_a_torch_pullback_is_counted_with_what_its_graph_saved() -> None:
     assert slot.device_bytes == 0
 
 
+def test_a_torch_training_loop_holds_one_steps_forward_on_the_server() -> None:
+    """The bridge frees a step's kept forward once its backward used it: a
+    loop lets go of a step's outputs only as its next apply returns, which
+    held two steps' state on the server when freeing waited for that."""
+    with tesscpp.Tesseract.from_source(fixture_library("kept")) as served:
+        outputs = None
+        for step in range(4):
+            x = torch.tensor(X + step, requires_grad=True)
+            outputs = apply_tesseract(served, {"x": x})
+            assert metric_values(served)["tesscpp_residual_entries"] == 1, f"step {step}"
+            (outputs["y"] * torch.tensor(W)).sum().backward()
+            np.testing.assert_allclose(x.grad.numpy(), expected_vjp(X + step, W))
+        metrics = metric_values(served)
+    assert metrics['tesscpp_residual_lookups_total{outcome="hit"}'] == 4
+    del outputs
+
+
 def test_a_step_stays_on_its_worker_with_eight_threads_on_four_workers() -> None:
     """Each worker keeps its own store; the client sends a step's derivative
     call on the connection its apply went on, so it reaches the worker that
@@ -296,3 +320,44 @@ def test_a_step_stays_on_its_worker_with_eight_threads_on_four_workers() -> None
     misses = metrics['tesscpp_residual_lookups_total{outcome="miss"}']
     assert hits + misses == 8 * steps
     assert hits / (hits + misses) >= 0.99, (hits, misses)
+
+
+def _workers(server: subprocess.Popen) -> set[int]:
+    return {int(pid) for pid in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()}
+
+
+def test_residual_counters_never_step_back_when_a_worker_is_replaced(tmp_path) -> None:
+    """Each worker counts in its own slot; the worker that replaces a crashed
+    one starts again at zero, and what its predecessor counted stays in the
+    sums (a Prometheus counter never decreases)."""
+    with open(tmp_path / "stderr", "wb") as err:
+        server = subprocess.Popen(
+            [required_dir("TESSCPP_CLI"), "serve", str(fixture_library("kept")), "--port", "0",
+             "--num-workers", "1", "--output-path", str(tmp_path)],
+            stdout=subprocess.PIPE, stderr=err, text=True,
+        )  # fmt: skip
+    try:
+        port = int(server.stdout.readline().rsplit(":", 1)[1])
+        served = tesscpp.Tesseract.from_url(f"http://127.0.0.1:{port}")
+
+        def keep_one() -> None:
+            reuse = tesscpp.ForwardReuse(keep=True)
+            served.apply({"x": X}, reuse=reuse)
+            assert reuse.residuals
+
+        for _ in range(3):
+            keep_one()
+        assert metric_values(served)["tesscpp_residual_kept_total"] == 3
+        (crashed,) = _workers(server)
+        os.kill(crashed, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not (_workers(server) - {crashed}):
+            assert time.monotonic() < deadline, "no worker replaced the one killed"
+            time.sleep(0.05)
+        keep_one()
+        metrics = metric_values(served)
+        assert metrics["tesscpp_residual_kept_total"] == 4
+        assert metrics["tesscpp_residual_entries"] == 1  # a gauge: the new worker's store alone
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -42,6 +42,7 @@ class Call:
     # (the apply then asks to keep its forward), and what it kept.
     keep: bool = False
     residuals: str = ""
+    release: weakref.finalize | None = None  # frees `residuals` on the server, once
     flat_result: list[tuple[LeafPath, Any]] = field(default_factory=list)
     output_paths: list[LeafPath] = field(default_factory=list)
     output_wires: list[str] = field(default_factory=list)
@@ -58,7 +59,7 @@ class Call:
     def fresh(self, **changes: Any) -> Call:
         """The same call for another invocation (a batch element, a batched call)."""
         return replace(
-            self, sent=None, residuals="", flat_result=[], output_paths=[], output_wires=[], **changes
+            self, sent=None, residuals="", release=None, flat_result=[], output_paths=[], output_wires=[], **changes
         )
 
     def client(self) -> Any:
@@ -91,9 +92,18 @@ class Call:
         if not sent or not wanted:
             return {}
         assert self.sent is not None
-        return self.client().vector_jacobian_product(
+        client = self.client()
+        products = client.vector_jacobian_product(
             inputs=self.sent, vjp_inputs=wanted, vjp_outputs=list(sent), cotangent_vector=sent, **self.referring()
         )
+        if self.release is not None:
+            # Freed with the next call, not once this call is collected: a
+            # training loop lets go of a step's outputs only as its next
+            # apply returns, so the server held two steps' forward. A second
+            # backward (retain_graph) is recomputed by the server.
+            self.release()
+            self.residuals = ""
+        return products
 
     def jvp(self, tangents: Sequence[torch.Tensor | None]) -> dict | None:
         """The JVP at the sent inputs of the non-zero tangents; None when every
@@ -123,8 +133,8 @@ class Call:
         reuse = ForwardReuse(keep=True)
         self.record(client.apply(self.sent, reuse=reuse))
         self.residuals = reuse.residuals
-        if self.residuals:
-            weakref.finalize(self, client.release_residuals, self.residuals)
+        if self.residuals:  # at most once: after the backward, or when this call is gone
+            self.release = weakref.finalize(self, client.release_residuals, self.residuals)
 
     def record(self, result: dict) -> None:
         self.flat_result = flatten_outputs(result, self.templates)

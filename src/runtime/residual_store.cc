@@ -236,18 +236,24 @@ ResidualStore::Found ResidualStore::Find(std::string_view reference, const Value
   return found;
 }
 
-void ResidualStore::Release(std::string_view references) {
+bool ResidualStore::Release(std::string_view references, std::string_view used) {
   Lru gone;
+  bool named_used = false;
   std::lock_guard<std::mutex> lock(mutex_);
   while (!references.empty()) {
     const size_t comma = references.find(',');
     std::string_view reference = references.substr(0, comma);
     references = comma == std::string_view::npos ? std::string_view() : references.substr(comma + 1);
     while (!reference.empty() && reference.front() == ' ') reference.remove_prefix(1);
+    if (!used.empty() && reference == used) {
+      named_used = true;
+      continue;
+    }
     std::string_view miss;
     if (auto it = Locate(reference, &miss); it != lru_.end()) Drop(it, &ResidualStats::released);
   }
   gone.splice(gone.end(), dropped_);
+  return named_used;
 }
 
 ResidualStats ResidualStore::Stats() {

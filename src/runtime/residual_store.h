@@ -69,8 +69,11 @@ class ResidualStore {
   Found Find(std::string_view reference, const Value& inputs);
 
   /// \brief Drops the entries of a comma-separated list of references (those
-  /// of other processes and unknown ones are ignored).
-  void Release(std::string_view references);
+  /// of other processes and unknown ones are ignored), but for `used`, the
+  /// reference of the call that brings the list: a call that names its own
+  /// reference is done with it once it has run (the caller releases it then).
+  /// Whether the list named `used`.
+  bool Release(std::string_view references, std::string_view used = {});
 
   /// \brief The counts now (entries past the time limit dropped first, at
   /// most once a second).

@@ -65,6 +65,18 @@ TEST(ResidualStore, EvictsLeastRecentlyUsedToStayWithinEachBudget) {
   EXPECT_EQ(stats.evictions, 2U);
 }
 
+TEST(ResidualStore, ACallsOwnReferenceIsLeftForItToReleaseAfter) {
+  ResidualStore store({1000, 1000, std::chrono::seconds(10)});
+  const auto a = store.Put(At(1), Bytes(10));
+  const auto b = store.Put(At(2), Bytes(10));
+  EXPECT_TRUE(store.Release(*a + "," + *b, *a));  // the call refers to a: b goes now
+  EXPECT_NE(store.Find(*a, At(1)).residual, nullptr);
+  EXPECT_EQ(store.Find(*b, At(2)).miss, "unknown");
+  EXPECT_FALSE(store.Release(*b, *a));
+  EXPECT_FALSE(store.Release(*a));  // no call's own: released
+  EXPECT_EQ(store.Find(*a, At(1)).miss, "unknown");
+}
+
 TEST(ResidualStore, ExpiresAndReleases) {
   ResidualStore store({1000, 1000, std::chrono::seconds(10)});
   auto now = ResidualStore::Clock::now();

@@ -62,6 +62,19 @@ using runtime::Unprocessable;
 
 namespace {
 
+// Frees a call's own forward-reuse reference once the call has run, when the
+// call asked to (it named the reference among those it releases).
+struct ReleaseAfter {
+  explicit ReleaseAfter(runtime::ResidualStore* residuals) : store(residuals) {}
+  runtime::ResidualStore* store;
+  std::string reference;
+  ReleaseAfter(const ReleaseAfter&) = delete;
+  ReleaseAfter& operator=(const ReleaseAfter&) = delete;
+  ~ReleaseAfter() {
+    if (store != nullptr && !reference.empty()) store->Release(reference);
+  }
+};
+
 // What Create made, or null after saying on stderr what goes without it.
 template <typename T>
 std::unique_ptr<T> OrWarned(Result<std::unique_ptr<T>> made, const char* without) {
@@ -421,8 +434,11 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
   Result<Value> outputs = Status::Internal("not run");
   if (core::Endpoint(*id).kind == core::EndpointKind::kWrapped) {
     if (given_run_id && InvalidRunId(*given_run_id)) return ValidationFailure({RunIdIssue(*given_run_id)});
+    ReleaseAfter release_after{residuals.get()};
     if (reuse != nullptr && residuals != nullptr) {
-      for (const std::string& done : reuse->release) residuals->Release(done);
+      for (const std::string& done : reuse->release) {
+        if (residuals->Release(done, reuse->residuals)) release_after.reference = reuse->residuals;
+      }
     }
     Reuse kept;
     if (reuse != nullptr) {
@@ -563,9 +579,14 @@ RuntimeResponse Runtime::Impl::Route(const RuntimeRequest& request) const {
   const std::string path(target.substr(0, q));
   const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
 
+  // A derivative call that names its own reference among those it releases
+  // is done with it once it has run: freed as this returns.
+  ReleaseAfter release_after{residuals.get()};
   if (residuals != nullptr) {
     if (auto done = platform::FindHeader(request.headers, runtime::kResidualsReleaseHeader)) {
-      residuals->Release(*done);
+      const std::string_view own =
+          platform::FindHeader(request.headers, runtime::kResidualsHeader).value_or(std::string_view());
+      if (residuals->Release(*done, own)) release_after.reference = std::string(own);
     }
   }
   if (gpu_transport_enabled()) {

@@ -92,18 +92,20 @@ class Call:
         if not sent or not wanted:
             return {}
         assert self.sent is not None
-        client = self.client()
-        products = client.vector_jacobian_product(
-            inputs=self.sent, vjp_inputs=wanted, vjp_outputs=list(sent), cotangent_vector=sent, **self.referring()
-        )
+        reuse = self.referring()
         if self.release is not None:
-            # Freed with the next call, not once this call is collected: a
-            # training loop lets go of a step's outputs only as its next
-            # apply returns, so the server held two steps' forward. A second
+            # The VJP frees what it refers to once it has run, on the worker
+            # that holds it, not once this call is collected: a training loop
+            # lets go of a step's outputs only as its next apply returns (the
+            # server held two steps' forward), and a release sent with some
+            # later call reached whichever worker that call went to. A second
             # backward (retain_graph) is recomputed by the server.
-            self.release()
-            self.residuals = ""
-        return products
+            reuse["reuse"].release = [self.residuals]
+            self.release.detach()
+            self.release, self.residuals = None, ""
+        return self.client().vector_jacobian_product(
+            inputs=self.sent, vjp_inputs=wanted, vjp_outputs=list(sent), cotangent_vector=sent, **reuse
+        )
 
     def jvp(self, tangents: Sequence[torch.Tensor | None]) -> dict | None:
         """The JVP at the sent inputs of the non-zero tangents; None when every

@@ -57,16 +57,15 @@ Result<std::string> ProcessTapeDirectory() {
   return held.dir->path();
 }
 
-Result<std::optional<std::string>> TapeFilesToMove(TapeSlot& slot) {
+bool ClaimTapeSlot(TapeSlot& slot) {
   const int64_t self = ::getpid();
-  if (slot.files_owner == self) return std::optional<std::string>();
-  TESS_ASSIGN_OR_RETURN(std::string dir, ProcessTapeDirectory());
+  if (slot.files_owner == self) return false;
   if (slot.files_owner != 0) {  // a forked child: the parent's tapes are not its own
     ++slot.tag;
     ++slot.recordings;
   }
   slot.files_owner = self;
-  return std::optional<std::string>(std::move(dir));
+  return true;
 }
 
 }  // namespace tesscpp::autodiff::internal

@@ -267,8 +267,11 @@ TEST(Autodiff, ATapeOnDiskIsItsProcesssOwn) {
   ASSERT_OK_AND_ASSIGN(const std::string own, autodiff::internal::ProcessTapeDirectory());
   EXPECT_TRUE(HasTapeFiles(own)) << own;
   EXPECT_FALSE(HasTapeFiles(std::filesystem::current_path()));
-  // A forked child records a tape of another length: into its own directory,
-  // under the tag's successor (the parent's tag keeps the parent's files).
+  // A forked child at the same point: not a sweep of the parent's tape (its
+  // files are the parent's) but a recording of its own, in its own directory,
+  // under the tag's successor. It ends with exit(), whose ADOL-C clean-up
+  // would remove the files of tapes not recorded to be left to their
+  // directory's removal: the parent's among them.
   const std::filesystem::path chosen =
       std::filesystem::path(::testing::TempDir()) / ("tape-dir-" + std::to_string(::getpid()));
   std::filesystem::create_directories(chosen);
@@ -276,10 +279,11 @@ TEST(Autodiff, ATapeOnDiskIsItsProcesssOwn) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     ::setenv("TESSCPP_TAPE_DIR", chosen.c_str(), 1);
-    bool ok = LongTapeGradientIsRight(c, 1500);
+    const uint64_t inherited = Recordings();
+    bool ok = LongTapeGradientIsRight(c, 1000) && Recordings() > inherited;
     auto dir = autodiff::internal::ProcessTapeDirectory();
     ok = ok && dir.ok() && std::filesystem::path(*dir).parent_path() == chosen && HasTapeFiles(*dir);
-    std::quick_exit(ok ? 0 : 1);  // which removes the child's directory
+    std::exit(ok ? 0 : 1);  // which removes the child's directory
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);

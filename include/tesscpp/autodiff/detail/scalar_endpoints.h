@@ -72,6 +72,7 @@ void DeriveApply(Component& c, const Fn& fn, const std::map<std::string, Dtype>&
             PathSet wanted;
             for (const auto& [name, dtype] : output_fields) wanted.push_back(name);
             std::lock_guard<std::mutex> lock(internal::TapeLock());
+            internal::UseProcessTapeFiles();
             TESS_ASSIGN_OR_RETURN(const internal::Taped* taped,
                                   internal::TapeAt(function, fn, in, input_fields, output_fields, wanted));
             TESS_RETURN_IF_ERROR(SetOutputs(TapedOutputs(*taped, wanted), output_fields, out));
@@ -156,6 +157,7 @@ void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
     c.VectorJacobianProduct([=](const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
                                 const TensorMap& cotangent, TensorMap& vjp) -> Status {
       std::lock_guard<std::mutex> lock(internal::TapeLock());
+      internal::UseProcessTapeFiles();
       const auto swept = Kept<SweptForward>();
       const internal::Taped* kept = nullptr;
       PathSet wanted = vjp_outputs;  // the tape's dependents, in order
@@ -218,6 +220,7 @@ void DeriveJacobian(Component& c, const Fn& fn, const std::map<std::string, Dtyp
     c.Jacobian([=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs,
                    JacobianMap& jac) -> Status {
       std::lock_guard<std::mutex> lock(internal::TapeLock());
+      internal::UseProcessTapeFiles();
       TESS_ASSIGN_OR_RETURN(const internal::Taped* kept,
                             internal::TapeAt(function, fn, in, input_fields, output_fields, jac_outputs));
       const internal::Taped& taped = *kept;

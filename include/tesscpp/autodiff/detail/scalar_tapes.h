@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -73,21 +74,39 @@ inline short TapeTag() { return ProcessTapeSlot().tag; }
 // ADOL-C writes a tape that outgrows its buffers to files named after its tag,
 // by default in the working directory: processes started in one directory (a
 // server's workers, two servers) would write the same files and sweep each
-// other's tapes, which crashed a worker or gave wrong derivatives. Before
-// each recording (the caller holds TapeLock()), the first in a process points
-// those names at the process's own directory (ProcessTapeDirectory).
-inline Status UseProcessTapeFiles() {
-  TESS_ASSIGN_OR_RETURN(const std::optional<std::string> dir, TapeFilesToMove(ProcessTapeSlot()));
-  if (!dir) return Status::OK();
+// other's tapes, which crashed a worker or gave wrong derivatives. Before any
+// use of the tape (the caller holds TapeLock()), the first in a process points
+// those names at the process's own directory (ProcessTapeDirectory). Without
+// one (no writable temporary directory), the tapes stay where ADOL-C puts
+// them, said once on stderr: a VJP is not refused for it.
+inline void UseProcessTapeFiles() {
+  if (!ClaimTapeSlot(ProcessTapeSlot())) return;
+  const Result<std::string> dir = ProcessTapeDirectory();
+  const char* failed = dir.ok() ? nullptr : "no directory of its own";
   for (char*& base : tapeBaseNames) {
-    if (base == nullptr) return Status::Internal("ADOL-C has not named its tape files");
-    const std::string name = std::filesystem::path(base).filename().string();
-    char* moved = ::strdup((*dir + "/" + name).c_str());
-    if (moved == nullptr) return Status::ResourceExhausted("no memory for a tape file name");
-    std::free(base);  // ADOL-C's own, made with malloc
+    if (failed != nullptr) break;
+    char* moved = base == nullptr
+                      ? nullptr
+                      : ::strdup((*dir + "/" + std::filesystem::path(base).filename().string()).c_str());
+    if (moved == nullptr) {
+      failed = "its file names could not be moved";
+      break;
+    }
+    std::free(base);  // ADOL-C's own, made with calloc
     base = moved;
   }
-  return Status::OK();
+  if (failed != nullptr) {
+    std::fprintf(stderr, "tesscpp: ADOL-C's tapes of this process go to the working directory: %s%s%s\n",
+                 failed, dir.ok() ? "" : ": ", dir.ok() ? "" : dir.status().message().c_str());
+  }
+}
+
+// Recording keeps the values for a reverse sweep right after, and leaves the
+// files of a tape that spilled to its directory's removal: ADOL-C's own
+// clean-up at exit would remove a forked parent's files from a child that
+// exits normally.
+inline void StartRecording() {
+  trace_on(TapeTag(), 1, OBUFSIZE, LBUFSIZE, VBUFSIZE, TBUFSIZE, /*skipFileCleanup=*/1);
 }
 
 // Numbers the functions Derive registers, for the tapes this library keeps.
@@ -115,9 +134,8 @@ template <typename Fn>
 Result<Taped> Tape(const Fn& fn, const ModelView& in, const std::map<std::string, Dtype>& input_fields,
                    const std::map<std::string, Dtype>& output_fields, const PathSet& wanted) {
   TESS_ASSIGN_OR_RETURN(const Arrays arrays, ReadInputs(in.value(), input_fields));
-  TESS_RETURN_IF_ERROR(UseProcessTapeFiles());
   Taped taped;
-  trace_on(TapeTag(), 1);  // keep the values for a reverse sweep right after
+  StartRecording();
   auto inputs = Convert<adouble>(arrays, [&](const std::string& name, const std::vector<double>& values) {
     std::vector<adouble> independent(values.size());
     for (size_t i = 0; i < values.size(); ++i) {

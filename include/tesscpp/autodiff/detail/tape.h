@@ -15,7 +15,6 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
-#include <optional>
 #include <string>
 
 #include "tesscpp/result.h"
@@ -47,15 +46,16 @@ TapeSlot& ProcessTapeSlot();
 /// that outgrows its buffers to files): made on the first call in each
 /// process, forked children included, under $TESSCPP_TAPE_DIR or else the
 /// temporary directory ($TMPDIR, /tmp), as `tesscpp-tapes-<pid>-<id>`.
-/// Removed at a normal exit; one whose process ended otherwise (a server
-/// worker ends with _Exit) is removed by the next process that makes one.
+/// Removed at a normal exit and at quick_exit (how a server's worker ends);
+/// one whose process ended otherwise (killed, or a worker abandoning calls at
+/// its drain timeout) is removed by the next process that makes one.
 Result<std::string> ProcessTapeDirectory();
 
-/// \brief Under `slot.lock`, before a recording: the directory that ADOL-C's
-/// tape file names must be moved to (ProcessTapeDirectory), on the first
-/// recording of each process, or nullopt when they point there already. A
-/// forked child's first also moves `tag` on and counts a recording, so that
-/// no tape of its parent's is swept in it.
-Result<std::optional<std::string>> TapeFilesToMove(TapeSlot& slot);
+/// \brief Under `slot.lock`, before any use of the tape: whether this is the
+/// process's first (forked children's included), whose caller then points
+/// ADOL-C's tape file names at ProcessTapeDirectory(). A forked child's first
+/// also moves `tag` on and counts a recording, so that no tape of its
+/// parent's (whose files are the parent's) is swept or recorded over in it.
+bool ClaimTapeSlot(TapeSlot& slot);
 
 }  // namespace tesscpp::autodiff::internal

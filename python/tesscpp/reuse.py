@@ -135,6 +135,8 @@ def _estimate(state: Any) -> tuple[int, int]:
     """(host, device) bytes of the arrays `state` reaches, each counted once."""
     seen: set[int] = set()
     storages: set[tuple[str, int]] = set()  # torch tensors: views and unpacked saved ones share memory
+    nodes: set[int] = set()  # autograd nodes walked: each graph once, however many tensors lead to it
+    kept_alive: list[Any] = []  # unpacked saved tensors, so that no id in `seen` is reused meanwhile
     totals = [0, 0]
 
     def visit(obj: Any, depth: int) -> None:
@@ -150,8 +152,10 @@ def _estimate(state: Any) -> tuple[int, int]:
                 storages.add(storage)
             # A torch tensor's autograd graph holds what its backward needs
             # (torch.func.vjp's pullback reaches it through its outputs).
-            for saved in _torch_saved_tensors(obj):
-                visit(saved, depth)
+            saved = _torch_saved_tensors(obj, nodes)
+            kept_alive.extend(saved)
+            for tensor in saved:
+                visit(tensor, depth)
             return
         children: list[Any] = []
         if isinstance(obj, dict):
@@ -207,17 +211,16 @@ def _array_bytes(obj: Any) -> tuple[int, int | None]:
 _saved_names: dict[type, list[str]] = {}
 
 
-def _torch_saved_tensors(obj: Any) -> list[Any]:
+def _torch_saved_tensors(obj: Any, seen: set[int]) -> list[Any]:
     """The tensors saved in the autograd graph behind torch tensor `obj`
     (none for anything else): each node's `_saved_*` attributes, and a custom
-    Function's saved_tensors."""
+    Function's saved_tensors; nodes in `seen` (walked already) are skipped."""
     node = getattr(obj, "grad_fn", None) if "torch" in sys.modules else None
     if node is None:
         return []
     import torch
 
     found: list[Any] = []
-    seen: set[int] = set()
     pending = [node]
     while pending:
         node = pending.pop()

@@ -89,18 +89,30 @@ void AddReuseHeaders(const ForwardReuse& reuse, std::vector<std::string>& header
 // derivative call goes on the connection parked under its reference and,
 // when that reached the state, parks it there again for the next call at
 // that point. A call that releases references goes on the connection of the
-// first one, so that its worker hears it.
+// first one, so that its worker hears it. A derivative call that releases its
+// own reference (the server frees it after the call) takes that connection
+// before anything is forgotten and parks it under nothing afterwards.
 std::optional<HttpConnection::Affinity> AffinityOf(const ForwardReuse* reuse) {
   if (reuse == nullptr) return std::nullopt;
   HttpConnection::Affinity affinity;
-  affinity.forget = reuse->release;
+  const bool refers = !reuse->keep && Usable(reuse->residuals);
+  bool releases_own = false;
+  for (const std::string& done : reuse->release) {
+    if (refers && done == reuse->residuals) {
+      releases_own = true;
+    } else {
+      affinity.forget.push_back(done);
+    }
+  }
   if (reuse->keep) {
     affinity.park_as = [](const HttpResponse& r) { return r.Header(runtime::kResidualsHeader).value_or(""); };
-  } else if (Usable(reuse->residuals)) {
+  } else if (refers) {
     affinity.use = reuse->residuals;
-    affinity.park_as = [reference = reuse->residuals](const HttpResponse& r) {
-      return r.Header(runtime::kResidualsUsedHeader) == "hit" ? reference : std::string();
-    };
+    if (!releases_own) {
+      affinity.park_as = [reference = reuse->residuals](const HttpResponse& r) {
+        return r.Header(runtime::kResidualsUsedHeader) == "hit" ? reference : std::string();
+      };
+    }
   }
   if (affinity.use.empty() && !reuse->release.empty()) affinity.use = reuse->release.front();
   return affinity;

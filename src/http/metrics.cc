@@ -103,8 +103,8 @@ void ServerMetrics::SampleMemory(int worker) {
 
 // Forward reuse (docs/forward-reuse.md), summed over the workers: each keeps
 // its own store. A replaced worker's counters start again in its slot; what
-// its predecessor counted stays in the sums (SampleResiduals retires it), so
-// a counter never steps back, as Prometheus requires of one.
+// its predecessor counted stays in the sums (RetireResiduals), so a counter
+// never steps back, as Prometheus requires of one.
 void ServerMetrics::RenderResiduals(std::string& out) const {
   std::array<int64_t, kResidualFields> sums{};
   for (const auto& worker : residuals_) {
@@ -152,14 +152,17 @@ void ServerMetrics::SampleResiduals(int worker, const runtime::ResidualStats& st
                                                        static_cast<int64_t>(stats.evictions),
                                                        static_cast<int64_t>(stats.released),
                                                        static_cast<int64_t>(stats.refused)};
-  // The slot's first sample from this process: a worker replaced its
-  // predecessor (or the slot was empty), whose counters are retired. One
-  // process writes a slot at a time.
-  const int64_t self = ::getpid();
-  const bool successor = residual_owners_[worker].exchange(self, std::memory_order_relaxed) != self;
+  for (size_t f = 0; f < kResidualFields; ++f)
+    residuals_[worker][f].store(fields[f], std::memory_order_relaxed);
+}
+
+void ServerMetrics::RetireResiduals(int worker) {
+  if (worker < 0 || worker >= kMaxWorkers) return;
+  // Field by field, so that only a scrape within those few instructions can
+  // miss a value; the supervisor renders while workers start.
   for (size_t f = 0; f < kResidualFields; ++f) {
-    const int64_t before = residuals_[worker][f].exchange(fields[f], std::memory_order_relaxed);
-    if (successor && f >= kResidualGauges) retired_residuals_[f].fetch_add(before, std::memory_order_relaxed);
+    const int64_t before = residuals_[worker][f].exchange(0, std::memory_order_relaxed);
+    if (f >= kResidualGauges) retired_residuals_[f].fetch_add(before, std::memory_order_relaxed);
   }
 }
 

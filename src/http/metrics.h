@@ -41,6 +41,10 @@ class ServerMetrics {
   void SampleMemory(int worker);
   /// \brief Samples this process's forward-reuse store into slot `worker`.
   void SampleResiduals(int worker, const runtime::ResidualStats& stats);
+  /// \brief For a worker starting to serve, before its first call: moves the
+  /// forward-reuse counters of the slot's previous worker (one it replaces)
+  /// into the sums, so that they never step back.
+  void RetireResiduals(int worker);
 
   /// \brief The text exposition format, version 0.0.4.
   std::string Render() const;
@@ -72,12 +76,10 @@ class ServerMetrics {
   std::atomic<uint64_t> rejected_[static_cast<size_t>(Rejection::kCount)];
   std::atomic<int64_t> rss_[kMaxWorkers];
   // Per worker, the fields of runtime::ResidualStats in kResidualFields' order
-  // (the first kResidualGauges are gauges, the rest counters), and the
-  // process that sampled them last.
+  // (the first kResidualGauges are gauges, the rest counters).
   static constexpr size_t kResidualFields = 9;
   static constexpr size_t kResidualGauges = 3;
   std::atomic<int64_t> residuals_[kMaxWorkers][kResidualFields];
-  std::atomic<int64_t> residual_owners_[kMaxWorkers];
   // The counters of workers that were replaced, so that the sums never step back.
   std::atomic<int64_t> retired_residuals_[kResidualFields];
 };

@@ -167,6 +167,7 @@ struct HttpServer::Impl {
   // Serves in this process until drained.
   void Serve() {
     state.metrics->SampleMemory(state.worker);
+    state.metrics->RetireResiduals(state.worker);  // before any call, on this one thread
     signals.async_wait([this](boost::system::error_code ec, int) {
       if (!ec) Drain();
     });

@@ -101,11 +101,13 @@ class Call:
             # later call reached whichever worker that call went to. A second
             # backward (retain_graph) is recomputed by the server.
             reuse["reuse"].release = [self.residuals]
-            self.release.detach()
-            self.release, self.residuals = None, ""
-        return self.client().vector_jacobian_product(
+        products = self.client().vector_jacobian_product(
             inputs=self.sent, vjp_inputs=wanted, vjp_outputs=list(sent), cotangent_vector=sent, **reuse
         )
+        if self.release is not None:  # freed by that call: not again when this one goes
+            self.release.detach()
+            self.release, self.residuals = None, ""
+        return products
 
     def jvp(self, tangents: Sequence[torch.Tensor | None]) -> dict | None:
         """The JVP at the sent inputs of the non-zero tangents; None when every

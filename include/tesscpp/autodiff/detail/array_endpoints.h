@@ -51,7 +51,7 @@ void DeriveArrayApply(Component& c, const Fn& fn, const std::map<std::string, Dt
           // apply and VJP cost less than a traced kept run and its traversal
           // at small sizes (docs/forward-reuse.md §1).
           std::optional<Value> key = ModelKey(in.value(), input_fields);
-          if (KeepRequested() && replays->TracedAnyway(key)) {
+          if (KeepRequested() && Replays::TracedAnyway(key)) {
             return KeptApply<Float>(fn, in, std::move(inputs), output_fields, out);
           }
           auto body = [&]() -> Result<NamedArrays<Float>> {

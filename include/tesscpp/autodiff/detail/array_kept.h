@@ -44,9 +44,12 @@ class KeptArrayRun {
   explicit KeptArrayRun(ArrayContext<Float> ctx) : ctx_(std::move(ctx)) {}
 
   // The VJP's products for `weights` (cotangents by output name), evaluated.
+  // What a traversal that failed half way left is cleared (a scope guard), so
+  // that the next VJP on this run starts from zero gradients.
   NamedArrays<Float> Reverse(const PathSet& vjp_inputs, const PathSet& vjp_outputs,
                              const std::map<std::string, Float>& weights) const {
     std::lock_guard lock(mutex_);
+    const ClearedAfter cleared{ctx_};
     for (const std::string& name : vjp_outputs) {
       auto found = ctx_.outputs().find(name);
       auto w = weights.find(name);
@@ -58,11 +61,18 @@ class KeptArrayRun {
     NamedArrays<Float> products = GradientArrays<Float>(ctx_.inputs_by_name(), vjp_inputs);
     for (auto& [name, product] : products) drjit::schedule(product.values);
     drjit::eval();
-    for (auto& [name, input] : ctx_.inputs_by_name()) drjit::clear_grad(input.values);
     return products;
   }
 
  private:
+  struct ClearedAfter {
+    ArrayContext<Float>& ctx;
+    ~ClearedAfter() {
+      for (auto& [name, array] : ctx.outputs()) drjit::clear_grad(array.values);
+      for (auto& [name, array] : ctx.inputs_by_name()) drjit::clear_grad(array.values);
+    }
+  };
+
   mutable std::mutex mutex_;
   mutable ArrayContext<Float> ctx_;  // its model view is the apply's, never read again
 };
@@ -75,10 +85,10 @@ Float OwnedCopy(const Float& values) {
   return Float(Detached::steal(jit_var_copy_opaque(drjit::detach(values).index())));
 }
 
-// Dr.Jit's memory in use at its peak since the last call, for `Float`'s
-// backend: what a kept run is counted at is the peak its run reached over
-// the memory in use before it (an upper bound: temporaries count too;
-// approximate while other calls run).
+// Dr.Jit's memory taken from the system at its peak since the last call,
+// for `Float`'s backend (its cache of freed memory included): what a run
+// newly took. A warm process reuses its cache and takes little, so a kept
+// run is counted at least at the copies of its inputs and its outputs.
 template <typename Float>
 int64_t PeakSinceLast() {
   const auto peak = static_cast<int64_t>(jit_malloc_watermark(drjit::backend_v<Float>));
@@ -92,18 +102,21 @@ template <typename Float, typename Fn>
 Status KeptApply(const Fn& fn, const ModelView& in, Arrays<Float> inputs,
                  const std::map<std::string, Dtype>& output_fields, Record& out) {
   PathSet watched;
+  int64_t held = 0;  // the input copies' and the outputs' bytes
   for (auto& [name, array] : inputs) {
     array.values = OwnedCopy(array.values);
     watched.push_back(name);
+    held += static_cast<int64_t>(drjit::width(array.values) * sizeof(double));
   }
   (void)PeakSinceLast<Float>();
   const auto in_use = static_cast<int64_t>(jit_malloc_watermark(drjit::backend_v<Float>));
   TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, std::move(inputs), output_fields, Watch{watched}));
   for (const auto& [name, array] : AnsweredOutputs(ctx)) {
     TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, output_fields.at(name)));
+    held += t.nbytes();
     out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
   }
-  const int64_t bytes = std::max<int64_t>(0, PeakSinceLast<Float>() - in_use);
+  const int64_t bytes = std::max(held, PeakSinceLast<Float>() - in_use);
   KeepForDerivatives(std::make_shared<const KeptArrayRun<Float>>(std::move(ctx)), kOnCuda<Float> ? 0 : bytes,
                      kOnCuda<Float> ? bytes : 0);
   return Status::OK();

@@ -326,12 +326,9 @@ class Replays {
   bool RecordsNewKeys() const { return misses_in_a_row_ <= kKept; }
 
   /// \brief Whether a call of `key` is traced, never replayed: replays off,
-  /// a call no key covers, or new keys coming faster than recordings pay.
-  bool TracedAnyway(const std::optional<Value>& key) {
-    if (!key || !Enabled()) return true;
-    std::lock_guard lock(mutex_);
-    return !RecordsNewKeys();
-  }
+  /// or a call no key covers. (A keyed call goes to Replayed, which records
+  /// a new key and learns when keys change too fast to record.)
+  static bool TracedAnyway(const std::optional<Value>& key) { return !key || !Enabled(); }
   void CountHit() { misses_in_a_row_ = 0; }
   void CountMiss() { ++misses_in_a_row_; }
 

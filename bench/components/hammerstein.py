@@ -49,6 +49,13 @@ from tesseract_core.runtime import Array, Differentiable, Float64, ShapeDType
 
 TOLERANCE = 1e-10
 MAX_NEWTON = 50
+DIFFERENTIABLE_INPUTS = ("s", "nu")
+OUTPUTS = ("u", "energy")
+
+try:  # the components keep their forward with it when tesscpp serves them
+    from tesscpp import reuse
+except ImportError:  # served without tesscpp (tesseract-runtime)
+    reuse = None
 
 
 class InputSchema(BaseModel):

@@ -146,10 +146,10 @@ def _estimate(state: Any) -> tuple[int, int]:
         on_device, size = _array_bytes(obj)
         if size is not None:
             storage = _torch_storage(obj)
-            if storage is None or storage not in storages:
-                totals[on_device] += size
-            if storage is not None:
-                storages.add(storage)
+            if storage is not None:  # the whole storage, once
+                size = 0 if storage[0] in storages else storage[1]
+                storages.add(storage[0])
+            totals[on_device] += size
             # A torch tensor's autograd graph holds what its backward needs
             # (torch.func.vjp's pullback reaches it through its outputs).
             saved = _torch_saved_tensors(obj, nodes)
@@ -174,8 +174,9 @@ def _estimate(state: Any) -> tuple[int, int]:
     return totals[0], totals[1]
 
 
-def _torch_storage(obj: Any) -> tuple[str, int] | None:
-    """Where a torch tensor's memory is (device, address); None for anything else."""
+def _torch_storage(obj: Any) -> tuple[tuple[str, int], int] | None:
+    """Where a torch tensor's memory is (device, address) and its bytes; None
+    for anything else, and for torch.func's wrappers, which have no storage."""
     if "torch" not in sys.modules:
         return None
     import torch
@@ -183,23 +184,19 @@ def _torch_storage(obj: Any) -> tuple[str, int] | None:
     if not isinstance(obj, torch.Tensor) or obj.nelement() == 0:
         return None
     try:
-        return str(obj.device), obj.untyped_storage().data_ptr()
-    except NotImplementedError:  # a wrapper without storage of its own (torch.func's)
+        storage = obj.untyped_storage()
+    except NotImplementedError:
         return None
+    return (str(obj.device), storage.data_ptr()), storage.nbytes()
 
 
 def _array_bytes(obj: Any) -> tuple[int, int | None]:
-    """(1 on a device else 0, bytes) of an array (a torch tensor's whole
-    storage); (0, None) for anything else."""
+    """(1 on a device else 0, bytes) of an array; (0, None) for anything else."""
     if "torch" in sys.modules:
         import torch
 
         if isinstance(obj, torch.Tensor):
-            try:
-                size = obj.untyped_storage().nbytes()
-            except NotImplementedError:  # a wrapper without storage of its own (torch.func's)
-                size = obj.element_size() * obj.nelement()
-            return int(obj.device.type != "cpu"), size
+            return int(obj.device.type != "cpu"), obj.element_size() * obj.nelement()
     nbytes = getattr(obj, "nbytes", None)
     if isinstance(nbytes, int) and hasattr(obj, "dtype"):
         devices = getattr(obj, "devices", None)  # a JAX array's; NumPy's live on the host

@@ -16,7 +16,6 @@
 #include "core/status_matchers.h"
 #include "support/reuse_calls.h"
 #include "tesscpp/autodiff_arrays.h"
-#include "tesscpp/internal/cpp_kind/cpp_kind.h"
 
 namespace tesscpp {
 namespace {
@@ -62,11 +61,7 @@ Component MakeSteps() {
 class DerivedArraysForwardReuse : public ::testing::Test {
  protected:
   void SetUp() override {
-    RuntimeConfig config;
-    config.output_path = ::testing::TempDir() + "/derived_arrays_forward_reuse";
-    auto runtime = cpp_kind::MakeRuntime(std::make_shared<const Component>(MakeSteps()), config);
-    ASSERT_OK(runtime);
-    calls_ = std::make_unique<testing::ReuseCalls>(*std::move(runtime));
+    ASSERT_OK_AND_ASSIGN(calls_, testing::ReuseCalls::Of(MakeSteps(), "derived_arrays_forward_reuse"));
   }
 
   std::unique_ptr<testing::ReuseCalls> calls_;

@@ -14,7 +14,6 @@
 #include "core/status_matchers.h"
 #include "support/reuse_calls.h"
 #include "tesscpp/autodiff.h"
-#include "tesscpp/internal/cpp_kind/cpp_kind.h"
 #include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp {
@@ -57,11 +56,7 @@ Component MakeSteps() {
 class DerivedForwardReuse : public ::testing::Test {
  protected:
   void SetUp() override {
-    RuntimeConfig config;
-    config.output_path = ::testing::TempDir() + "/derived_forward_reuse";
-    auto runtime = cpp_kind::MakeRuntime(std::make_shared<const Component>(MakeSteps()), config);
-    ASSERT_OK(runtime);
-    calls_ = std::make_unique<testing::ReuseCalls>(*std::move(runtime));
+    ASSERT_OK_AND_ASSIGN(calls_, testing::ReuseCalls::Of(MakeSteps(), "derived_forward_reuse"));
   }
 
   std::pair<std::string, std::string> KeptApply(const std::string& inputs) {

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "support/runtime_post.h"
+#include "tesscpp/component.h"
+#include "tesscpp/internal/cpp_kind/cpp_kind.h"
 #include "tesscpp/internal/runtime/runtime.h"
 
 namespace tesscpp::testing {
@@ -19,6 +21,16 @@ namespace tesscpp::testing {
 class ReuseCalls {
  public:
   explicit ReuseCalls(std::unique_ptr<Runtime> runtime) : runtime_(std::move(runtime)) {}
+
+  /// \brief Calls to `component` through the runtime of the C++ kind, its run
+  /// directories in the test's temporary directory under `output`.
+  static Result<std::unique_ptr<ReuseCalls>> Of(Component component, const std::string& output) {
+    RuntimeConfig config;
+    config.output_path = ::testing::TempDir() + "/" + output;
+    TESS_ASSIGN_OR_RETURN(
+        auto runtime, cpp_kind::MakeRuntime(std::make_shared<const Component>(std::move(component)), config));
+    return std::make_unique<ReuseCalls>(std::move(runtime));
+  }
 
   RuntimeResponse Post(const std::string& endpoint, const std::string& body,
                        std::vector<std::pair<std::string, std::string>> headers = {}) {

@@ -46,6 +46,7 @@ from tesseract_core.runtime import jax_recipes
 # Tesseract's loader puts only its own folder on sys.path.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import hammerstein  # noqa: E402
+from hammerstein import DIFFERENTIABLE_INPUTS, InputSchema, OutputSchema, abstract_eval  # noqa: E402, F401
 
 jax.config.update("jax_enable_x64", True)
 
@@ -56,16 +57,7 @@ if CORE_CACHE:
     set_jax_vjp_cache_size(1)
     reuse = None
 else:
-    try:
-        from tesscpp import reuse
-    except ImportError:  # served without tesscpp (tesseract-runtime)
-        reuse = None
-
-InputSchema = hammerstein.InputSchema
-OutputSchema = hammerstein.OutputSchema
-abstract_eval = hammerstein.abstract_eval
-
-DIFFERENTIABLE_INPUTS = ("s", "nu")
+    reuse = hammerstein.reuse
 
 
 def _newton(s: jax.Array, nu: jax.Array, ell: float) -> tuple[jax.Array, tuple[jax.Array, jax.Array], jax.Array]:

@@ -29,18 +29,7 @@ import torch
 # Tesseract's loader puts only its own folder on sys.path.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import hammerstein  # noqa: E402
-
-try:
-    from tesscpp import reuse
-except ImportError:  # served without tesscpp (tesseract-runtime)
-    reuse = None
-
-InputSchema = hammerstein.InputSchema
-OutputSchema = hammerstein.OutputSchema
-abstract_eval = hammerstein.abstract_eval
-
-DIFFERENTIABLE_INPUTS = ("s", "nu")
-OUTPUTS = ("u", "energy")
+from hammerstein import DIFFERENTIABLE_INPUTS, OUTPUTS, InputSchema, OutputSchema, abstract_eval, reuse  # noqa: E402, F401
 
 
 def _lu_solve(factors: tuple[torch.Tensor, torch.Tensor], b: torch.Tensor, adjoint: bool = False) -> torch.Tensor:

@@ -60,11 +60,7 @@ void DeriveArrayApply(Component& c, const Fn& fn, const std::map<std::string, Dt
           };
           TESS_ASSIGN_OR_RETURN(
               auto outputs, Replayed<Float>(*replays, std::move(key), RecordedInputs<Float>(inputs), body));
-          for (const auto& [name, array] : outputs) {
-            TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, output_fields.at(name)));
-            out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
-          }
-          return Status::OK();
+          return SetAnswer(outputs, output_fields, out).status();
         });
       },
       apply_doc);

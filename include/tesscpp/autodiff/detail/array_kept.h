@@ -35,6 +35,19 @@ NamedArrays<Float> AnsweredOutputs(ArrayContext<Float>& ctx) {
   return Summed(std::move(outputs), ctx.summed());
 }
 
+// Sets the apply's answer from `outputs` (AnsweredOutputs'); its bytes.
+template <typename Float>
+Result<int64_t> SetAnswer(const NamedArrays<Float>& outputs, const std::map<std::string, Dtype>& fields,
+                          Record& out) {
+  int64_t bytes = 0;
+  for (const auto& [name, array] : outputs) {
+    TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, fields.at(name)));
+    bytes += t.nbytes();
+    out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
+  }
+  return bytes;
+}
+
 // One kept run. Its graph serves any number of VJPs: each traversal leaves
 // the edges (ADFlag::ClearVertices) and clears the inputs' gradients after
 // reading them, one VJP at a time.
@@ -85,38 +98,27 @@ Float OwnedCopy(const Float& values) {
   return Float(Detached::steal(jit_var_copy_opaque(drjit::detach(values).index())));
 }
 
-// Dr.Jit's memory taken from the system at its peak since the last call,
-// for `Float`'s backend (its cache of freed memory included): what a run
-// newly took. A warm process reuses its cache and takes little, so a kept
-// run is counted at least at the copies of its inputs and its outputs.
-template <typename Float>
-int64_t PeakSinceLast() {
-  const auto peak = static_cast<int64_t>(jit_malloc_watermark(drjit::backend_v<Float>));
-  jit_malloc_clear_statistics();
-  return peak;
-}
-
 // apply, asked to keep: the function run once on copies of the inputs, every
-// differentiable one watched; the outputs answered and the run kept.
+// differentiable one watched; the outputs answered and the run kept. Counted
+// at what Dr.Jit newly took from the system during the run (its watermark
+// includes its cache of freed memory, which a warm process reuses), and at
+// least at the input copies and the outputs.
 template <typename Float, typename Fn>
 Status KeptApply(const Fn& fn, const ModelView& in, Arrays<Float> inputs,
                  const std::map<std::string, Dtype>& output_fields, Record& out) {
   PathSet watched;
-  int64_t held = 0;  // the input copies' and the outputs' bytes
+  int64_t held = 0;
   for (auto& [name, array] : inputs) {
     array.values = OwnedCopy(array.values);
     watched.push_back(name);
     held += static_cast<int64_t>(drjit::width(array.values) * sizeof(double));
   }
-  (void)PeakSinceLast<Float>();
-  const auto in_use = static_cast<int64_t>(jit_malloc_watermark(drjit::backend_v<Float>));
+  auto taken = [] { return static_cast<int64_t>(jit_malloc_watermark(drjit::backend_v<Float>)); };
+  jit_malloc_clear_statistics();
+  const int64_t before = taken();
   TESS_ASSIGN_OR_RETURN(auto ctx, RunOn<Float>(fn, in, std::move(inputs), output_fields, Watch{watched}));
-  for (const auto& [name, array] : AnsweredOutputs(ctx)) {
-    TESS_ASSIGN_OR_RETURN(Tensor t, ToTensor(array.values, array.dims, output_fields.at(name)));
-    held += t.nbytes();
-    out.Set(FieldKey<ArrayOf<double>>{-1, name}, Value(std::move(t)));
-  }
-  const int64_t bytes = std::max(held, PeakSinceLast<Float>() - in_use);
+  TESS_ASSIGN_OR_RETURN(const int64_t answered, SetAnswer(AnsweredOutputs(ctx), output_fields, out));
+  const int64_t bytes = std::max(held + answered, taken() - before);
   KeepForDerivatives(std::make_shared<const KeptArrayRun<Float>>(std::move(ctx)), kOnCuda<Float> ? 0 : bytes,
                      kOnCuda<Float> ? bytes : 0);
   return Status::OK();

@@ -71,8 +71,7 @@ void DeriveApply(Component& c, const Fn& fn, const std::map<std::string, Dtype>&
           if (KeepRequested()) {
             PathSet wanted;
             for (const auto& [name, dtype] : output_fields) wanted.push_back(name);
-            std::lock_guard<std::mutex> lock(internal::TapeLock());
-            internal::UseProcessTapeFiles();
+            const auto lock = internal::LockedTape();
             TESS_ASSIGN_OR_RETURN(const internal::Taped* taped,
                                   internal::TapeAt(function, fn, in, input_fields, output_fields, wanted));
             TESS_RETURN_IF_ERROR(SetOutputs(TapedOutputs(*taped, wanted), output_fields, out));
@@ -156,8 +155,7 @@ void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
   if (!c.vector_jacobian_product())
     c.VectorJacobianProduct([=](const ModelView& in, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
                                 const TensorMap& cotangent, TensorMap& vjp) -> Status {
-      std::lock_guard<std::mutex> lock(internal::TapeLock());
-      internal::UseProcessTapeFiles();
+      const auto lock = internal::LockedTape();
       const auto swept = Kept<SweptForward>();
       const internal::Taped* kept = nullptr;
       PathSet wanted = vjp_outputs;  // the tape's dependents, in order
@@ -219,8 +217,7 @@ void DeriveJacobian(Component& c, const Fn& fn, const std::map<std::string, Dtyp
   if (!c.jacobian())
     c.Jacobian([=](const ModelView& in, const PathSet& jac_inputs, const PathSet& jac_outputs,
                    JacobianMap& jac) -> Status {
-      std::lock_guard<std::mutex> lock(internal::TapeLock());
-      internal::UseProcessTapeFiles();
+      const auto lock = internal::LockedTape();
       TESS_ASSIGN_OR_RETURN(const internal::Taped* kept,
                             internal::TapeAt(function, fn, in, input_fields, output_fields, jac_outputs));
       const internal::Taped& taped = *kept;

@@ -82,23 +82,30 @@ inline short TapeTag() { return ProcessTapeSlot().tag; }
 inline void UseProcessTapeFiles() {
   if (!ClaimTapeSlot(ProcessTapeSlot())) return;
   const Result<std::string> dir = ProcessTapeDirectory();
-  const char* failed = dir.ok() ? nullptr : "no directory of its own";
+  std::string failed = dir.ok() ? "" : "no directory of its own: " + dir.status().message();
   for (char*& base : tapeBaseNames) {
-    if (failed != nullptr) break;
+    if (!failed.empty()) break;
     char* moved = base == nullptr
                       ? nullptr
                       : ::strdup((*dir + "/" + std::filesystem::path(base).filename().string()).c_str());
     if (moved == nullptr) {
       failed = "its file names could not be moved";
-      break;
+      continue;
     }
     std::free(base);  // ADOL-C's own, made with calloc
     base = moved;
   }
-  if (failed != nullptr) {
-    std::fprintf(stderr, "tesscpp: ADOL-C's tapes of this process go to the working directory: %s%s%s\n",
-                 failed, dir.ok() ? "" : ": ", dir.ok() ? "" : dir.status().message().c_str());
-  }
+  if (!failed.empty())
+    std::fprintf(stderr, "tesscpp: ADOL-C's tapes of this process go to the working directory: %s\n",
+                 failed.c_str());
+}
+
+// The tape lock, held, with the tape's files this process's (every use of
+// the tape goes through here).
+inline std::unique_lock<std::mutex> LockedTape() {
+  std::unique_lock<std::mutex> lock(TapeLock());
+  UseProcessTapeFiles();
+  return lock;
 }
 
 // Recording keeps the values for a reverse sweep right after, and leaves the

@@ -58,6 +58,13 @@ call's time.
 
     .venv/bin/python bench/forward_reuse_bench.py --build build/ci
     .venv/bin/python bench/forward_reuse_bench.py --build build/ci --quick   # tiny sizes, a smoke run
+
+On the GPU machine, after scripts/gpu/build_and_test.sh (its build in
+/tmp/tesscpp-build): `python3 bench/forward_reuse_bench.py --build
+/tmp/tesscpp-build --device cuda --forms torch --size N` runs the torch
+form with CUDA tensors, every server with cuda_ipc, the peer's client with
+`with_encoding(gpu_transport="cuda_ipc")`; the kept pullback then holds device
+memory (docs/forward-reuse.md §5).
 """
 
 from __future__ import annotations
@@ -118,19 +125,23 @@ class Problem:
     nu: float
     constants: dict[str, Any]  # the inputs not differentiated
     expected: tuple[float, np.ndarray, float] | None = None  # loss, d/d array, d/dnu
+    device: str = "cpu"  # "cuda": the array input and its cotangent are CUDA tensors (cuda_ipc)
 
     def inputs(self, array: Any, nu: Any) -> dict[str, Any]:
         return {self.array: array, "nu": nu, **self.constants}
 
     def vjp_request(self) -> tuple[dict[str, Any], list[str], list[str], dict[str, Any]]:
         """A plain client's VJP of the loss: inputs, vjp_inputs, vjp_outputs, cotangents."""
-        cotangent = {self.output: np.ones_like(self.value), "energy": 1.0}
-        return self.inputs(self.value, self.nu), [self.array, "nu"], [self.output, "energy"], cotangent
+        array, ones = self.value, np.ones_like(self.value)
+        if self.device != "cpu":
+            array, ones = torch.from_numpy(array).to(self.device), torch.from_numpy(ones).to(self.device)
+        cotangent = {self.output: ones, "energy": 1.0}
+        return self.inputs(array, self.nu), [self.array, "nu"], [self.output, "energy"], cotangent
 
     def answer(self, outputs: dict, grads: dict) -> tuple[float, np.ndarray, float]:
         """(loss, d/d array, d/dnu) from a plain client's apply and VJP."""
-        loss = float(np.sum(outputs[self.output]) + outputs["energy"])
-        return loss, np.asarray(grads[self.array]), float(grads["nu"])
+        loss = float(np.sum(on_host(outputs[self.output])) + on_host(outputs["energy"]))
+        return loss, on_host(grads[self.array]), float(on_host(grads["nu"]))
 
     def check(self, loss: float, grad_array: np.ndarray, grad_nu: float) -> None:
         if self.expected is None:
@@ -139,6 +150,13 @@ class Problem:
         np.testing.assert_allclose(loss, want_loss, rtol=1e-9, err_msg="loss")
         np.testing.assert_allclose(grad_array, want_array, rtol=1e-8, atol=1e-12, err_msg=f"d loss / d {self.array}")
         np.testing.assert_allclose(grad_nu, want_nu, rtol=1e-8, err_msg="d loss / d nu")
+
+
+def on_host(array: Any) -> np.ndarray:
+    """A client's answer as a NumPy array: device arrays (cuda_ipc's) copied."""
+    if hasattr(array, "__cuda_array_interface__"):
+        return torch.from_dlpack(array).cpu().numpy()
+    return np.asarray(array)
 
 
 def hammerstein(n: int) -> Problem:
@@ -193,7 +211,7 @@ class Plan:
 
 
 def plans() -> list[Plan]:
-    on = {"residual_host_mb": RESIDUAL_ON_MIB}
+    on = {"residual_host_mb": RESIDUAL_ON_MIB, "residual_device_mb": RESIDUAL_ON_MIB}
     # Both budgets 0 turn the extension off: with only the host's 0, an apply
     # asked to keep still builds its state (a torch graph, an ADOL-C tape),
     # which the store then refuses, and "off" would pay for it.
@@ -251,12 +269,12 @@ def timed(call: Callable[[], Any], scratch: Path) -> tuple[float, Any]:
 
 def torch_step(apply: Callable, tesseract: Any, problem: Problem) -> Callable[[], tuple]:
     def step() -> tuple:
-        array = torch.from_numpy(problem.value.copy()).requires_grad_()
-        nu = torch.tensor(problem.nu, dtype=torch.float64, requires_grad=True)
+        array = torch.from_numpy(problem.value.copy()).to(problem.device).requires_grad_()
+        nu = torch.tensor(problem.nu, dtype=torch.float64, device=problem.device, requires_grad=True)
         out = apply(tesseract, problem.inputs(array, nu))
         loss = out[problem.output].sum() + out["energy"]
         loss.backward()
-        return loss.item(), array.grad.numpy(), nu.grad.item()
+        return loss.item(), array.grad.cpu().numpy(), nu.grad.item()
 
     return step
 
@@ -350,6 +368,8 @@ class Bench:
         if plan.runtime_config:
             kwargs["runtime_config"] = plan.runtime_config
         source = self.source(plan.form)
+        if self.problems[plan.form].device == "cuda":
+            kwargs["gpu_transport"] = "cuda_ipc"
         if source.suffix == ".py":
             kwargs.update(python_executable=sys.executable, python_runtime=plan.runtime)
         server = self.tesscpp.Tesseract.from_source(source, **kwargs)
@@ -379,6 +399,8 @@ class Bench:
                 servers.callback(server.teardown)
                 ours = plan.runtime == "tesscpp"
                 client = (self.tesscpp.Tesseract if ours else tesseract_core.Tesseract).from_url(server.url)
+                if not ours and self.problems[form].device == "cuda":
+                    client = client.with_encoding(gpu_transport="cuda_ipc")
                 if plan.reference:
                     measures += self.reference(plan, client, label)
                 if plan.reverse:
@@ -578,7 +600,7 @@ def counters_text(counters: dict[str, float] | None) -> str:
     return ", ".join(f"{int(value)} {key}" for key, value in counters.items())
 
 
-def header(rounds: int, quick: bool) -> None:
+def header(device: str) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True)
     revision = commit.stdout.strip() or "?"
@@ -586,9 +608,10 @@ def header(rounds: int, quick: bool) -> None:
         revision += " with uncommitted changes"
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if "model name" in line), "?")
     cores = len(os.sched_getaffinity(0))
+    gpu = f"; {torch.cuda.get_device_name()}, cuda_ipc" if device == "cuda" else ""
     print(
-        f"<!-- commit {revision}; {cpu}, {cores} cores; bench/forward_reuse_bench.py"
-        f"{' --quick' if quick else ''} --rounds {rounds}; jax {jax.__version__}, torch {torch.__version__} -->"
+        f"<!-- commit {revision}; {cpu}, {cores} cores{gpu}; bench/forward_reuse_bench.py {' '.join(sys.argv[1:])}"
+        f"; jax {jax.__version__}, torch {torch.__version__} -->"
     )
     print(f"# forward reuse benchmark, {time.strftime('%Y-%m-%d', time.gmtime())}")
     print()
@@ -639,13 +662,14 @@ def reference_tables(bench: Bench) -> None:
             )
 
 
-def report(bench: Bench, rounds: int, quick: bool) -> None:
-    header(rounds, quick)
+def report(bench: Bench, rounds: int, device: str) -> None:
+    header(device)
     print(
         "A train step: apply + VJP through a bridge, loss = sum of the array output + energy (Hammerstein: sum(u); "
         "Burgers: sum(u_next)), gradients with respect to the array input (s; u) and nu; median of "
         f"{rounds} steps after untimed ones, the rows of a form taking turns. Reuse on: "
-        f"`tesscpp serve --residual-host-mib {RESIDUAL_ON_MIB}`; off: `--residual-host-mib 0 --residual-device-mib 0`. "
+        f"`tesscpp serve --residual-host-mib {RESIDUAL_ON_MIB} --residual-device-mib {RESIDUAL_ON_MIB}`; "
+        "off: `--residual-host-mib 0 --residual-device-mib 0`. "
         "Core cache: tesseract-core's "
         f"`set_jax_vjp_cache_size(1)` in the module ({CORE_CACHE_ENV}=1)."
     )
@@ -724,7 +748,16 @@ def main() -> None:
     ap.add_argument("--steps", type=int, help="the Burgers solver's time steps (the C++ form; default: per size)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes (FORMS' quick: a smoke run)")
     ap.add_argument("--forms", nargs="+", choices=sorted(FORMS), default=sorted(FORMS), help="forms to run")
+    ap.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        default="cpu",
+        help="cuda: the torch form with CUDA tensors, served with cuda_ipc (the other forms run on the CPU only)",
+    )
+    ap.add_argument("--size", type=int, help="N of the Hammerstein forms (default: FORMS' size)")
     args = ap.parse_args()
+    if args.device == "cuda" and set(args.forms) != {"torch"}:
+        ap.error("--device cuda runs the torch form only: add --forms torch")
     build = Path(args.build).resolve()
     sys.path.insert(0, str(build / "python"))
     import tesscpp
@@ -736,7 +769,10 @@ def main() -> None:
         size = form.quick if args.quick else form.size
         if args.steps and form.problem is burgers:
             size = (size[0], args.steps)
+        if args.size and form.problem is hammerstein:
+            size = (args.size,)
         problems[key] = form.problem(*size)
+        problems[key].device = args.device
     bench = Bench(tesscpp, build, args.rounds, problems)
     try:
         for form in FORMS:
@@ -746,7 +782,7 @@ def main() -> None:
                     bench.run_form(form, group)
     finally:
         shutil.rmtree(bench.scratch, ignore_errors=True)
-    report(bench, args.rounds, args.quick)
+    report(bench, args.rounds, args.device)
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ def operator(xp: Any, nodes: Any, weights: Any, ell: float) -> Any:
 def newton_step(xp: Any, lu_factor: Any, lu_solve: Any, a: Any, s: Any, nu: Any, u: Any) -> tuple[Any, Any, Any]:
     """One iteration from u: (the next iterate, J(u)'s LU factors, whether the step was below the tolerance)."""
     t = xp.tanh(u)
-    jacobian = xp.eye(u.shape[0], dtype=a.dtype) - nu * a * (1.0 - t * t)
+    jacobian = xp.diag(xp.ones_like(u)) - nu * a * (1.0 - t * t)  # on u's device
     factors = lu_factor(jacobian)
     step = lu_solve(factors, u - s - nu * (a @ t))
     u = u - step

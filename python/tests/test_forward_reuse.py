@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ import torch
 
 import tesscpp
 from conftest import fixture_api, fixture_library, required_dir
+from served_metrics import metric_values
 from tesscpp.torch import apply_tesseract
 
 X = np.array([1.0, 2.0, 3.0])
@@ -46,16 +46,6 @@ def kept(request: pytest.FixtureRequest):
         served = tesscpp.Tesseract.from_source(fixture_api("kept"), python_executable=sys.executable)
     with served:
         yield served
-
-
-def metric_values(tesseract: tesscpp.Tesseract) -> dict[str, float]:
-    with urllib.request.urlopen(tesseract.url + "/metrics") as answer:
-        text = answer.read().decode()
-    return {
-        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line and not line.startswith("#")
-    }
 
 
 def solves_so_far(tesseract: tesscpp.Tesseract) -> int:

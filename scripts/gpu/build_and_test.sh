@@ -64,7 +64,8 @@ fi
 # evidence of a GPU run); the console shows what did not pass, and the counts.
 python3 -m pytest -v -p no:cacheprovider --noconftest -rs -s "$root/python/tests/test_gpu_host_path.py" \
   "$root/python/tests/test_gpu_transport.py" "$root/python/tests/test_gpu_transfer.py" "$root/python/tests/test_gpu_vmm.py" \
-  "$root/python/tests/test_gpu_jax.py" "$root/python/tests/test_gpu_autodiff_arrays.py" "$@" 2>&1 | tee "$out/pytest.log" | grep -v " PASSED" | tail -60 \
+  "$root/python/tests/test_gpu_jax.py" "$root/python/tests/test_gpu_autodiff_arrays.py" \
+  "$root/python/tests/test_gpu_forward_reuse.py" "$@" 2>&1 | tee "$out/pytest.log" | grep -v " PASSED" | tail -60 \
   || status=1
 cat "$out/pytest.log" >>"$out/run.log"
 echo "processes left on the GPU after the tests:"

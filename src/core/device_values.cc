@@ -11,12 +11,16 @@
 
 namespace tesscpp::core {
 
-Result<Tensor> ImplicitCopyToHost(const Tensor& tensor) {
-  if (tensor.device().host_accessible()) return tensor;
+bool ImplicitHostCopiesForbidden() {
   const char* forbid = std::getenv("TESSERACT_FORBID_DEVICE_HOST_COPY");
   std::string value = forbid != nullptr ? forbid : "";
   for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (value == "1" || value == "true") {
+  return value == "1" || value == "true";
+}
+
+Result<Tensor> ImplicitCopyToHost(const Tensor& tensor) {
+  if (tensor.device().host_accessible()) return tensor;
+  if (ImplicitHostCopiesForbidden()) {
     return Status::NotAcceptable("Implicit device-to-host copy of a ", tensor.device().ToString(),
                                  " tensor (TESSERACT_FORBID_DEVICE_HOST_COPY is set).");
   }

@@ -4,8 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
-#include <cstring>
 #include <utility>
 
 #include "platform/uuid.h"
@@ -48,73 +46,6 @@ int64_t HeldBytes(const Value& value) {
 }
 
 }  // namespace
-
-bool SameInputs(const Value& a, const Value& b) {
-  if (a.kind() != b.kind()) return false;
-  switch (a.kind()) {
-    case Value::Kind::kFloat:
-      return std::bit_cast<uint64_t>(a.as_number()) == std::bit_cast<uint64_t>(b.as_number());
-    case Value::Kind::kList: {
-      const Value::List& x = a.as_list();
-      const Value::List& y = b.as_list();
-      if (x.size() != y.size()) return false;
-      for (size_t i = 0; i < x.size(); ++i) {
-        if (!SameInputs(x[i], y[i])) return false;
-      }
-      return true;
-    }
-    case Value::Kind::kDict: {
-      const Value::Dict& x = a.as_dict();
-      const Value::Dict& y = b.as_dict();
-      if (x.size() != y.size()) return false;
-      for (auto i = x.begin(), j = y.begin(); i != x.end(); ++i, ++j) {
-        if (i->first != j->first || !SameInputs(i->second, j->second)) return false;
-      }
-      return true;
-    }
-    case Value::Kind::kNull:
-    case Value::Kind::kBool:
-    case Value::Kind::kInt:
-    case Value::Kind::kString:
-    case Value::Kind::kTensor: break;  // tensors: dtype, shape, device and bytes
-  }
-  return a == b;
-}
-
-Result<Value> DetachedCopy(const Value& inputs) {
-  switch (inputs.kind()) {
-    case Value::Kind::kTensor: {
-      const Tensor& t = inputs.as_tensor();
-      if (!t.device().host_accessible()) return Status::InvalidArgument("device inputs are not kept");
-      TESS_ASSIGN_OR_RETURN(Tensor copy, Tensor::Allocate(t.dtype(), t.shape()));
-      if (t.nbytes() > 0) std::memcpy(copy.data(), t.data(), static_cast<size_t>(t.nbytes()));
-      return Value(std::move(copy));
-    }
-    case Value::Kind::kList: {
-      Value::List list;
-      list.reserve(inputs.as_list().size());
-      for (const Value& item : inputs.as_list()) {
-        TESS_ASSIGN_OR_RETURN(Value copy, DetachedCopy(item));
-        list.push_back(std::move(copy));
-      }
-      return Value(std::move(list));
-    }
-    case Value::Kind::kDict: {
-      Value::Dict dict;
-      for (const auto& [key, item] : inputs.as_dict()) {
-        TESS_ASSIGN_OR_RETURN(Value copy, DetachedCopy(item));
-        dict.set(key, std::move(copy));
-      }
-      return Value(std::move(dict));
-    }
-    case Value::Kind::kNull:
-    case Value::Kind::kBool:
-    case Value::Kind::kInt:
-    case Value::Kind::kFloat:
-    case Value::Kind::kString: break;
-  }
-  return inputs;
-}
 
 ResidualStore::ResidualStore(ResidualLimits limits) : limits_(limits) {}
 

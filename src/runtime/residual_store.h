@@ -25,6 +25,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "runtime/kept_inputs.h"
 #include "tesscpp/internal/component/kept_state.h"
 #include "tesscpp/internal/runtime/runtime.h"
 #include "tesscpp/result.h"
@@ -37,15 +38,6 @@ struct ResidualLimits {
   int64_t device_bytes = int64_t{1} << 30;  ///< TESSCPP_RESIDUAL_DEVICE_MIB (default 1 GiB)
   std::chrono::seconds ttl{600};            ///< TESSCPP_RESIDUAL_TTL_S (default 10 min)
 };
-
-/// \brief Whether two request inputs are the same: like Value equality, but
-/// floats compare by their bits (-0.0 is not 0.0 to a function that reads
-/// the sign, and NaN is itself).
-bool SameInputs(const Value& a, const Value& b);
-
-/// \brief A copy of `inputs` that shares no tensor memory with them: what an
-/// entry keeps, safe from a component that changes its inputs in place.
-Result<Value> DetachedCopy(const Value& inputs);
 
 class ResidualStore {
  public:

@@ -143,10 +143,11 @@ struct Runtime::Impl {
   // Runs a wrapped endpoint: negotiation, run directory, stdio capture,
   // profiling; `call` produces the validated outputs from `request_body`, and
   // `gpu` is the GPU transport's part of the call (null without one).
+  // `inputs_owned`: the call runs on KeptApplyBody's copy of the request's inputs.
   RuntimeResponse RunWrapped(EndpointId id, const std::string& endpoint, const RuntimeRequest& request,
                              std::string_view query, const Value& request_body,
                              const runtime::PreparedCall& call,
-                             std::unique_ptr<gpu_transport::ServerCall> gpu) const;
+                             std::unique_ptr<gpu_transport::ServerCall> gpu, bool inputs_owned) const;
   RuntimeResponse Failure(const std::string& endpoint, const EndpointFailure& failure) const;
   // The run directory of a call: the given run_id's, made now, or a spare
   // under a fresh uuid4; a one-shot command's is the output directory.
@@ -171,11 +172,18 @@ struct Runtime::Impl {
     std::shared_ptr<const component::Residual> found;
     std::string_view miss;  // why it found nothing, when it referred
   };
+  // A kept apply's state may hold its inputs (a pullback saves them), while
+  // device inputs are the caller's memory, lent for this one call: such an
+  // apply runs on the server's own copy of them (runtime::OwnDeviceCopy).
+  // The body to run it on; nullopt where no copy is needed or none could be
+  // made (the apply then keeps nothing).
+  std::optional<Value> KeptApplyBody(EndpointId endpoint, bool keep, const Value& request_body) const;
   // What a call asks, from an HTTP request's headers or an in-process call's
   // ForwardReuse: `keep` (an apply), or the reference a derivative call
-  // names. `lent`: the inputs are the caller's memory for this call only.
+  // names. `lent`: the inputs are the caller's memory for this call only;
+  // `inputs_owned`: the call runs on KeptApplyBody's copy of them.
   Reuse BeginReuse(EndpointId endpoint, bool keep, std::optional<std::string_view> reference,
-                   const Value& request_body, bool lent) const;
+                   const Value& request_body, bool lent, bool inputs_owned) const;
   // After a call that succeeded: stores what an apply kept, and says the
   // reference (`residuals`) or what the reference was good for (`used`).
   void FinishReuse(Reuse& reuse, ForwardReuse& said) const;
@@ -299,28 +307,46 @@ Runtime::Impl::RunOutcome Runtime::Impl::RunInRunDirectory(const std::string& en
   return outcome;
 }
 
+std::optional<Value> Runtime::Impl::KeptApplyBody(EndpointId endpoint, bool keep,
+                                                  const Value& request_body) const {
+  if (residuals == nullptr || endpoint != EndpointId::kApply || !keep || !request_body.is_dict())
+    return std::nullopt;
+  const Value* inputs = request_body.as_dict().find("inputs");
+  if (inputs == nullptr || !core::HoldsDeviceTensors(*inputs)) return std::nullopt;
+  Result<Value> owned = runtime::OwnDeviceCopy(*inputs);
+  if (!owned.ok()) return std::nullopt;
+  Value body = request_body;
+  body.as_dict().set("inputs", *std::move(owned));
+  return body;
+}
+
 Runtime::Impl::Reuse Runtime::Impl::BeginReuse(EndpointId endpoint, bool keep,
                                                std::optional<std::string_view> reference,
-                                               const Value& request_body, bool lent) const {
+                                               const Value& request_body, bool lent,
+                                               bool inputs_owned) const {
   Reuse reuse;
   if (residuals == nullptr || !request_body.is_dict()) return reuse;
   reuse.inputs = request_body.as_dict().find("inputs");
-  // Device inputs may be a client's memory, lent for this call only: such
-  // calls neither keep nor refer (docs/forward-reuse.md).
-  if (reuse.inputs == nullptr || core::HoldsDeviceTensors(*reuse.inputs)) return reuse;
+  if (reuse.inputs == nullptr) return reuse;
+  // Device inputs are compared as host copies (docs/forward-reuse.md §2).
+  const bool on_device = core::HoldsDeviceTensors(*reuse.inputs);
   if (endpoint == EndpointId::kApply) {
-    if (!keep) return reuse;
+    // Lent device inputs are kept only where the apply runs on its own copy.
+    if (!keep || (on_device && !inputs_owned)) return reuse;
     // The inputs as they are now: shared with the request where nobody can
     // change them, else copied before the call runs.
-    Result<Value> kept_at = lent || component->MayChangeInputs() ? runtime::DetachedCopy(*reuse.inputs)
-                                                                 : Result<Value>(*reuse.inputs);
+    Result<Value> kept_at = lent || on_device || component->MayChangeInputs()
+                                ? runtime::DetachedCopy(*reuse.inputs)
+                                : Result<Value>(*reuse.inputs);
     reuse.keep = kept_at.ok();
     if (kept_at.ok()) reuse.kept_at = *std::move(kept_at);
     return reuse;
   }
   if (!reference) return reuse;
+  Result<Value> compared = on_device ? runtime::DetachedCopy(*reuse.inputs) : Result<Value>(Value());
+  if (!compared.ok()) return reuse;  // not comparable here: the call neither refers nor says so
   reuse.referred = true;
-  runtime::ResidualStore::Found found = residuals->Find(*reference, *reuse.inputs);
+  runtime::ResidualStore::Found found = residuals->Find(*reference, on_device ? *compared : *reuse.inputs);
   reuse.found = std::move(found.residual);
   reuse.miss = found.miss;
   return reuse;
@@ -339,7 +365,8 @@ void Runtime::Impl::FinishReuse(Reuse& reuse, ForwardReuse& said) const {
 RuntimeResponse Runtime::Impl::RunWrapped(EndpointId id, const std::string& endpoint,
                                           const RuntimeRequest& request, std::string_view query,
                                           const Value& request_body, const runtime::PreparedCall& call,
-                                          std::unique_ptr<gpu_transport::ServerCall> gpu) const {
+                                          std::unique_ptr<gpu_transport::ServerCall> gpu,
+                                          bool inputs_owned) const {
   const std::optional<Encoding> encoding = runtime::NegotiateEncoding(request.accept, offer);
   if (!encoding) return JsonResponse(406, runtime::NotAcceptableBody(request.accept.value_or(""), offer));
 
@@ -348,9 +375,9 @@ RuntimeResponse Runtime::Impl::RunWrapped(EndpointId id, const std::string& endp
     if (auto refused = InvalidRunId(*given_run_id)) return *std::move(refused);
   }
 
-  Reuse reuse =
-      BeginReuse(id, platform::FindHeader(request.headers, runtime::kKeepHeader) == "1",
-                 platform::FindHeader(request.headers, runtime::kResidualsHeader), request_body, false);
+  Reuse reuse = BeginReuse(id, platform::FindHeader(request.headers, runtime::kKeepHeader) == "1",
+                           platform::FindHeader(request.headers, runtime::kResidualsHeader), request_body,
+                           false, inputs_owned);
   runtime::CallContext context;
   if (reuse.keep) context.keep = &reuse.kept;
   context.kept = reuse.found;
@@ -426,8 +453,10 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
                                 [this](const std::string& e, const Value& p) { return RunForTest(e, p); });
   }
   const std::string name(endpoint);
+  const std::optional<Value> owned =
+      reuse != nullptr ? KeptApplyBody(*id, reuse->keep, payload) : std::nullopt;
   TESS_ASSIGN_OR_RETURN(runtime::PreparedCall call,
-                        Guarded([&] { return component->Prepare(*id, payload, {}); }));
+                        Guarded([&] { return component->Prepare(*id, owned ? *owned : payload, {}); }));
   platform::PhaseTrace::Mark("validate");
   // Runs as the served endpoint runs, failures shaped like the SDK's
   // in-process client reports them.
@@ -445,7 +474,7 @@ Result<Value> Runtime::Impl::CallInProcess(std::string_view endpoint, const Valu
       kept = BeginReuse(
           *id, reuse->keep,
           reuse->residuals.empty() ? std::nullopt : std::optional<std::string_view>(reuse->residuals),
-          payload, true);
+          payload, true, owned.has_value());
     }
     runtime::CallContext context;
     if (kept.keep) context.keep = &kept.kept;
@@ -555,7 +584,9 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
     gpu = *std::move(begun);
     platform::PhaseTrace::Mark("gpu_begin");
   }
-  auto call = Guarded([&] { return component->Prepare(served.id, body.value, text); });
+  const std::optional<Value> owned = KeptApplyBody(
+      served.id, platform::FindHeader(request.headers, runtime::kKeepHeader) == "1", body.value);
+  auto call = Guarded([&] { return component->Prepare(served.id, owned ? *owned : body.value, text); });
   platform::PhaseTrace::Mark("validate");
   if (!call.ok()) {
     // A validation that threw failed as a call would: not the request's fault.
@@ -566,7 +597,8 @@ RuntimeResponse Runtime::Impl::Post(const core::EndpointInfo& served, const Runt
     return Unprocessable(call.status());
   }
   if (served.kind == core::EndpointKind::kWrapped) {
-    return RunWrapped(served.id, endpoint, request, query, body.value, *call, std::move(gpu));
+    return RunWrapped(served.id, endpoint, request, query, body.value, *call, std::move(gpu),
+                      owned.has_value());
   }
   auto outputs = Guarded(*call);
   if (!outputs.ok()) return Failure(endpoint, FailureOf(outputs.status()));

@@ -63,9 +63,9 @@ class _Solve(torch.autograd.Function):
         return s_bar, nu_bar, None
 
 
-def _solver(inputs: Any) -> Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
-    """(s, nu) -> (u, energy), ell fixed: what is differentiated."""
-    nodes, weights = (torch.from_numpy(x) for x in hammerstein.quadrature(len(inputs.s)))
+def _solver(inputs: Any, s: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+    """(s, nu) -> (u, energy), ell fixed: what is differentiated, on s's device."""
+    nodes, weights = (torch.from_numpy(x).to(s.device) for x in hammerstein.quadrature(s.shape[0]))
     ell = float(inputs.ell)
 
     def solve(s: torch.Tensor, nu: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,37 +76,57 @@ def _solver(inputs: Any) -> Callable[[torch.Tensor, torch.Tensor], tuple[torch.T
     return solve
 
 
+def _tensor(value: Any) -> torch.Tensor:
+    """A GPU transport's device array as torch adopts it (no copy), else a
+    float64 host copy (the decoded array may be read-only, which torch warns
+    about)."""
+    if hasattr(value, "__cuda_array_interface__"):
+        return torch.from_dlpack(value)
+    return torch.tensor(np.asarray(value), dtype=torch.float64)
+
+
+def _answer(value: torch.Tensor) -> Any:
+    """An output as the schema takes it: a device array stays on the device
+    (going back by the GPU transport), a scalar is a float."""
+    value = value.detach()
+    if value.dim() == 0:
+        return float(value)
+    return value if value.is_cuda else value.numpy()
+
+
 def _primals(inputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    # A copy: the decoded array may be read-only, which torch warns about.
-    s = torch.tensor(np.asarray(inputs.s), dtype=torch.float64)
-    return s, torch.tensor(float(inputs.nu), dtype=torch.float64)
+    s = _tensor(inputs.s)
+    return s, torch.tensor(float(inputs.nu), dtype=torch.float64, device=s.device)
 
 
 def apply(inputs: InputSchema) -> OutputSchema:
-    solve, primals = _solver(inputs), _primals(inputs)
+    primals = _primals(inputs)
+    solve = _solver(inputs, primals[0])
     if reuse is not None:
         u, energy = reuse.torch_apply(solve, *primals)
     else:
         with torch.no_grad():
             u, energy = solve(*primals)
-    return OutputSchema(u=u.detach().numpy(), energy=energy.detach().numpy())
+    return OutputSchema(u=_answer(u), energy=_answer(energy))
 
 
 def vector_jacobian_product(
     inputs: InputSchema, vjp_inputs: set[str], vjp_outputs: set[str], cotangent_vector: dict[str, Any]
 ) -> dict[str, Any]:
-    solve, primals = _solver(inputs), _primals(inputs)
+    primals = _primals(inputs)
+    solve = _solver(inputs, primals[0])
     if reuse is not None:
         pullback = reuse.torch_pullback(solve, *primals)  # the kept one, or a new forward
     else:
         pullback = torch.func.vjp(solve, *primals)[1]
     # Outputs not asked about take a zero cotangent (u has s's shape, energy none).
+    device = primals[0].device
     shapes = {"u": primals[0].shape, "energy": ()}
     cotangents = tuple(
-        torch.tensor(np.asarray(cotangent_vector[name]), dtype=torch.float64)
+        _tensor(cotangent_vector[name]).to(device)
         if name in vjp_outputs
-        else torch.zeros(shapes[name], dtype=torch.float64)
+        else torch.zeros(shapes[name], dtype=torch.float64, device=device)
         for name in OUTPUTS
     )
     grads = dict(zip(DIFFERENTIABLE_INPUTS, pullback(cotangents), strict=True))
-    return {name: grads[name].numpy() for name in vjp_inputs}
+    return {name: _answer(grads[name]) for name in vjp_inputs}

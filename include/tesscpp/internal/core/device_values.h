@@ -18,6 +18,10 @@ namespace tesscpp::core {
 /// is set)."). Host tensors pass unchanged.
 Result<Tensor> ImplicitCopyToHost(const Tensor& tensor);
 
+/// \brief Whether TESSERACT_FORBID_DEVICE_HOST_COPY is 1 or true: device
+/// bytes are then never copied to the host unasked.
+bool ImplicitHostCopiesForbidden();
+
 /// \brief Whether `value` holds a tensor the host cannot read anywhere.
 bool HoldsDeviceTensors(const Value& value);
 

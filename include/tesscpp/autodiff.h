@@ -16,7 +16,8 @@
 // Derive registers apply (T = double), abstract_eval (apply on zeros of the
 // given shapes), jacobian_vector_product (forward mode,
 // Sacado's Fad numbers), vector_jacobian_product and jacobian (reverse and
-// vector modes on an ADOL-C tape). An apply a client asks to keep its forward
+// vector modes on an ADOL-C tape), and tesscpp's hessian_vector_product
+// (forward over reverse on the tape, docs/derivatives.md). An apply a client asks to keep its forward
 // (tesscpp/forward_reuse.h) runs on the tape, and the VJP at its inputs then
 // sweeps back only. Only the top-level fields declared
 // differentiable take part; every other input is read through ctx.inputs().
@@ -38,8 +39,8 @@
 
 namespace tesscpp::autodiff {
 
-/// \brief Registers apply, abstract_eval, jacobian, jacobian_vector_product and
-/// vector_jacobian_product of `c` computed from `fn`, a callable with
+/// \brief Registers apply, abstract_eval, jacobian, jacobian_vector_product,
+/// vector_jacobian_product and hessian_vector_product of `c` computed from `fn`, a callable with
 /// `template <typename T> Status operator()(Context<T>&) const`. Call it
 /// after declaring the fields and after registering any endpoint written by
 /// hand: those are kept, the others derived.
@@ -52,6 +53,7 @@ void Derive(Component& c, Fn fn, std::string apply_doc = "") {
   internal::DeriveAbstractEval(c, fn, input_fields, output_fields);
   internal::DeriveJvp(c, fn, input_fields, output_fields);
   internal::DeriveVjp(c, fn, input_fields, output_fields, function);
+  internal::DeriveHvp(c, fn, input_fields, output_fields, function);
   internal::DeriveJacobian(c, fn, input_fields, output_fields, function);
 }
 

@@ -42,11 +42,14 @@
 #include "tesscpp/autodiff/detail/fields.h"
 #include "tesscpp/autodiff/permutation.h"
 #include "tesscpp/component.h"
+#include "tesscpp/finite_differences.h"
 
 namespace tesscpp::autodiff {
 
 /// \brief Registers apply, abstract_eval, jacobian, jacobian_vector_product
-/// and vector_jacobian_product of `c` computed from `fn`, a callable taking
+/// and vector_jacobian_product of `c` computed from `fn`, and tesscpp's
+/// hessian_vector_product as central differences of that VJP (Dr.Jit has no
+/// second-order derivatives; host arrays only, docs/derivatives.md), a callable taking
 /// `ArrayContext<Float>&` and returning Status (a generic lambda
 /// `[](auto& ctx)` does). Call it after declaring the fields and after
 /// registering any endpoint written by hand: those are kept, the others
@@ -60,6 +63,7 @@ void DeriveArrays(Component& c, Fn fn, std::string apply_doc = "") {
   internal::DeriveArrayJvp(c, fn, input_fields, output_fields);
   internal::DeriveArrayVjp(c, fn, input_fields, output_fields);
   internal::DeriveArrayJacobian(c, fn, input_fields, output_fields);
+  DeriveHvpByFiniteDifferences(c);
   // CUDA inputs reach the function on Dr.Jit's CUDA backend, never as bytes
   // it reads on the host; the function itself must not read the bytes of a
   // non-differentiable array input (ctx.inputs()), which may then live on

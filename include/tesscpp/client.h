@@ -329,6 +329,14 @@ class Tesseract {
                                       const std::vector<std::string>& vjp_outputs,
                                       const Value& cotangent_vector,
                                       const std::optional<std::string>& run_id = std::nullopt) const;
+  /// \brief tesscpp's Hessian-vector product (docs/derivatives.md): the
+  /// derivative along `tangent_vector` of the VJP of `cotangent_vector`,
+  /// keyed by hvp_inputs. kUnimplemented where the Tesseract lacks it (every
+  /// tesseract-runtime).
+  Result<Value> HessianVectorProduct(const Value& inputs, const std::vector<std::string>& hvp_inputs,
+                                     const std::vector<std::string>& hvp_outputs, const Value& tangent_vector,
+                                     const Value& cotangent_vector,
+                                     const std::optional<std::string>& run_id = std::nullopt) const;
   /// \brief Posts a TestSpec to /test (debug mode only).
   Result<TestOutcome> Test(const Value& test_spec) const;
   /// \brief Posts `body`, a whole request, to the component endpoint named
@@ -392,10 +400,12 @@ class Tesseract {
                      const std::optional<std::string>& run_id, ForwardReuse* reuse = nullptr) const;
   // kUnimplemented, in tesseract-core's words, when `endpoint` is not served.
   Status RequireEndpoint(std::string_view endpoint) const;
-  // The three gradient endpoints: their request bodies differ only in names.
+  // The derivative endpoints: their request bodies differ only in names and
+  // in the vectors they take (null where the endpoint takes none).
   Result<Value> CallGradient(std::string_view endpoint, const Value& inputs,
                              const std::vector<std::string>& in, const std::vector<std::string>& out,
-                             const Value* vector, const std::optional<std::string>& run_id) const;
+                             const Value* tangent, const Value* cotangent,
+                             const std::optional<std::string>& run_id) const;
 
   std::shared_ptr<TesseractSession> session_;
   RequestedEncoding encoding_;

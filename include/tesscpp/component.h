@@ -1,8 +1,9 @@
 // component.h: a Tesseract written in C++.
 //
 // A component is a name, a version, input and output models (model.h), and the
-// endpoints it implements: apply always, abstract_eval and the three gradient
-// endpoints when the author provides them. The runtime validates requests
+// endpoints it implements: apply always, abstract_eval and the derivative
+// endpoints (jacobian, JVP, VJP, and tesscpp's Hessian-vector product) when
+// the author provides or derives them (autodiff.h, finite_differences.h). The runtime validates requests
 // against the models before calling an endpoint and validates what the
 // endpoint returns, so endpoint bodies only compute:
 //
@@ -42,6 +43,13 @@ using JvpFn =
 using VjpFn =
     std::function<Status(const ModelView& inputs, const PathSet& vjp_inputs, const PathSet& vjp_outputs,
                          const TensorMap& cotangent_vector, TensorMap& vjp)>;
+/// \brief The derivative along `tangent_vector` (keyed by hvp_inputs) of the
+/// VJP of `cotangent_vector` (keyed by hvp_outputs) with respect to
+/// hvp_inputs, other inputs held fixed; answered keyed by hvp_inputs
+/// (docs/derivatives.md).
+using HvpFn =
+    std::function<Status(const ModelView& inputs, const PathSet& hvp_inputs, const PathSet& hvp_outputs,
+                         const TensorMap& tangent_vector, const TensorMap& cotangent_vector, TensorMap& hvp)>;
 
 /// \brief An endpoint function with the docstring the OpenAPI document shows.
 template <typename Fn>
@@ -71,6 +79,7 @@ class Component {
   Component& Jacobian(JacobianFn fn, std::string doc = "");
   Component& JacobianVectorProduct(JvpFn fn, std::string doc = "");
   Component& VectorJacobianProduct(VjpFn fn, std::string doc = "");
+  Component& HessianVectorProduct(HvpFn fn, std::string doc = "");
   /// \brief Declares that the endpoints handle CUDA tensors (reading them with
   /// CUDA code, or checking Tensor::device()). Without it, CUDA inputs that
   /// arrive by a GPU transport are copied to the host before the call.
@@ -92,6 +101,7 @@ class Component {
   const Endpoint<JacobianFn>& jacobian() const { return jacobian_; }
   const Endpoint<JvpFn>& jacobian_vector_product() const { return jvp_; }
   const Endpoint<VjpFn>& vector_jacobian_product() const { return vjp_; }
+  const Endpoint<HvpFn>& hessian_vector_product() const { return hvp_; }
   bool accepts_device_arrays() const { return accepts_device_arrays_; }
   /// @}
 
@@ -106,6 +116,7 @@ class Component {
   Endpoint<JacobianFn> jacobian_;
   Endpoint<JvpFn> jvp_;
   Endpoint<VjpFn> vjp_;
+  Endpoint<HvpFn> hvp_;
   bool accepts_device_arrays_ = false;
 };
 

@@ -14,8 +14,9 @@
 #include <cstdint>
 
 // Raised whenever a C++ type a component shares with the runtime changes its
-// layout within one tesscpp version (2: ModelView notes reads, FieldReads).
-#define TESSCPP_COMPONENT_ABI_VERSION 2u
+// layout within one tesscpp version (2: ModelView notes reads, FieldReads;
+// 3: Component has hessian_vector_product).
+#define TESSCPP_COMPONENT_ABI_VERSION 3u
 #define TESSCPP_COMPONENT_ENTRY_SYMBOL tesscpp_component_entry_v1
 #define TESSCPP_COMPONENT_ENTRY_NAME "tesscpp_component_entry_v1"
 

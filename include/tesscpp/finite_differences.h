@@ -50,4 +50,17 @@ struct FiniteDifferences {
 /// apply this aborts, a mistake in the component), keeping any it has.
 void DeriveByFiniteDifferences(Component& c, FiniteDifferences options = {});
 
+struct HvpFiniteDifferences {
+  /// The step along the tangent v, relative to its largest element: the VJP
+  /// is evaluated at x ± (eps / max|v|) v.
+  double eps = 1e-6;
+};
+
+/// \brief Gives `c` tesscpp's hessian_vector_product as central differences
+/// of its own vector_jacobian_product (two VJPs per call; set or derive the
+/// VJP first: without one this aborts), keeping one it has. The VJP runs at
+/// points whose differentiated inputs are rounded to their dtypes: use it for
+/// float64 inputs, or raise eps for float32 ones (docs/derivatives.md).
+void DeriveHvpByFiniteDifferences(Component& c, HvpFiniteDifferences options = {});
+
 }  // namespace tesscpp

@@ -241,7 +241,7 @@ void BindFromImageAndLibrary(nb::class_<Tesseract>& cls) {
 }
 
 // The component endpoints' rows, for the Python client: how each request is
-// built (the path-set prefix and the vector field of a gradient).
+// built (the path-set prefix and the vector fields of a derivative).
 nb::list EndpointRows() {
   nb::list rows;
   for (const core::EndpointInfo& e : core::Endpoints()) {
@@ -250,7 +250,9 @@ nb::list EndpointRows() {
     row["name"] = std::string(e.name);
     row["command"] = std::string(e.command);
     row["short_name"] = std::string(e.short_name);
-    row["vector_field"] = std::string(e.vector_field);
+    row["tangent_field"] = std::string(e.tangent_field);
+    row["cotangent_field"] = std::string(e.cotangent_field);
+    row["doc"] = std::string(e.doc);
     rows.append(row);
   }
   return rows;

@@ -127,7 +127,8 @@ class EndpointCalls:
         inputs: dict,
         paths_in: list[str],
         paths_out: list[str],
-        vector: dict | None,
+        tangent: dict | None,
+        cotangent: dict | None,
         run_id: str | None,
         reuse: ForwardReuse | None = None,
     ) -> dict:
@@ -137,8 +138,9 @@ class EndpointCalls:
             f"{row['short_name']}_inputs": list(paths_in),
             f"{row['short_name']}_outputs": list(paths_out),
         }
-        if row["vector_field"]:
-            body[row["vector_field"]] = vector
+        for name, vector in ((row["tangent_field"], tangent), (row["cotangent_field"], cotangent)):
+            if name:
+                body[name] = vector
         return self.call(endpoint, body, run_id, reuse=reuse)
 
     # ``reuse`` (tesscpp's, keyword only): the call takes part in forward
@@ -162,7 +164,7 @@ class EndpointCalls:
         *,
         reuse: ForwardReuse | None = None,
     ) -> dict:
-        return self._gradient("jacobian", inputs, jac_inputs, jac_outputs, None, run_id, reuse)
+        return self._gradient("jacobian", inputs, jac_inputs, jac_outputs, None, None, run_id, reuse)
 
     def jacobian_vector_product(
         self,
@@ -175,7 +177,7 @@ class EndpointCalls:
         reuse: ForwardReuse | None = None,
     ) -> dict:
         return self._gradient(
-            "jacobian_vector_product", inputs, jvp_inputs, jvp_outputs, tangent_vector, run_id, reuse
+            "jacobian_vector_product", inputs, jvp_inputs, jvp_outputs, tangent_vector, None, run_id, reuse
         )
 
     def vector_jacobian_product(
@@ -189,7 +191,25 @@ class EndpointCalls:
         reuse: ForwardReuse | None = None,
     ) -> dict:
         return self._gradient(
-            "vector_jacobian_product", inputs, vjp_inputs, vjp_outputs, cotangent_vector, run_id, reuse
+            "vector_jacobian_product", inputs, vjp_inputs, vjp_outputs, None, cotangent_vector, run_id, reuse
+        )
+
+    def hessian_vector_product(
+        self,
+        inputs: dict,
+        hvp_inputs: list[str],
+        hvp_outputs: list[str],
+        tangent_vector: dict,
+        cotangent_vector: dict,
+        run_id: str | None = None,
+        *,
+        reuse: ForwardReuse | None = None,
+    ) -> dict:
+        """tesscpp's Hessian-vector product (docs/derivatives.md): the derivative
+        along ``tangent_vector`` (keyed by ``hvp_inputs``) of the VJP of
+        ``cotangent_vector`` (keyed by ``hvp_outputs``), keyed by ``hvp_inputs``."""
+        return self._gradient(
+            "hessian_vector_product", inputs, hvp_inputs, hvp_outputs, tangent_vector, cotangent_vector, run_id, reuse
         )
 
     def test(self, test_spec: dict) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from . import reuse
+from . import _hvp_route, reuse
 
 # Routes the runtime answers itself; the module's endpoints are the others.
 _RUNTIME_ROUTES = {"/health", "/test", "/openapi.json", "/docs", "/check_gpu_transport"}
@@ -94,6 +94,11 @@ class ModuleHost:
         self.import_threads = len(_threads() - before)
         check_tesseract_api(module)
         self.app = create_rest_api(module)
+        if hasattr(module, _hvp_route.NAME):  # tesscpp's own endpoint, which tesseract-core does not make
+            from . import _tesscpp
+
+            row = next(r for r in _tesscpp.endpoint_rows() if r["name"] == _hvp_route.NAME)
+            _hvp_route.add_route(self.app, module, row["doc"])
         self.name = Path(path).resolve().parent.name or "tesseract_api"
         routes = [r for r in self.app.routes if getattr(r, "path", None) not in _RUNTIME_ROUTES]
         self._endpoints = {e.name: e for e in map(_Endpoint, routes)}

@@ -44,8 +44,9 @@ def test_the_python_client_has_a_method_per_endpoint(row):
     if row["short_name"]:  # a gradient: its path sets as tesseract-core's SDK names them
         assert f"{row['short_name']}_inputs" in parameters
         assert f"{row['short_name']}_outputs" in parameters
-    if row["vector_field"]:
-        assert row["vector_field"] in parameters
+    for field in (row["tangent_field"], row["cotangent_field"]):
+        if field:
+            assert field in parameters
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda row: row["name"])

@@ -24,6 +24,7 @@ namespace {
 const std::string_view kJacobian = core::Endpoint(core::EndpointId::kJacobian).name;
 const std::string_view kJvp = core::Endpoint(core::EndpointId::kJacobianVectorProduct).name;
 const std::string_view kVjp = core::Endpoint(core::EndpointId::kVectorJacobianProduct).name;
+const std::string_view kHvp = core::Endpoint(core::EndpointId::kHessianVectorProduct).name;
 
 const Value* Member(const Value& value, std::string_view key) {
   return value.is_dict() ? value.as_dict().find(key) : nullptr;
@@ -332,6 +333,7 @@ class Checker {
 
   Status Check(std::string_view endpoint, const Leaf& in, const Leaf& out, int64_t index,
                GradientCheckFailure& record) {
+    if (endpoint == kHvp) return CheckHvp(in, out, index, record);
     TESS_ASSIGN_OR_RETURN(record.finite_difference, FiniteDifference(in, out, index));
     const std::vector<std::string> in_paths{in.path};
     const std::vector<std::string> out_paths{out.path};
@@ -372,6 +374,57 @@ class Checker {
     }
     record.finite_difference = std::move(fd);
     return Status::OK();
+  }
+
+  // The HVP along input element `index` for a random cotangent on `out`,
+  // against central differences of the VJP of that cotangent along the same
+  // element, over the input's elements: d/dx_index of (u . out)'s gradient.
+  Status CheckHvp(const Leaf& in, const Leaf& out, int64_t index, GradientCheckFailure& record) {
+    TESS_ASSIGN_OR_RETURN(const Value* cotangents, CotangentOn(out));
+    const double h = Step(in);
+    std::vector<Tensor> sides;
+    for (double delta : {h, -h}) {
+      TESS_ASSIGN_OR_RETURN(Tensor moved, WithElement(in.tensor, index, delta));
+      Value perturbed = inputs_;
+      *Walk(perturbed, in.parsed) = Value(std::move(moved));
+      TESS_ASSIGN_OR_RETURN(Value answer,
+                            t_.VectorJacobianProduct(perturbed, {in.path}, {out.path}, *cotangents));
+      TESS_ASSIGN_OR_RETURN(Tensor g, TensorIn(answer, in.path, kVjp));
+      if (g.num_elements() != in.size()) return Status::Internal("vjp's ", in.path, " has the wrong size");
+      sides.push_back(std::move(g));
+    }
+    TESS_ASSIGN_OR_RETURN(Tensor tangent, OneHot(in.tensor, index));
+    Value::Dict tangents;
+    tangents.set(in.path, Value(std::move(tangent)));
+    TESS_ASSIGN_OR_RETURN(
+        Value answer, t_.HessianVectorProduct(inputs_, {in.path}, {out.path}, Value(tangents), *cotangents));
+    TESS_ASSIGN_OR_RETURN(Tensor hvp, TensorIn(answer, in.path, kHvp));
+    if (hvp.num_elements() != in.size()) return Status::Internal("hvp's ", in.path, " has the wrong size");
+    for (int64_t i = 0; i < in.size(); ++i) {
+      record.finite_difference.push_back((ElementOf(sides[0], i) - ElementOf(sides[1], i)) / (2 * h));
+      record.endpoint.push_back(ElementOf(hvp, i));
+    }
+    return Status::OK();
+  }
+
+  // A cotangent on `out` drawn once (standard normal, in the output's dtype).
+  Result<const Value*> CotangentOn(const Leaf& out) {
+    auto it = cotangents_.find(out.path);
+    if (it == cotangents_.end()) {
+      TESS_ASSIGN_OR_RETURN(Tensor u, Tensor::Allocate(out.tensor.dtype(), out.tensor.shape()));
+      std::normal_distribution<double> normal;
+      for (int64_t i = 0; i < out.size(); ++i) {
+        if (u.dtype() == Dtype::kFloat32) {
+          u.data_as<float>()[i] = static_cast<float>(normal(rng_));
+        } else {
+          u.data_as<double>()[i] = normal(rng_);
+        }
+      }
+      Value::Dict dict;
+      dict.set(out.path, Value(std::move(u)));
+      it = cotangents_.emplace(out.path, Value(std::move(dict))).first;
+    }
+    return &it->second;
   }
 
   Result<const std::vector<int64_t>*> VjpColumns(const Leaf& in, const Leaf& out) {
@@ -417,6 +470,7 @@ class Checker {
   std::map<std::tuple<std::string, std::string, int64_t>, std::vector<double>> fd_;
   std::map<std::pair<std::string, std::string>, std::vector<int64_t>> columns_;
   std::map<std::tuple<std::string, std::string, int64_t>, Tensor> vjp_;
+  std::map<std::string, Value> cotangents_;  // HVP checks' cotangents, by output
 };
 
 }  // namespace
@@ -436,7 +490,7 @@ Result<std::vector<EndpointCheck>> CheckGradients(const Tesseract& tesseract, co
 
   TESS_ASSIGN_OR_RETURN(std::vector<std::string> available, tesseract.AvailableEndpoints());
   std::vector<std::string> endpoints;
-  for (std::string_view e : {kJacobian, kJvp, kVjp}) {
+  for (std::string_view e : {kJacobian, kJvp, kVjp, kHvp}) {
     const bool has = std::find(available.begin(), available.end(), e) != available.end();
     const bool asked =
         options.endpoints.empty() ||
@@ -444,9 +498,9 @@ Result<std::vector<EndpointCheck>> CheckGradients(const Tesseract& tesseract, co
     if (has && asked) endpoints.emplace_back(e);
   }
   for (const std::string& e : options.endpoints) {
-    if (e != kJacobian && e != kJvp && e != kVjp) {
+    if (e != kJacobian && e != kJvp && e != kVjp && e != kHvp) {
       return Status::InvalidArgument("endpoint ", e, " is not a derivative endpoint (", kJacobian, ", ", kJvp,
-                                     ", ", kVjp, ")");
+                                     ", ", kVjp, ", ", kHvp, ")");
     }
     if (std::find(available.begin(), available.end(), e) == available.end()) {
       return Status::InvalidArgument("endpoint ", e, " is not offered by this Tesseract");

@@ -101,13 +101,15 @@ Result<Value> Tesseract::Health() const { return Send(Named(EndpointId::kHealth)
 
 Result<Value> Tesseract::CallGradient(std::string_view endpoint, const Value& inputs,
                                       const std::vector<std::string>& in, const std::vector<std::string>& out,
-                                      const Value* vector, const std::optional<std::string>& run_id) const {
+                                      const Value* tangent, const Value* cotangent,
+                                      const std::optional<std::string>& run_id) const {
   TESS_RETURN_IF_ERROR(RequireEndpoint(endpoint));
   const core::EndpointInfo& e = core::Endpoint(*core::FindEndpoint(endpoint));
   const std::string prefix(e.short_name);
   Value::Dict payload{
       {"inputs", inputs}, {prefix + "_inputs", PathList(in)}, {prefix + "_outputs", PathList(out)}};
-  if (vector != nullptr) payload.set(std::string(e.vector_field), *vector);
+  if (tangent != nullptr) payload.set(std::string(e.tangent_field), *tangent);
+  if (cotangent != nullptr) payload.set(std::string(e.cotangent_field), *cotangent);
   const Value body(std::move(payload));
   return Send(endpoint, &body, run_id);
 }
@@ -115,7 +117,8 @@ Result<Value> Tesseract::CallGradient(std::string_view endpoint, const Value& in
 Result<Value> Tesseract::Jacobian(const Value& inputs, const std::vector<std::string>& jac_inputs,
                                   const std::vector<std::string>& jac_outputs,
                                   const std::optional<std::string>& run_id) const {
-  return CallGradient(Named(EndpointId::kJacobian), inputs, jac_inputs, jac_outputs, nullptr, run_id);
+  return CallGradient(Named(EndpointId::kJacobian), inputs, jac_inputs, jac_outputs, nullptr, nullptr,
+                      run_id);
 }
 
 Result<Value> Tesseract::JacobianVectorProduct(const Value& inputs,
@@ -124,7 +127,7 @@ Result<Value> Tesseract::JacobianVectorProduct(const Value& inputs,
                                                const Value& tangent_vector,
                                                const std::optional<std::string>& run_id) const {
   return CallGradient(Named(EndpointId::kJacobianVectorProduct), inputs, jvp_inputs, jvp_outputs,
-                      &tangent_vector, run_id);
+                      &tangent_vector, nullptr, run_id);
 }
 
 Result<Value> Tesseract::VectorJacobianProduct(const Value& inputs,
@@ -132,8 +135,16 @@ Result<Value> Tesseract::VectorJacobianProduct(const Value& inputs,
                                                const std::vector<std::string>& vjp_outputs,
                                                const Value& cotangent_vector,
                                                const std::optional<std::string>& run_id) const {
-  return CallGradient(Named(EndpointId::kVectorJacobianProduct), inputs, vjp_inputs, vjp_outputs,
+  return CallGradient(Named(EndpointId::kVectorJacobianProduct), inputs, vjp_inputs, vjp_outputs, nullptr,
                       &cotangent_vector, run_id);
+}
+
+Result<Value> Tesseract::HessianVectorProduct(const Value& inputs, const std::vector<std::string>& hvp_inputs,
+                                              const std::vector<std::string>& hvp_outputs,
+                                              const Value& tangent_vector, const Value& cotangent_vector,
+                                              const std::optional<std::string>& run_id) const {
+  return CallGradient(Named(EndpointId::kHessianVectorProduct), inputs, hvp_inputs, hvp_outputs,
+                      &tangent_vector, &cotangent_vector, run_id);
 }
 
 Result<TestOutcome> Tesseract::Test(const Value& test_spec) const {

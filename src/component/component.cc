@@ -26,6 +26,10 @@ Component& Component::VectorJacobianProduct(VjpFn fn, std::string doc) {
   vjp_ = {std::move(fn), std::move(doc)};
   return *this;
 }
+Component& Component::HessianVectorProduct(HvpFn fn, std::string doc) {
+  hvp_ = {std::move(fn), std::move(doc)};
+  return *this;
+}
 
 namespace internal {
 void DestroyComponent(void* component) { delete static_cast<Component*>(component); }

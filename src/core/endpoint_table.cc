@@ -22,6 +22,14 @@ constexpr std::string_view kVjpDoc =
     "            Computes the vector Jacobian product between the Jacobian given by ``vjp_outputs``\n"
     "            with respect to ``vjp_inputs`` at the point ``inputs`` and the given cotangent vector.\n"
     "            ";
+// tesscpp's own, written in the style of its neighbours (cleaned the same way).
+constexpr std::string_view kHvpDoc =
+    "Compute the Hessian vector product of the Tesseract at the input data.\n\n"
+    "            Computes the derivative, along the tangent vector on ``hvp_inputs``, of the vector "
+    "Jacobian\n"
+    "            product of the cotangent vector on ``hvp_outputs`` with respect to ``hvp_inputs``, at the\n"
+    "            point ``inputs`` (a tesscpp endpoint, not part of tesseract-core).\n"
+    "            ";
 constexpr std::string_view kHealthDoc = "Get health status of the Tesseract instance.";
 constexpr std::string_view kAbstractEvalDoc =
     "Perform abstract evaluation of the Tesseract on the input data.";
@@ -56,20 +64,23 @@ using E = EndpointId;
 
 constexpr std::array<EndpointInfo, kEndpointCount> kTable{{
     {E::kApply, "apply", "apply", "apply", K::kWrapped, "POST", "Apply_", "ApplyInputSchema",
-     "ApplyOutputSchema", "", "", "", kApplyDoc},
+     "ApplyOutputSchema", "", "", "", "", kApplyDoc},
     {E::kJacobian, "jacobian", "jacobian", "Jacobian", K::kWrapped, "POST", "Jacobian_",
-     "JacobianInputSchema", "JacobianOutputSchema", "jac", "Jacobian", "", kJacobianDoc},
+     "JacobianInputSchema", "JacobianOutputSchema", "jac", "Jacobian", "", "", kJacobianDoc},
     {E::kJacobianVectorProduct, "jacobian_vector_product", "jacobian-vector-product",
      "Jacobian Vector Product (JVP)", K::kWrapped, "POST", "Jvp_", "JVPInputSchema", "JVPOutputSchema", "jvp",
-     "JVP", "tangent_vector", kJvpDoc},
+     "JVP", "tangent_vector", "", kJvpDoc},
     {E::kVectorJacobianProduct, "vector_jacobian_product", "vector-jacobian-product",
      "Vector Jacobian Product (VJP)", K::kWrapped, "POST", "Vjp_", "VJPInputSchema", "VJPOutputSchema", "vjp",
-     "VJP", "cotangent_vector", kVjpDoc},
-    {E::kHealth, "health", "health", "health", K::kRuntime, "GET", "", "", "", "", "", "", kHealthDoc},
+     "VJP", "", "cotangent_vector", kVjpDoc},
+    {E::kHealth, "health", "health", "health", K::kRuntime, "GET", "", "", "", "", "", "", "", kHealthDoc},
     {E::kAbstractEval, "abstract_eval", "abstract-eval", "abstract_eval", K::kPlain, "POST", "AbstractEval_",
-     "AbstractInputSchema", "AbstractOutputSchema", "", "", "", kAbstractEvalDoc},
+     "AbstractInputSchema", "AbstractOutputSchema", "", "", "", "", kAbstractEvalDoc},
     {E::kTest, "test", "test", "The test endpoint", K::kRuntime, "POST", "", "TestSpec", "TestOutputSchema",
-     "", "", "", kTestDoc},
+     "", "", "", "", kTestDoc},
+    {E::kHessianVectorProduct, "hessian_vector_product", "hessian-vector-product",
+     "Hessian Vector Product (HVP)", K::kWrapped, "POST", "Hvp_", "HVPInputSchema", "HVPOutputSchema", "hvp",
+     "HVP", "tangent_vector", "cotangent_vector", kHvpDoc},
 }};
 
 constexpr bool InIdOrder() {

@@ -29,9 +29,16 @@ TEST(EndpointTable, GradientsAreWrappedAndNameTheirFields) {
     ++gradients;
     EXPECT_EQ(e.kind, EndpointKind::kWrapped) << e.name;
     EXPECT_FALSE(e.noun.empty()) << e.name;
-    EXPECT_EQ(e.vector_field.empty(), e.id == EndpointId::kJacobian) << e.name;
+    // Each product takes its vectors: a JVP a tangent, a VJP a cotangent, an HVP both.
+    const bool product = e.id != EndpointId::kJacobian;
+    EXPECT_EQ(e.tangent_field.empty() && e.cotangent_field.empty(), !product) << e.name;
+    EXPECT_EQ(e.answers_inputs(),
+              e.id == EndpointId::kVectorJacobianProduct || e.id == EndpointId::kHessianVectorProduct)
+        << e.name;
   }
-  EXPECT_EQ(gradients, 3);
+  EXPECT_EQ(gradients, 4);
+  EXPECT_EQ(Endpoint(EndpointId::kHessianVectorProduct).tangent_field, "tangent_vector");
+  EXPECT_EQ(Endpoint(EndpointId::kHessianVectorProduct).cotangent_field, "cotangent_vector");
   EXPECT_EQ(Endpoint(EndpointId::kHealth).method, "GET");
   EXPECT_EQ(Endpoint(EndpointId::kAbstractEval).kind, EndpointKind::kPlain);
   EXPECT_EQ(Endpoint(EndpointId::kTest).kind, EndpointKind::kRuntime);

@@ -22,16 +22,16 @@ struct CppComponent::Models {
   std::shared_ptr<const ModelSchema> apply_outputs;  // Apply_OutputSchema
   std::shared_ptr<const ModelSchema> abstract_request;
   std::shared_ptr<const ModelSchema> abstract_outputs;
-  // jacobian, jacobian_vector_product, vector_jacobian_product; inputs null
-  // for those the component lacks.
+  // The derivative endpoints (the table's gradients); inputs null for those
+  // the component lacks.
   // Where InputPath and OutputPath values resolve: requests validate with
   // `requests`, an endpoint's outputs with `outputs` (answered relative).
   schema::ValidateOptions requests;
   schema::ValidateOptions outputs;
-  std::array<GradientModels, 3> gradients{
-      GradientModels{EndpointId::kJacobian, nullptr, {}, {}},
-      GradientModels{EndpointId::kJacobianVectorProduct, nullptr, {}, {}},
-      GradientModels{EndpointId::kVectorJacobianProduct, nullptr, {}, {}}};
+  std::array<GradientModels, 4> gradients{GradientModels{EndpointId::kJacobian, nullptr, {}, {}},
+                                          GradientModels{EndpointId::kJacobianVectorProduct, nullptr, {}, {}},
+                                          GradientModels{EndpointId::kVectorJacobianProduct, nullptr, {}, {}},
+                                          GradientModels{EndpointId::kHessianVectorProduct, nullptr, {}, {}}};
 
   const GradientModels* Gradient(EndpointId endpoint) const {
     for (const GradientModels& g : gradients) {
@@ -82,6 +82,7 @@ std::optional<std::string> DocOf(const Component& c, EndpointId endpoint) {
     case EndpointId::kJacobian: return doc(c.jacobian());
     case EndpointId::kJacobianVectorProduct: return doc(c.jacobian_vector_product());
     case EndpointId::kVectorJacobianProduct: return doc(c.vector_jacobian_product());
+    case EndpointId::kHessianVectorProduct: return doc(c.hessian_vector_product());
     case EndpointId::kAbstractEval: return doc(c.abstract_eval());
     case EndpointId::kHealth:
     case EndpointId::kTest: break;   // the runtime's
@@ -119,31 +120,51 @@ Result<Value> CallAbstractEval(const Component& c, const CppComponent::Models& m
   return outputs;
 }
 
+bool OnDevice(const TensorMap& vector) {
+  return std::any_of(vector.begin(), vector.end(),
+                     [](const auto& entry) { return !entry.second.device().host_accessible(); });
+}
+
 Result<Value> CallGradient(const Component& c, const GradientModels& models, const GradientRequest& request) {
-  const bool device_vector = std::any_of(request.vector.begin(), request.vector.end(), [](const auto& entry) {
-    return !entry.second.device().host_accessible();
-  });
-  if (!c.accepts_device_arrays() && (device_vector || core::HoldsDeviceTensors(request.inputs))) {
+  if (!c.accepts_device_arrays() && (OnDevice(request.tangent) || OnDevice(request.cotangent) ||
+                                     core::HoldsDeviceTensors(request.inputs))) {
     GradientRequest host_request = request;
     TESS_RETURN_IF_ERROR(core::MoveDeviceTensorsToHost(host_request.inputs));
-    for (auto& entry : host_request.vector) {
-      TESS_ASSIGN_OR_RETURN(entry.second, core::ImplicitCopyToHost(entry.second));
+    for (TensorMap* vector : {&host_request.tangent, &host_request.cotangent}) {
+      for (auto& entry : *vector) {
+        TESS_ASSIGN_OR_RETURN(entry.second, core::ImplicitCopyToHost(entry.second));
+      }
     }
     return CallGradient(c, models, host_request);
   }
   const ModelView inputs(request.inputs);
-  if (models.endpoint == EndpointId::kJacobian) {
-    JacobianMap result;
-    TESS_RETURN_IF_ERROR(c.jacobian().fn(inputs, request.input_set, request.output_set, result));
-    return ValidateJacobianResult(models, request, result);
-  }
+  const PathSet& in = request.input_set;
+  const PathSet& out = request.output_set;
   TensorMap result;
-  if (models.endpoint == EndpointId::kJacobianVectorProduct) {
-    TESS_RETURN_IF_ERROR(c.jacobian_vector_product().fn(inputs, request.input_set, request.output_set,
-                                                        request.vector, result));
-  } else {
-    TESS_RETURN_IF_ERROR(c.vector_jacobian_product().fn(inputs, request.input_set, request.output_set,
-                                                        request.vector, result));
+  // Every endpoint named, none by default: a new derivative endpoint that is
+  // not routed here fails to compile (-Wswitch), never reaches another's code.
+  switch (models.endpoint) {
+    case EndpointId::kJacobian: {
+      JacobianMap jacobian;
+      TESS_RETURN_IF_ERROR(c.jacobian().fn(inputs, in, out, jacobian));
+      return ValidateJacobianResult(models, request, jacobian);
+    }
+    case EndpointId::kJacobianVectorProduct:
+      TESS_RETURN_IF_ERROR(c.jacobian_vector_product().fn(inputs, in, out, request.tangent, result));
+      break;
+    case EndpointId::kVectorJacobianProduct:
+      TESS_RETURN_IF_ERROR(c.vector_jacobian_product().fn(inputs, in, out, request.cotangent, result));
+      break;
+    case EndpointId::kHessianVectorProduct:
+      TESS_RETURN_IF_ERROR(
+          c.hessian_vector_product().fn(inputs, in, out, request.tangent, request.cotangent, result));
+      break;
+    case EndpointId::kApply:
+    case EndpointId::kHealth:
+    case EndpointId::kAbstractEval:
+    case EndpointId::kTest:
+    case EndpointId::kCount:
+      return Status::Internal(core::Endpoint(models.endpoint).name, " is not a derivative");
   }
   platform::PhaseTrace::Mark("endpoint");
   return ValidateProductResult(models, request, result);

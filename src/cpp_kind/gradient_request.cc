@@ -98,14 +98,14 @@ std::string IssueSummary(const Status& status) {
   return out;
 }
 
-// tangent_vector / cotangent_vector: a dict keyed by differentiable paths of
-// arrays, whose keys must be the requested set, each array shaped like its
-// counterpart (the concrete input for tangents, the declared output for
-// cotangents).
-Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, const char* field,
+// tangent_vector (`tangent`) / cotangent_vector: a dict keyed by
+// differentiable paths of arrays, whose keys must be the requested set (the
+// input set for tangents, the output set for cotangents), each array shaped
+// like its counterpart (the concrete input for tangents, the declared output
+// for cotangents).
+Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, const char* field, bool tangent,
                                  const std::optional<PathSet>& keys, const std::optional<Value>& inputs,
                                  std::vector<ValidationIssue>& issues) {
-  const bool tangent = m.endpoint == core::EndpointId::kJacobianVectorProduct;
   const std::vector<DifferentiablePath>& paths = tangent ? m.input_paths : m.output_paths;
   const std::vector<Value> loc{Value(field)};
   if (!input.is_dict()) {
@@ -169,6 +169,25 @@ Result<TensorMap> ValidateVector(const GradientModels& m, const Value& input, co
   return out;
 }
 
+// The vectors the endpoint's row takes, tangent first (the order of the
+// model's fields), into `request`.
+void ValidateVectors(const GradientModels& m, const Value& body, const std::optional<PathSet>& input_set,
+                     const std::optional<PathSet>& output_set, const std::optional<Value>& inputs,
+                     GradientRequest& request, std::vector<ValidationIssue>& issues) {
+  const core::EndpointInfo& row = core::Endpoint(m.endpoint);
+  for (const bool tangent : {true, false}) {
+    const std::string field(tangent ? row.tangent_field : row.cotangent_field);
+    if (field.empty()) continue;
+    if (const Value* v = body.as_dict().find(field)) {
+      auto vec =
+          ValidateVector(m, *v, field.c_str(), tangent, tangent ? input_set : output_set, inputs, issues);
+      if (vec.ok()) (tangent ? request.tangent : request.cotangent) = std::move(*vec);
+    } else {
+      issues.push_back({"missing", {Value(field)}, "Field required", body, Value()});
+    }
+  }
+}
+
 }  // namespace
 
 Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const Value& body,
@@ -180,7 +199,7 @@ Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const V
   const Value::Dict& fields = body.as_dict();
   const std::string in_field = SetField(m.endpoint, true);
   const std::string out_field = SetField(m.endpoint, false);
-  const std::string vector_field(core::Endpoint(m.endpoint).vector_field);
+  const core::EndpointInfo& row = core::Endpoint(m.endpoint);
   std::vector<ValidationIssue> issues;
   auto missing = [&](const char* name) {
     issues.push_back({"missing", {Value(name)}, "Field required", body, Value()});
@@ -229,19 +248,11 @@ Result<GradientRequest> ValidateGradientRequest(const GradientModels& m, const V
   } else {
     missing(out_field.c_str());
   }
-  if (!vector_field.empty()) {
-    if (const Value* v = fields.find(vector_field)) {
-      const std::optional<PathSet>& keys =
-          m.endpoint == core::EndpointId::kJacobianVectorProduct ? input_set : output_set;
-      auto vec = ValidateVector(m, *v, vector_field.c_str(), keys, inputs, issues);
-      if (vec.ok()) request.vector = std::move(*vec);
-    } else {
-      missing(vector_field.c_str());
-    }
-  }
+  ValidateVectors(m, body, input_set, output_set, inputs, request, issues);
   for (const auto& [key, value] : fields) {
     if (key != "inputs" && key != in_field && key != out_field &&
-        (vector_field.empty() || key != vector_field)) {
+        (row.tangent_field.empty() || key != row.tangent_field) &&
+        (row.cotangent_field.empty() || key != row.cotangent_field)) {
       issues.push_back({"extra_forbidden", {Value(key)}, "Extra inputs are not permitted", value, Value()});
     }
   }
@@ -316,19 +327,19 @@ Result<Value> ValidateJacobianResult(const GradientModels& m, const GradientRequ
 
 Result<Value> ValidateProductResult(const GradientModels& m, const GradientRequest& request,
                                     const TensorMap& result) {
-  const bool jvp = m.endpoint == core::EndpointId::kJacobianVectorProduct;
-  const PathSet& expected = jvp ? request.output_set : request.input_set;
+  const core::EndpointInfo& row = core::Endpoint(m.endpoint);
+  const bool on_outputs = !row.answers_inputs();
+  const PathSet& expected = on_outputs ? request.output_set : request.input_set;
   if (Keys(result) != expected) {
     return Status::Internal("Expected keys ", runtime::PySetRepr(expected), " in output; got ",
                             runtime::PySetRepr(Keys(result)));
   }
   Value::Dict out;
   for (const auto& [path, tensor] : result) {
-    const DifferentiablePath* p = FindDifferentiablePath(jvp ? m.output_paths : m.input_paths, path);
+    const DifferentiablePath* p = FindDifferentiablePath(on_outputs ? m.output_paths : m.input_paths, path);
     auto validated = schema::ValidateValue(p->type, Value(tensor));
     if (!validated.ok()) {
-      return Status::Internal(jvp ? "JVP" : "VJP", " result [", path,
-                              "]: ", IssueSummary(validated.status()));
+      return Status::Internal(row.noun, " result [", path, "]: ", IssueSummary(validated.status()));
     }
     out.set(path, std::move(*validated));
   }

@@ -1,6 +1,7 @@
 // gradient_request.h: validating the bodies of /jacobian,
 // /jacobian_vector_product and /vector_jacobian_product as tesseract-core's
-// generated request models do: differentiable-path sets (literals and
+// generated request models do, and of tesscpp's /hessian_vector_product
+// (both vectors) by the same rules: differentiable-path sets (literals and
 // wildcard patterns, at least one item), tangent and cotangent vectors checked
 // against those sets and shaped like the arrays they pair with.
 #pragma once
@@ -17,7 +18,7 @@
 namespace tesscpp::cpp_kind {
 
 struct GradientModels {
-  core::EndpointId endpoint;  ///< one of the three gradients
+  core::EndpointId endpoint;  ///< one of the gradients (EndpointInfo::is_gradient)
   /// The renamed input model (Jacobian_InputSchema, Jvp_InputSchema, ...).
   std::shared_ptr<const ModelSchema> inputs;
   std::vector<DifferentiablePath> input_paths;
@@ -28,7 +29,8 @@ struct GradientRequest {
   Value inputs;  ///< validated inputs
   PathSet input_set;
   PathSet output_set;
-  TensorMap vector;  ///< tangent (jvp) or cotangent (vjp) vector; empty for jacobian
+  TensorMap tangent;    ///< keyed by input_set (jvp, hvp); else empty
+  TensorMap cotangent;  ///< keyed by output_set (vjp, hvp); else empty
 };
 
 /// \brief Validates a request body. kValidationError with pydantic-shaped

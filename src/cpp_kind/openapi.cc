@@ -92,6 +92,54 @@ Value FieldOrderJson(const ModelSchema& model) {
   return out;
 }
 
+// The descriptions of a product's vectors and result: tesseract-core's for
+// JVP and VJP, word for word; tesscpp's for the HVP, in their style.
+struct ProductTexts {
+  std::string_view tangent;
+  std::string_view cotangent;
+  std::string_view result;
+};
+
+ProductTexts TextsOf(core::EndpointId id) {
+  switch (id) {
+    case core::EndpointId::kJacobianVectorProduct:
+      return {
+          "Tangent vector to multiply the Jacobian with. Expected to be a mapping with structure "
+          "``{jvp_inputs: array}``. The shape of each array is the same as the shape of the "
+          "corresponding input array.",
+          "",
+          "Container for the results of Jacobian-vector products. The result is a mapping with "
+          "structure ``{jvp_outputs: array}``. The shape of each array is the same as the shape of "
+          "the corresponding output array."};
+    case core::EndpointId::kVectorJacobianProduct:
+      return {"",
+              "Cotangent vector to multiply the Jacobian with. Expected to be a mapping with "
+              "structure ``{vjp_outputs: array}``. The shape of each array is the same as the shape "
+              "of the corresponding output array.",
+              "Container for the results of vector-Jacobian products. The result is a mapping with "
+              "structure ``{vjp_inputs: array}``. The shape of each array is the same as the shape of "
+              "the corresponding input array."};
+    case core::EndpointId::kHessianVectorProduct:
+      return {
+          "Tangent vector along which the vector-Jacobian product is differentiated. Expected to be a "
+          "mapping with structure ``{hvp_inputs: array}``. The shape of each array is the same as the "
+          "shape of the corresponding input array.",
+          "Cotangent vector of the vector-Jacobian product that is differentiated. Expected to be a "
+          "mapping with structure ``{hvp_outputs: array}``. The shape of each array is the same as the "
+          "shape of the corresponding output array.",
+          "Container for the results of Hessian-vector products. The result is a mapping with "
+          "structure ``{hvp_inputs: array}``. The shape of each array is the same as the shape of "
+          "the corresponding input array."};
+    case core::EndpointId::kApply:
+    case core::EndpointId::kJacobian:
+    case core::EndpointId::kHealth:
+    case core::EndpointId::kAbstractEval:
+    case core::EndpointId::kTest:
+    case core::EndpointId::kCount: break;  // not products
+  }
+  return {};
+}
+
 // The component schemas of create_gradient_schema for one gradient endpoint.
 void AddGradientSchemas(const core::EndpointInfo& g, const OpenApiInput& input, JsonSchemaBuilder& b) {
   const auto in_paths = DifferentiablePaths(*input.inputs);
@@ -117,36 +165,21 @@ void AddGradientSchemas(const core::EndpointInfo& g, const OpenApiInput& input, 
                    "structure of the Jacobian matrix as a mapping with structure ``{jac_outputs: "
                    "{jac_inputs: array}}``. The shape of each array is the concatenation of the shapes of "
                    "the output and input arrays, i.e. ``(*output_array.shape, *input_array.shape)``."}});
-  } else if (g.id == core::EndpointId::kJacobianVectorProduct) {
-    properties.set(
-        std::string(g.vector_field),
-        WithKeys(DictJson(PathsJson(in_paths), any_array),
-                 {{"title", "Tangent Vector"},
-                  {"description",
-                   "Tangent vector to multiply the Jacobian with. Expected to be a mapping with structure "
-                   "``{jvp_inputs: array}``. The shape of each array is the same as the shape of the "
-                   "corresponding input array."}}));
-    response =
-        WithKeys(DictJson(PathsJson(out_paths), any_array),
-                 {{"description",
-                   "Container for the results of Jacobian-vector products. The result is a mapping with "
-                   "structure ``{jvp_outputs: array}``. The shape of each array is the same as the shape of "
-                   "the corresponding output array."}});
   } else {
-    properties.set(
-        std::string(g.vector_field),
-        WithKeys(DictJson(PathsJson(out_paths), any_array),
-                 {{"title", "Cotangent Vector"},
-                  {"description",
-                   "Cotangent vector to multiply the Jacobian with. Expected to be a mapping with "
-                   "structure ``{vjp_outputs: array}``. The shape of each array is the same as the shape "
-                   "of the corresponding output array."}}));
-    response =
-        WithKeys(DictJson(PathsJson(in_paths), any_array),
-                 {{"description",
-                   "Container for the results of vector-Jacobian products. The result is a mapping with "
-                   "structure ``{vjp_inputs: array}``. The shape of each array is the same as the shape of "
-                   "the corresponding input array."}});
+    const ProductTexts texts = TextsOf(g.id);
+    if (!g.tangent_field.empty()) {
+      properties.set(std::string(g.tangent_field),
+                     WithKeys(DictJson(PathsJson(in_paths), any_array),
+                              {{"title", "Tangent Vector"}, {"description", std::string(texts.tangent)}}));
+    }
+    if (!g.cotangent_field.empty()) {
+      properties.set(
+          std::string(g.cotangent_field),
+          WithKeys(DictJson(PathsJson(out_paths), any_array),
+                   {{"title", "Cotangent Vector"}, {"description", std::string(texts.cotangent)}}));
+    }
+    response = WithKeys(DictJson(PathsJson(g.answers_inputs() ? in_paths : out_paths), any_array),
+                        {{"description", std::string(texts.result)}});
   }
   b.definitions[std::string(g.request_model)] = RequestModel(g.request_model, std::move(properties));
   response.as_dict().set("title", g.response_model);
@@ -255,7 +288,8 @@ Value BuildOpenApiDocument(const OpenApiInput& input) {
       case core::EndpointId::kApply: AddApplySchemas(input, b); break;
       case core::EndpointId::kJacobian:
       case core::EndpointId::kJacobianVectorProduct:
-      case core::EndpointId::kVectorJacobianProduct: AddGradientSchemas(e, input, b); break;
+      case core::EndpointId::kVectorJacobianProduct:
+      case core::EndpointId::kHessianVectorProduct: AddGradientSchemas(e, input, b); break;
       case core::EndpointId::kHealth:
         // health's return annotation is dict[str, Any]; FastAPI titles its schema after the route.
         paths.set(path, Operation(e.name, "get", e.doc, "",

@@ -296,5 +296,58 @@ TEST(Autodiff, ATapeOnDiskIsItsProcesssOwn) {
   std::filesystem::remove_all(chosen);
 }
 
+// f = (x0^2 y, x0 x1 y^2): second derivatives with cross terms between inputs.
+Component Coupled() {
+  Component c("coupled", "0.1.0");
+  c.inputs().Array<double>("x", {2}, {.differentiable = true});
+  c.inputs().Scalar<double>("y", {.differentiable = true});
+  c.outputs().Array<double>("f", {2}, {.differentiable = true});
+  autodiff::Derive(c, [](auto& ctx) -> Status {
+    const auto x = ctx.Input("x");
+    const auto y = ctx.Input("y")[0];
+    TESS_ASSIGN_OR_RETURN(auto f, ctx.Output("f", {2}));
+    f[0] = x[0] * x[0] * y;
+    f[1] = x[0] * x[1] * y * y;
+    return Status::OK();
+  });
+  return c;
+}
+
+Tensor Vector(std::vector<double> values) {
+  auto t = *NewTensor<double>({static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), t.second.begin());
+  return t.first;
+}
+
+TEST(Autodiff, DerivesHessianVectorProductsForwardOverReverse) {
+  const Component c = Coupled();
+  ASSERT_TRUE(c.hessian_vector_product());
+  EXPECT_NE(c.hessian_vector_product().doc.find("lagra_hess_vec"), std::string::npos);
+  const double x0 = 1.5, x1 = -0.5, y = 2.0, u0 = 0.7, u1 = -1.3, v0 = 0.2, v1 = 0.9, vy = -0.4;
+  const Value inputs = Value::Dict{{"x", Value(Vector({x0, x1}))}, {"y", Scalar(y)}};
+  const TensorMap cotangent{{"f", Vector({u0, u1})}};
+  TensorMap hvp;
+  ASSERT_OK(c.hessian_vector_product().fn(ModelView(inputs), {"x", "y"}, {"f"},
+                                          {{"x", Vector({v0, v1})}, {"y", Scalar(vy).as_tensor()}}, cotangent,
+                                          hvp));
+  // The Hessian of u . f over (x0, x1, y), times (v0, v1, vy).
+  const double hx0y = 2 * u0 * x0 + 2 * u1 * x1 * y;
+  EXPECT_NEAR(hvp.at("x").data_as<double>()[0], 2 * u0 * y * v0 + u1 * y * y * v1 + hx0y * vy, 1e-12);
+  EXPECT_NEAR(hvp.at("x").data_as<double>()[1], u1 * y * y * v0 + 2 * u1 * x0 * y * vy, 1e-12);
+  EXPECT_NEAR(hvp.at("y").data_as<double>()[0], hx0y * v0 + 2 * u1 * x0 * y * v1 + 2 * u1 * x0 * x1 * vy,
+              1e-12);
+  // y held fixed: only the x block of the Hessian.
+  TensorMap on_x;
+  ASSERT_OK(c.hessian_vector_product().fn(ModelView(inputs), {"x"}, {"f"}, {{"x", Vector({v0, v1})}},
+                                          cotangent, on_x));
+  EXPECT_EQ(on_x.size(), 1u);
+  EXPECT_NEAR(on_x.at("x").data_as<double>()[0], 2 * u0 * y * v0 + u1 * y * y * v1, 1e-12);
+  EXPECT_NEAR(on_x.at("x").data_as<double>()[1], u1 * y * y * v0, 1e-12);
+  // A VJP after it sweeps the tape again: the right gradient, not the HVP's Taylors.
+  TensorMap vjp;
+  ASSERT_OK(c.vector_jacobian_product().fn(ModelView(inputs), {"y"}, {"f"}, cotangent, vjp));
+  EXPECT_NEAR(vjp.at("y").data_as<double>()[0], u0 * x0 * x0 + u1 * x0 * x1 * 2 * y, 1e-12);
+}
+
 }  // namespace
 }  // namespace tesscpp

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -56,11 +57,23 @@ Result<Numbers> NumbersAt(const Value& root, const std::string& path, std::strin
 
 using Replacements = std::map<std::string, std::vector<double>>;
 
+// What is differenced: apply's outputs, or (for the HVP) a VJP's answer, at
+// one point.
+using PointFn = std::function<Result<Value>(const ModelView& point)>;
+
+PointFn Outputs(ApplyFn apply) {
+  return [apply = std::move(apply)](const ModelView& point) -> Result<Value> {
+    Record out;
+    TESS_RETURN_IF_ERROR(apply(point, out));
+    return std::move(out).Finish();
+  };
+}
+
 // One evaluation point: the inputs with some paths' values replaced, and the
-// apply that evaluates it.
+// function that evaluates it.
 class Evaluator {
  public:
-  Evaluator(ApplyFn apply, const Value& inputs) : apply_(std::move(apply)), inputs_(inputs) {}
+  Evaluator(PointFn fn, const Value& inputs) : fn_(std::move(fn)), inputs_(inputs) {}
 
   Result<const Numbers*> Input(const std::string& path) {
     auto found = numbers_.find(path);
@@ -71,8 +84,8 @@ class Evaluator {
     return &found->second;
   }
 
-  // apply's outputs where `replaced` give new values to inputs (rounded to
-  // each input's dtype, as tesseract-core's validation rounds them).
+  // The function's value where `replaced` give new values to inputs (rounded
+  // to each input's dtype, as tesseract-core's validation rounds them).
   Result<Value> Run(const Replacements& replaced) {
     Value point = inputs_;
     for (const auto& [path, values] : replaced) {
@@ -85,13 +98,11 @@ class Evaluator {
         *slot = Value(values[0]);
       }
     }
-    Record out;
-    TESS_RETURN_IF_ERROR(apply_(ModelView(point), out));
-    return std::move(out).Finish();
+    return fn_(ModelView(point));
   }
 
  private:
-  ApplyFn apply_;
+  PointFn fn_;
   const Value& inputs_;
   std::map<std::string, Numbers> numbers_;
 };
@@ -230,7 +241,7 @@ Result<int64_t> TotalElements(Evaluator& e, const PathSet& ins) {
 Status FdJacobian(const ApplyFn& apply, const FiniteDifferences& o, const ModelView& inputs,
                   const PathSet& ins, const PathSet& outs, JacobianMap& jac) {
   TESS_ASSIGN_OR_RETURN(auto steps, StepsFor(o, ins));
-  Evaluator e(apply, inputs.value());
+  Evaluator e(Outputs(apply), inputs.value());
   TESS_ASSIGN_OR_RETURN(Value base, e.Run({}));
   // Blocks of shape (*out_shape, *in_shape), row-major, filled below.
   std::map<std::string, std::map<std::string, std::vector<double>>> blocks;
@@ -311,7 +322,7 @@ Status AddTo(std::map<std::string, Numbers>& sums, const Value& at, const std::s
 Status FdJvp(const ApplyFn& apply, const FiniteDifferences& o, const ModelView& inputs, const PathSet& ins,
              const PathSet& outs, const TensorMap& tangent, TensorMap& jvp) {
   TESS_ASSIGN_OR_RETURN(auto steps, StepsFor(o, ins));
-  Evaluator e(apply, inputs.value());
+  Evaluator e(Outputs(apply), inputs.value());
   const bool central = o.algorithm != FdAlgorithm::kForward;  // stochastic is central for a JVP
   std::optional<Value> base;
   if (!central || ins.empty()) {
@@ -360,7 +371,7 @@ Status FdJvp(const ApplyFn& apply, const FiniteDifferences& o, const ModelView& 
 Status FdVjp(const ApplyFn& apply, const FiniteDifferences& o, const ModelView& inputs, const PathSet& ins,
              const PathSet& outs, const TensorMap& cotangent, TensorMap& vjp) {
   TESS_ASSIGN_OR_RETURN(auto steps, StepsFor(o, ins));
-  Evaluator e(apply, inputs.value());
+  Evaluator e(Outputs(apply), inputs.value());
   std::map<std::string, std::vector<double>> weights;
   for (const auto& out : outs) {
     auto c = cotangent.find(out);
@@ -424,7 +435,76 @@ Status FdVjp(const ApplyFn& apply, const FiniteDifferences& o, const ModelView& 
   return Status::OK();
 }
 
+// Central differences of the VJP along the tangent: x ± h v on hvp_inputs,
+// h = eps / max|v|, (VJP(x + h v) - VJP(x - h v)) / 2h.
+Status FdHvp(const VjpFn& vjp, const HvpFiniteDifferences& o, const ModelView& inputs, const PathSet& ins,
+             const PathSet& outs, const TensorMap& tangent, const TensorMap& cotangent, TensorMap& hvp) {
+  const PointFn gradient = [&](const ModelView& point) -> Result<Value> {
+    TensorMap at;
+    TESS_RETURN_IF_ERROR(vjp(point, ins, outs, cotangent, at));
+    Value::Dict answer;
+    for (auto& [path, t] : at) answer.set(path, Value(std::move(t)));
+    return Value(std::move(answer));
+  };
+  Evaluator e(gradient, inputs.value());
+  std::map<std::string, std::vector<double>> along;
+  double largest = 0;
+  for (const auto& in : ins) {
+    auto t = tangent.find(in);
+    if (t == tangent.end()) return Status::InvalidArgument("finite differences: no tangent for '", in, "'");
+    TESS_ASSIGN_OR_RETURN(along[in], ReadValues(t->second));
+    TESS_ASSIGN_OR_RETURN(const Numbers* x, e.Input(in));
+    if (along[in].size() != x->size())
+      return Status::InvalidArgument("finite differences: tangent '", in, "' has the wrong size");
+    for (double v : along[in]) largest = std::max(largest, std::abs(v));
+  }
+  if (largest == 0) {  // the derivative along nothing
+    for (const auto& in : ins) {
+      TESS_ASSIGN_OR_RETURN(const Numbers* x, e.Input(in));
+      TESS_ASSIGN_OR_RETURN(Tensor zero, Float64Tensor(std::vector<double>(x->size(), 0.0), x->dims));
+      hvp.insert_or_assign(in, std::move(zero));
+    }
+    return Status::OK();
+  }
+  const double h = o.eps / largest;
+  Replacements plus, minus;
+  for (const auto& in : ins) {
+    TESS_ASSIGN_OR_RETURN(const Numbers* x, e.Input(in));
+    for (size_t k = 0; k < x->size(); ++k) {
+      plus[in].push_back(x->values[k] + h * along[in][k]);
+      minus[in].push_back(x->values[k] - h * along[in][k]);
+    }
+  }
+  TESS_ASSIGN_OR_RETURN(Value at_plus, e.Run(plus));
+  TESS_ASSIGN_OR_RETURN(Value at_minus, e.Run(minus));
+  return ForEachQuotient(at_plus, at_minus, ins, 2 * h,
+                         [&](const std::string& in, const std::vector<double>& d) {
+                           TESS_ASSIGN_OR_RETURN(const Numbers* x, e.Input(in));
+                           TESS_ASSIGN_OR_RETURN(Tensor t, Float64Tensor(d, x->dims));
+                           hvp.insert_or_assign(in, std::move(t));
+                           return Status::OK();
+                         });
+}
+
 }  // namespace
+
+void DeriveHvpByFiniteDifferences(Component& c, HvpFiniteDifferences options) {
+  if (!c.vector_jacobian_product()) {
+    std::fprintf(stderr,
+                 "tesscpp: DeriveHvpByFiniteDifferences(%s): set or derive vector_jacobian_product first\n",
+                 c.name().c_str());
+    std::abort();
+  }
+  if (c.hessian_vector_product()) return;
+  const VjpFn vjp = c.vector_jacobian_product().fn;
+  std::ostringstream doc;
+  doc << "Central finite differences of vector_jacobian_product along the tangent (step " << options.eps
+      << " / max|tangent|; tesscpp::DeriveHvpByFiniteDifferences).";
+  c.HessianVectorProduct(
+      [=](const ModelView& in, const PathSet& ins, const PathSet& outs, const TensorMap& t,
+          const TensorMap& ct, TensorMap& hvp) { return FdHvp(vjp, options, in, ins, outs, t, ct, hvp); },
+      doc.str());
+}
 
 void DeriveByFiniteDifferences(Component& c, FiniteDifferences options) {
   if (!c.apply()) {

@@ -122,5 +122,56 @@ TEST(FiniteDifferences, RefusesOutputsThatChangeShape) {
             "finite differences: output 'y' changed shape");
 }
 
+// y = x * sum(x²) with its VJP by hand: the HVP is differenced from it.
+Component Scaled() {
+  Component c("scaled", "1");
+  c.inputs().Array<double>("x", {kAnyDim}, {.differentiable = true});
+  c.outputs().Array<double>("y", {kAnyDim}, {.differentiable = true});
+  c.Apply([](const ModelView&, Record&) { return Status::InvalidArgument("not called"); });
+  c.VectorJacobianProduct(
+      [](const ModelView& in, const PathSet&, const PathSet&, const TensorMap& ct, TensorMap& vjp) -> Status {
+        const Tensor& x = in.value().as_dict().find("x")->as_tensor();
+        const auto n = x.num_elements();
+        const double* xs = x.data_as<const double>();
+        const double* u = ct.at("y").data_as<const double>();
+        double xx = 0, ux = 0;
+        for (int64_t i = 0; i < n; ++i) xx += xs[i] * xs[i], ux += u[i] * xs[i];
+        TESS_ASSIGN_OR_RETURN(auto g, NewTensor<double>({n}));
+        for (int64_t i = 0; i < n; ++i) g.second[i] = u[i] * xx + 2 * xs[i] * ux;
+        vjp.insert_or_assign("x", g.first);
+        return Status::OK();
+      });
+  DeriveHvpByFiniteDifferences(c);
+  return c;
+}
+
+Tensor Of(std::vector<double> values) {
+  auto t = *NewTensor<double>({static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), t.second.begin());
+  return t.first;
+}
+
+TEST(FiniteDifferences, HessianVectorProductsFromTheVjp) {
+  const Component c = Scaled();
+  EXPECT_NE(c.hessian_vector_product().doc.find("Central finite differences"), std::string::npos);
+  const std::vector<double> x{1.0, -2.0, 0.5}, u{0.3, 1.0, -0.7}, v{-1.0, 0.25, 2.0};
+  const Value inputs = Value::Dict{{"x", Value(Of(x))}};
+  TensorMap hvp;
+  ASSERT_TRUE(c.hessian_vector_product()
+                  .fn(ModelView(inputs), {"x"}, {"y"}, {{"x", Of(v)}}, {{"y", Of(u)}}, hvp)
+                  .ok());
+  // H v = 2 v (u.x) + 2 x (u.v) + 2 u (x.v).
+  double ux = 0, uv = 0, xv = 0;
+  for (size_t i = 0; i < 3; ++i) ux += u[i] * x[i], uv += u[i] * v[i], xv += x[i] * v[i];
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(hvp.at("x").data_as<double>()[i], 2 * v[i] * ux + 2 * x[i] * uv + 2 * u[i] * xv, 1e-7) << i;
+  }
+  TensorMap zero;  // along nothing: zeros, no division by a zero step
+  ASSERT_TRUE(c.hessian_vector_product()
+                  .fn(ModelView(inputs), {"x"}, {"y"}, {{"x", Of({0, 0, 0})}}, {{"y", Of(u)}}, zero)
+                  .ok());
+  EXPECT_EQ(zero.at("x").data_as<double>()[2], 0.0);
+}
+
 }  // namespace
 }  // namespace tesscpp

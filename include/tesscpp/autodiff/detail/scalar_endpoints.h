@@ -148,6 +148,49 @@ void DeriveJvp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
 // vector_jacobian_product, by reverse mode on the kept tape: one reverse
 // sweep after the forward pass of a kept apply at these inputs
 // (DeriveApply), after a forward pass of its own otherwise.
+// The cotangents as weights of the tape's dependents (`wanted`, in order); an
+// output the tape has but the call does not ask about (`asked`) weighs zero.
+inline Result<std::vector<double>> DependentWeights(const Taped& taped, const PathSet& wanted,
+                                                    const PathSet& asked, const TensorMap& cotangent) {
+  std::vector<double> weights;
+  for (const std::string& name : wanted) {
+    auto dims = taped.output_dims.find(name);
+    if (dims == taped.output_dims.end()) continue;
+    auto w = cotangent.find(name);
+    if (w == cotangent.end() || std::find(asked.begin(), asked.end(), name) == asked.end()) {
+      weights.resize(weights.size() + static_cast<size_t>(CountOf(dims->second)), 0.0);
+      continue;
+    }
+    TESS_ASSIGN_OR_RETURN(const std::vector<double> values, internal::ReadValues(w->second));
+    weights.insert(weights.end(), values.begin(), values.end());
+  }
+  if (static_cast<int64_t>(weights.size()) != taped.dependents) {
+    return Status::InvalidArgument("autodiff: the cotangents hold ", weights.size(),
+                                   " elements, the outputs ", taped.dependents);
+  }
+  return weights;
+}
+
+// `per_independent` (one number per independent of the tape) cut by input,
+// for the inputs `names`, in their shapes and dtypes.
+inline Status ByInput(const ModelView& in, const Taped& taped, const std::vector<double>& per_independent,
+                      const PathSet& names, const std::map<std::string, Dtype>& input_fields,
+                      TensorMap& out) {
+  std::map<std::string, std::vector<double>> by_input;
+  for (size_t k = 0; k < taped.independents.size(); ++k) {
+    by_input[taped.independents[k].first].push_back(per_independent[k]);
+  }
+  for (const std::string& name : names) {
+    const Value* value = in.value().as_dict().find(name);
+    if (value == nullptr || !value->is_tensor()) continue;
+    const auto dims = value->as_tensor().shape().dims();
+    TESS_ASSIGN_OR_RETURN(
+        Tensor t, internal::ToTensor(by_input[name], {dims.begin(), dims.end()}, input_fields.at(name)));
+    out.insert_or_assign(name, std::move(t));
+  }
+  return Status::OK();
+}
+
 template <typename Fn>
 void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
                const std::map<std::string, Dtype>& output_fields, uint64_t function) {
@@ -167,48 +210,60 @@ void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
                               internal::TapeAt(function, fn, in, input_fields, output_fields, vjp_outputs));
       }
       const internal::Taped& taped = *kept;
-      const int64_t m = taped.dependents;
-      // The cotangents as weights of the dependents; an output the apply kept
-      // but the call does not ask about weighs zero.
-      std::vector<double> weights;
-      for (const std::string& name : wanted) {
-        auto dims = taped.output_dims.find(name);
-        if (dims == taped.output_dims.end()) continue;
-        auto w = cotangent.find(name);
-        if (w == cotangent.end() ||
-            std::find(vjp_outputs.begin(), vjp_outputs.end(), name) == vjp_outputs.end()) {
-          weights.resize(weights.size() + static_cast<size_t>(CountOf(dims->second)), 0.0);
-          continue;
-        }
-        TESS_ASSIGN_OR_RETURN(const std::vector<double> values, internal::ReadValues(w->second));
-        weights.insert(weights.end(), values.begin(), values.end());
-      }
-      if (static_cast<int64_t>(weights.size()) != m) {
-        return Status::InvalidArgument("autodiff: the cotangents hold ", weights.size(),
-                                       " elements, the outputs ", m);
-      }
+      TESS_ASSIGN_OR_RETURN(std::vector<double> weights,
+                            DependentWeights(taped, wanted, vjp_outputs, cotangent));
       const auto n = static_cast<int>(taped.point.size());
       std::vector<double> gradient(taped.point.size(), 0.0);
       ++ProcessTapeSlot().sweeps;  // reads up the forward pass's values
-      if (m > 0 && n > 0)
-        fos_reverse(internal::TapeTag(), static_cast<int>(m), n, weights.data(), gradient.data());
-      std::map<std::string, std::vector<double>> by_input;
-      for (size_t k = 0; k < taped.independents.size(); ++k) {
-        by_input[taped.independents[k].first].push_back(gradient[k]);
-      }
-      for (const std::string& name : vjp_inputs) {
-        const Value* value = in.value().as_dict().find(name);
-        if (value == nullptr || !value->is_tensor()) continue;
-        const auto dims = value->as_tensor().shape().dims();
-        TESS_ASSIGN_OR_RETURN(
-            Tensor t, internal::ToTensor(by_input[name], {dims.begin(), dims.end()}, input_fields.at(name)));
-        vjp.insert_or_assign(name, std::move(t));
-      }
-      return Status::OK();
+      if (taped.dependents > 0 && n > 0)
+        fos_reverse(internal::TapeTag(), static_cast<int>(taped.dependents), n, weights.data(),
+                    gradient.data());
+      return ByInput(in, taped, gradient, vjp_inputs, input_fields, vjp);
     });
 }
 
-// jacobian, by ADOL-C's driver on the kept tape.
+template <typename Fn>
+void DeriveHvp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
+               const std::map<std::string, Dtype>& output_fields, uint64_t function) {
+  // Forward over reverse on the tape: ADOL-C's lagra_hess_vec, a first-order
+  // forward sweep along the tangent (inputs outside hvp_inputs held fixed),
+  // then a second-order reverse sweep with the cotangents as weights.
+  if (!c.hessian_vector_product())
+    c.HessianVectorProduct(
+        [=](const ModelView& in, const PathSet& hvp_inputs, const PathSet& hvp_outputs,
+            const TensorMap& tangent, const TensorMap& cotangent, TensorMap& hvp) -> Status {
+          const auto lock = internal::LockedTape();
+          TESS_ASSIGN_OR_RETURN(const internal::Taped* kept,
+                                internal::TapeAt(function, fn, in, input_fields, output_fields, hvp_outputs));
+          const internal::Taped& taped = *kept;
+          TESS_ASSIGN_OR_RETURN(std::vector<double> weights,
+                                DependentWeights(taped, hvp_outputs, hvp_outputs, cotangent));
+          std::map<std::string, std::vector<double>> along;
+          for (const std::string& name : hvp_inputs) {
+            auto v = tangent.find(name);
+            if (v == tangent.end()) continue;
+            TESS_ASSIGN_OR_RETURN(along[name], internal::ReadValues(v->second));
+          }
+          std::vector<double> direction(taped.point.size(), 0.0);
+          for (size_t k = 0; k < taped.independents.size(); ++k) {
+            const auto& [name, element] = taped.independents[k];
+            auto v = along.find(name);
+            if (v != along.end()) direction[k] = v->second.at(static_cast<size_t>(element));
+          }
+          std::vector<double> point = taped.point;  // the driver takes non-const pointers
+          std::vector<double> product(taped.point.size(), 0.0);
+          ++ProcessTapeSlot().sweeps;  // overwrites the values a kept apply's VJP would read
+          if (taped.dependents > 0 && !point.empty()) {
+            const int rc = lagra_hess_vec(internal::TapeTag(), static_cast<int>(taped.dependents),
+                                          static_cast<int>(point.size()), point.data(), direction.data(),
+                                          weights.data(), product.data());
+            if (rc < 0) return Status::Internal("autodiff: ADOL-C's lagra_hess_vec returned ", rc);
+          }
+          return ByInput(in, taped, product, hvp_inputs, input_fields, hvp);
+        },
+        "Derived: forward over reverse on the ADOL-C tape (ADOL-C's lagra_hess_vec).");
+}
+
 template <typename Fn>
 void DeriveJacobian(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
                     const std::map<std::string, Dtype>& output_fields, uint64_t function) {

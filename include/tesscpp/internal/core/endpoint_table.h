@@ -1,5 +1,5 @@
-// endpoint_table.h: the endpoints of tesseract-core 1.15's runtime, one row
-// each — the one place that names them (internal).
+// endpoint_table.h: the endpoints of tesseract-core 1.15's runtime and
+// tesscpp's own, one row each — the one place that names them (internal).
 //
 // Everything that lists, routes, documents or calls endpoints (the runtime,
 // the OpenAPI generator, the client, the CLI, the Python bindings, the
@@ -13,8 +13,8 @@
 
 namespace tesscpp::core {
 
-/// \brief The endpoints, in the order the reference's OpenAPI document lists
-/// their paths.
+/// \brief The endpoints: the reference's, in the order its OpenAPI document
+/// lists their paths, then tesscpp's own.
 enum class EndpointId : int {
   kApply,
   kJacobian,
@@ -23,7 +23,8 @@ enum class EndpointId : int {
   kHealth,
   kAbstractEval,
   kTest,
-  kCount,  ///< not an endpoint: how many there are (a new one goes above)
+  kHessianVectorProduct,  ///< tesscpp's: docs/derivatives.md
+  kCount,                 ///< not an endpoint: how many there are (a new one goes above)
 };
 inline constexpr int kEndpointCount = static_cast<int>(EndpointId::kCount);
 
@@ -52,15 +53,20 @@ struct EndpointInfo {
   std::string_view request_model;   ///< "JVPInputSchema"; empty for GET
   std::string_view response_model;  ///< "JVPOutputSchema"; empty where FastAPI names it
   /// Gradients: the prefix of the path-set fields ("jvp" → jvp_inputs,
-  /// jvp_outputs), the noun of their descriptions, and the vector field.
+  /// jvp_outputs), the noun of their descriptions, and the vector fields:
+  /// a tangent is keyed by the input set, a cotangent by the output set.
   std::string_view short_name;
   std::string_view noun;
-  std::string_view vector_field;  ///< "tangent_vector", "cotangent_vector" or empty
+  std::string_view tangent_field;    ///< "tangent_vector" or empty
+  std::string_view cotangent_field;  ///< "cotangent_vector" or empty
   /// The runtime's own docstring of the endpoint function (core.py), raw: the
   /// author's docstring is appended after a blank line.
   std::string_view doc;
 
   bool is_gradient() const { return !short_name.empty(); }
+  /// \brief Whether its answer is keyed by the input set (a product that
+  /// takes a cotangent: VJP, HVP) rather than by the output set (JVP).
+  bool answers_inputs() const { return !cotangent_field.empty(); }
 };
 
 /// \brief Every row, in EndpointId order.

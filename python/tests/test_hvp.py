@@ -1,0 +1,150 @@
+"""tesscpp's /hessian_vector_product (docs/derivatives.md) from Python: a C++
+component's, derived on its ADOL-C tape, and a tesseract_api.py's own, through
+the client, the document and the validation a user meets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tesscpp
+from conftest import fixture_api, required_dir
+
+X = np.array([1.0, -2.0, 0.5])
+U = np.array([0.3, 1.0, -0.7])
+V = np.array([-1.0, 0.25, 2.0])
+
+
+def expected_hvp(x: np.ndarray, u: np.ndarray, v: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    u = scale * u
+    return 2 * v * (u @ x) + 2 * x * (u @ v) + 2 * u * (x @ v)
+
+
+def openapi(t: tesscpp.Tesseract) -> dict:
+    with urllib.request.urlopen(t.url + "/openapi.json") as answer:
+        return json.loads(answer.read())
+
+
+def test_a_derived_cpp_component_answers_with_its_tape() -> None:
+    """rosenbrock_ad's HVP, forward over reverse on its tape, against its Hessian."""
+    x, y, a, b = 0.5, 1.5, 1.0, 100.0
+    hessian = np.array([[2 - 4 * b * y + 12 * b * x * x, -4 * b * x], [-4 * b * x, 2 * b]])
+    v = np.array([0.25, -1.0])
+    with tesscpp.Tesseract.from_source(required_dir("TESSCPP_EXAMPLES_DIR") / "librosenbrock_ad.so") as t:
+        answer = t.hessian_vector_product(
+            {"x": x, "y": y, "a": a, "b": b}, ["x", "y"], ["result"], {"x": v[0], "y": v[1]}, {"result": 2.0}
+        )
+        document = openapi(t)
+    np.testing.assert_allclose([answer["x"], answer["y"]], 2.0 * hessian @ v, rtol=1e-6)
+    operation = document["paths"]["/hessian_vector_product"]["post"]
+    assert "lagra_hess_vec" in operation["description"]
+    request = document["components"]["schemas"]["HVPInputSchema"]
+    assert list(request["properties"]) == ["inputs", "hvp_inputs", "hvp_outputs", "tangent_vector", "cotangent_vector"]
+
+
+@pytest.fixture(scope="module")
+def module() -> tesscpp.Tesseract:
+    with tesscpp.Tesseract.from_source(fixture_api("hvp"), python_executable=sys.executable) as t:
+        yield t
+
+
+def test_a_python_module_serves_its_own(module: tesscpp.Tesseract) -> None:
+    answer = module.hessian_vector_product({"x": X, "scale": 2.0}, ["x"], ["y"], {"x": V}, {"y": U})
+    np.testing.assert_allclose(answer["x"], expected_hvp(X, U, V, 2.0))
+    document = openapi(module)
+    operation = document["paths"]["/hessian_vector_product"]["post"]
+    assert operation["description"].startswith("Compute the Hessian vector product")
+    assert "Analytic" in operation["description"]
+    assert any(p["name"] == "accept" for p in operation["parameters"])
+    request = document["components"]["schemas"]["HVPInputSchema"]
+    assert request["required"] == ["inputs", "hvp_inputs", "hvp_outputs", "tangent_vector", "cotangent_vector"]
+    assert "Hvp_InputSchema" in document["components"]["schemas"]
+
+
+def test_a_python_module_refuses_vectors_that_do_not_fit(module: tesscpp.Tesseract) -> None:
+    """The JVP's and VJP's rules, under hvp_ names: a 422 naming the field."""
+    with pytest.raises(Exception, match="tangent vector with keys conforming to hvp_inputs"):
+        module.call(
+            "hessian_vector_product",
+            {
+                "inputs": {"x": X},
+                "hvp_inputs": ["x"],
+                "hvp_outputs": ["y"],
+                "tangent_vector": {},
+                "cotangent_vector": {"y": U},
+            },
+        )
+    with pytest.raises(Exception, match="Tangent vector 'x'"):
+        module.hessian_vector_product({"x": X}, ["x"], ["y"], {"x": V[:2]}, {"y": U})
+    with pytest.raises(Exception, match="cotangent vector with keys conforming to hvp_outputs"):
+        module.call(
+            "hessian_vector_product",
+            {
+                "inputs": {"x": X},
+                "hvp_inputs": ["x"],
+                "hvp_outputs": ["y"],
+                "tangent_vector": {"x": V},
+                "cotangent_vector": {},
+            },
+        )
+
+
+def test_tesseract_runtime_serves_the_module_without_it() -> None:
+    """The function is tesscpp's: tesseract-runtime ignores it, and the module
+    still serves the reference's endpoints there."""
+    with tesscpp.Tesseract.from_source(
+        fixture_api("hvp"), python_executable=sys.executable, python_runtime="tesseract-runtime"
+    ) as t:
+        assert "/hessian_vector_product" not in openapi(t)["paths"]
+        np.testing.assert_allclose(t.apply({"x": X})["y"], X * (X @ X))
+        with pytest.raises(NotImplementedError):
+            t.hessian_vector_product({"x": X}, ["x"], ["y"], {"x": V}, {"y": U})
+
+
+def check_gradients(api: Path) -> subprocess.CompletedProcess:
+    # tesseract_api.py targets are served by the tesseract-runtime of this Python.
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+    return subprocess.run(
+        [str(required_dir("TESSCPP_CLI")), "check-gradients", str(api), '{"inputs": {"x": [1.0, -2.0, 0.5]}}',
+         "--endpoints", "hessian_vector_product", "--seed", "3"],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def test_check_gradients_checks_it_against_differences_of_the_vjp(tmp_path: Path) -> None:
+    """`tesscpp check-gradients` passes the module's HVP and fails one that is off by a term."""
+    right = check_gradients(fixture_api("hvp"))
+    assert right.returncode == 0, right.stdout + right.stderr
+    assert "Gradient check for hessian_vector_product passed" in right.stdout
+    wrong = tmp_path / "wrong_hvp" / "tesseract_api.py"
+    wrong.parent.mkdir()
+    source = fixture_api("hvp").read_text()
+    assert "2 * u * (x @ v)" in source
+    wrong.write_text(source.replace("2 * u * (x @ v)", "u * (x @ v)"))
+    failed = check_gradients(wrong)
+    assert failed.returncode != 0
+    assert "Gradient check for hessian_vector_product failed" in failed.stdout
+
+
+@pytest.mark.parametrize("framework", ["jax", "torch"])
+def test_the_helpers_compute_it_forward_over_reverse(framework: str) -> None:
+    """tesscpp.derivatives' helpers on y = s x * sum(x^2), s held fixed by closing over it."""
+    from tesscpp import derivatives
+
+    scale = 2.0
+    if framework == "jax":
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        hvp = derivatives.jax_hvp(lambda p: {"y": scale * p["x"] * (p["x"] @ p["x"])}, {"x": X}, {"x": V}, {"y": U})
+    else:
+        hvp = derivatives.torch_hvp(lambda p: {"y": scale * p["x"] * (p["x"] @ p["x"])}, {"x": X}, {"x": V}, {"y": U})
+    assert set(hvp) == {"x"}
+    np.testing.assert_allclose(np.asarray(hvp["x"]), expected_hvp(X, U, V, scale), rtol=1e-12)

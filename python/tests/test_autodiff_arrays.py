@@ -226,12 +226,13 @@ def check_gradients(path: Path, payload: dict) -> subprocess.CompletedProcess:
 
 
 def test_check_gradients_passes_and_catches_a_planted_error():
+    """Four endpoints pass: jacobian, JVP, VJP, and the HVP by differences of the VJP."""
     burgers = {"inputs": {**{k: v for k, v in BURGERS.items() if k != "u"}, "u": BURGERS["u"].tolist()}}
     done = check_gradients(example("burgers_array"), burgers)
-    assert done.returncode == 0 and done.stdout.count("passed") == 3, done.stdout + done.stderr
+    assert done.returncode == 0 and done.stdout.count("passed") == 4, done.stdout + done.stderr
     rosenbrock = {"inputs": {"x": 0.5, "y": -1.25}}
     done = check_gradients(fixture("rosenbrock_array"), rosenbrock)
-    assert done.returncode == 0 and done.stdout.count("passed") == 3, done.stdout + done.stderr
+    assert done.returncode == 0 and done.stdout.count("passed") == 4, done.stdout + done.stderr
     # y detached: apply is unchanged, every derivative of y is zero.
     done = check_gradients(fixture("rosenbrock_array_planted"), rosenbrock)
     assert done.returncode != 0 and "failed" in done.stdout, done.stdout + done.stderr

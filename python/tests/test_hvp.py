@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tesscpp
-from conftest import fixture_api, required_dir
+from conftest import fixture_api, fixture_library, required_dir
 
 X = np.array([1.0, -2.0, 0.5])
 U = np.array([0.3, 1.0, -0.7])
@@ -148,3 +148,73 @@ def test_the_helpers_compute_it_forward_over_reverse(framework: str) -> None:
         hvp = derivatives.torch_hvp(lambda p: {"y": scale * p["x"] * (p["x"] @ p["x"])}, {"x": X}, {"x": V}, {"y": U})
     assert set(hvp) == {"x"}
     np.testing.assert_allclose(np.asarray(hvp["x"]), expected_hvp(X, U, V, scale), rtol=1e-12)
+
+
+def native(x, scale: float = 1.0):
+    """The hvp fixture's function, for the frameworks to differentiate themselves."""
+    return scale * x * (x @ x)
+
+
+@pytest.mark.parametrize("loss", ["linear", "quadratic"])
+def test_torch_double_backward_uses_the_hvp(module: tesscpp.Tesseract, loss: str) -> None:
+    """torch.autograd.functional.hvp through apply_tesseract equals torch's own on
+    the same function: the linear loss needs the Tesseract's HVP, the quadratic
+    one (whose cotangent depends on x) its JVP too."""
+    import torch
+
+    from tesscpp.torch import apply_tesseract
+
+    w = torch.tensor(U)
+
+    def through(x):
+        y = apply_tesseract(module, {"x": x, "scale": 2.0})["y"]
+        return (w * y).sum() if loss == "linear" else 0.5 * (y * y).sum()
+
+    def own(x):
+        y = native(x, 2.0)
+        return (w * y).sum() if loss == "linear" else 0.5 * (y * y).sum()
+
+    x, v = torch.tensor(X), torch.tensor(V)
+    value, hvp = torch.autograd.functional.hvp(through, x, v)
+    want_value, want_hvp = torch.autograd.functional.hvp(own, x, v)
+    torch.testing.assert_close(value, want_value)
+    torch.testing.assert_close(hvp, want_hvp)
+    if loss == "linear":
+        np.testing.assert_allclose(hvp.numpy(), expected_hvp(X, U, V, 2.0))
+
+
+def test_a_tesseract_without_the_hvp_refuses_second_order_in_words(module: tesscpp.Tesseract) -> None:
+    import torch
+
+    from tesscpp.torch import apply_tesseract
+
+    with tesscpp.Tesseract.from_source(fixture_library("nl")) as t:
+        a = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+        (g,) = torch.autograd.grad(apply_tesseract(t, {"a": a, "b": torch.zeros(2, dtype=torch.float64)})["y"].sum(),
+                                   a, create_graph=True)  # fmt: skip
+        with pytest.raises(RuntimeError, match="hessian_vector_product endpoint"):
+            g.sum().backward()
+
+
+def test_jax_forward_over_reverse_uses_the_hvp(module: tesscpp.Tesseract) -> None:
+    """jax.jvp(jax.grad(f)) and jax.hessian through tesscpp.jax equal JAX's own."""
+    import jax
+    import jax.numpy as jnp
+
+    from tesscpp.jax import apply_tesseract
+
+    jax.config.update("jax_enable_x64", True)
+
+    def through(x):
+        return jnp.sum(jnp.asarray(U) * apply_tesseract(module, {"x": x, "scale": 2.0}, vmap_method="sequential")["y"])
+
+    def own(x):
+        return jnp.sum(jnp.asarray(U) * native(x, 2.0))
+
+    x, v = jnp.asarray(X), jnp.asarray(V)
+    _, hvp = jax.jvp(jax.grad(through), (x,), (v,))
+    np.testing.assert_allclose(np.asarray(hvp), expected_hvp(X, U, V, 2.0), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(jax.hessian(through)(x)), np.asarray(jax.hessian(own)(x)), rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(jax.jit(jax.hessian(through))(x)), np.asarray(jax.hessian(own)(x)), rtol=1e-12
+    )

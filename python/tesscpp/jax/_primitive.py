@@ -1,11 +1,13 @@
 """The ``tesscpp_tesseract`` primitive and its rules.
 
-One primitive stands for the four endpoints (``kind``: apply, jvp, vjp,
-jacobian). Its arguments are the input leaves JAX traces (the primals),
-followed for jvp by one tangent per primal and for vjp by one cotangent per
-output. Forward mode turns an apply into a jvp, transposition turns a jvp
-into a vjp, and vmap goes through ``_batching``: the semantics of
-tesseract-jax 0.4.0's ``apply_tesseract``, including its error texts.
+One primitive stands for the endpoints (``kind``: apply, jvp, vjp, jacobian,
+and tesscpp's hvp). Its arguments are the input leaves JAX traces (the
+primals), followed for jvp by one tangent per primal, for vjp by one
+cotangent per output, and for hvp by one cotangent per output and one tangent
+per primal. Forward mode turns an apply into a jvp, transposition turns a jvp
+into a vjp, forward mode over a vjp gives an hvp (docs/derivatives.md §4),
+and vmap goes through ``_batching``: the semantics of tesseract-jax 0.4.0's
+``apply_tesseract``, including its error texts, for what it has.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _ENDPOINT = {
     "jvp": "jacobian_vector_product",
     "vjp": "vector_jacobian_product",
     "jacobian": "jacobian",
+    "hvp": "hessian_vector_product",
 }
 
 
@@ -81,7 +84,7 @@ def _abstract_eval(*args: Any, spec: Spec, kind: str, avals: Any, jac: Any, batc
         results = _abstract_eval(*element, spec=spec, kind=kind, avals=avals, jac=jac, batch=None)
         return tuple(jax.core.ShapedArray((size, *r.shape), r.dtype) for r in results)
     n = len(spec.primal_paths)
-    if kind == "vjp":
+    if kind in ("vjp", "hvp"):
         return tuple(jax.core.ShapedArray(a.shape, a.dtype) for a in args[:n])
     if kind == "jacobian":
         return _jacobian_avals(spec, args[:n], avals, jac)
@@ -143,7 +146,11 @@ def _nondifferentiable_input(name: str) -> ValueError:
     )
 
 
-def _jvp(primals: Any, tangents: Any, *, spec: Spec, kind: str, avals: Any, batch: Any, **_: Any) -> tuple[Any, Any]:
+def _jvp(
+    primals: Any, tangents: Any, *, spec: Spec, kind: str, avals: Any, batch: Any, **params: Any
+) -> tuple[Any, Any]:
+    if kind == "vjp":
+        return _jvp_of_vjp(primals, tangents, spec=spec, avals=avals, batch=batch, **params)
     if kind != "apply":
         raise RuntimeError("Cannot take higher-order derivatives")
     has = tuple(not _is_zero(t) for t in tangents)
@@ -159,6 +166,32 @@ def _jvp(primals: Any, tangents: Any, *, spec: Spec, kind: str, avals: Any, batc
     tangent_batch = None if batch is None else (*batch, *batch)  # a tangent is batched as its primal
     out_tangents = bind(spec, "jvp", (*primals, *full), has, avals, batch=tangent_batch, keep=keep)
     return out, out_tangents
+
+
+def _jvp_of_vjp(
+    args: Any, tangents: Any, *, spec: Spec, has_tangent: Any, avals: Any, batch: Any, **_: Any
+) -> tuple[Any, Any]:
+    """Forward mode over a VJP uᵀJ(x): along (ẋ, u̇) it moves by the
+    Tesseract's HVP (the derivative of uᵀJ along ẋ) plus the VJP of u̇, uᵀJ
+    being linear in u. Needs the Tesseract's hessian_vector_product for ẋ."""
+    if batch is not None:
+        raise RuntimeError("Cannot take higher-order derivatives of a batch sent at once (vmap_method='parallel')")
+    n = len(spec.primal_paths)
+    primals, cotangents = args[:n], args[n:]
+    along_x, along_u = tangents[:n], tangents[n:]
+    out = bind(spec, "vjp", args, has_tangent, avals)
+    terms = []
+    has_x = tuple(not _is_zero(t) for t in along_x)
+    if any(has_x):
+        full_x = [jnp.zeros(p.shape, p.dtype) if _is_zero(t) else t for p, t in zip(primals, along_x, strict=True)]
+        terms.append(bind(spec, "hvp", (*primals, *cotangents, *full_x), (*has_tangent, *has_x), avals))
+    has_u = tuple(not _is_zero(t) for t in along_u)
+    if any(has_u):
+        full_u = [jnp.zeros(c.shape, c.dtype) if _is_zero(t) else t for c, t in zip(cotangents, along_u, strict=True)]
+        terms.append(bind(spec, "vjp", (*primals, *full_u), (*has_tangent[:n], *has_u), avals))
+    if not terms:
+        return out, [jnp.zeros(p.shape, p.dtype) for p in primals]
+    return out, [sum(parts[1:], parts[0]) for parts in zip(*terms, strict=True)]
 
 
 def _check_cotangents(spec: Spec, cotangents: Any, has_tangent: Any) -> None:

@@ -76,7 +76,7 @@ def _inputs(spec: Spec) -> Any:
 
 
 def build(spec: Spec, kind: str, has_tangent: tuple[bool, ...], avals: tuple[Any, ...], jac: Any) -> Request:
-    """The request of primitive use `kind` (apply, jvp, vjp, jacobian)."""
+    """The request of primitive use `kind` (apply, jvp, vjp, jacobian, hvp)."""
     primals = spec.primal_paths
     n = len(primals)
     body: dict[str, Any] = {"inputs": _inputs(spec)}
@@ -101,6 +101,8 @@ def build(spec: Spec, kind: str, has_tangent: tuple[bool, ...], avals: tuple[Any
         arguments += [("tangent_vector", names[i][0]) for i in tangents]
         results: list[tuple[Segment, ...] | None] = [(name,) if diff else None for name, diff in outs]
         return Request("jacobian_vector_product", body, take, arguments, results, list(avals))
+    if kind == "hvp":
+        return _hvp_request(spec, has_tangent, avals, body, take, arguments)
     # vjp: the arguments after the primals are one cotangent per output, zero
     # (not sent) where JAX has none.
     outs = [spec.output_name(p) for p in spec.out_paths]
@@ -115,6 +117,37 @@ def build(spec: Spec, kind: str, has_tangent: tuple[bool, ...], avals: tuple[Any
     arguments += [("cotangent_vector", outs[j][0]) for j in cotangents]
     gradients: list[tuple[Segment, ...] | None] = [(names[i][0],) if has_tangent[i] else None for i in range(n)]
     return Request("vector_jacobian_product", body, take, arguments, gradients, list(avals))
+
+
+def _hvp_request(
+    spec: Spec, has_tangent: tuple[bool, ...], avals: tuple[Any, ...], body: dict, take: list, arguments: list
+) -> Request:
+    """hvp: the arguments after the primals are one cotangent per output (as
+    vjp's) and one tangent per primal. `has_tangent`: the gradients wanted (per
+    primal), the cotangents given (per output), the tangents given (per
+    primal). The set differentiated is the wanted inputs and those moved; a
+    wanted input that does not move gets a zero tangent (docs/derivatives.md §1)."""
+    primals = spec.primal_paths
+    n = len(primals)
+    names = [spec.input_name(p) for p in primals]
+    outs = [spec.output_name(p) for p in spec.out_paths]
+    m = len(outs)
+    cotangents = [j for j, (_, diff) in enumerate(outs) if diff and has_tangent[n + j]]
+    moved = [i for i in range(n) if has_tangent[n + m + i] and names[i][1]]
+    differentiated = [i for i in range(n) if has_tangent[i] or i in moved]
+    body.update(
+        hvp_inputs=[names[i][0] for i in differentiated],
+        hvp_outputs=[outs[j][0] for j in cotangents],
+        tangent_vector={
+            names[i][0]: None if i in moved else np.zeros(avals[i].shape, avals[i].dtype) for i in differentiated
+        },
+        cotangent_vector={outs[j][0]: None for j in cotangents},
+    )
+    take += [n + j for j in cotangents] + [n + m + i for i in moved]
+    arguments += [("cotangent_vector", outs[j][0]) for j in cotangents]
+    arguments += [("tangent_vector", names[i][0]) for i in moved]
+    results: list[tuple[Segment, ...] | None] = [(names[i][0],) if has_tangent[i] else None for i in range(n)]
+    return Request("hessian_vector_product", body, take, arguments, results, list(avals))
 
 
 def _mutable(tree: Any) -> Any:

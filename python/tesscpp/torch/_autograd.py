@@ -38,18 +38,3 @@ def apply_function(function: type[torch.autograd.Function], *args: Any) -> Any:
         return function.apply(*args)
     args = torch._functorch.utils.unwrap_dead_wrappers(args)
     return super(torch.autograd.Function, function).apply(*args)  # type: ignore[misc]
-
-
-class FirstOrderOnly(torch.autograd.Function):
-    """Passes a gradient through; differentiating it raises."""
-
-    @staticmethod
-    def forward(ctx: Any, grad: torch.Tensor, *depends_on: torch.Tensor) -> torch.Tensor:
-        return grad
-
-    @staticmethod
-    def backward(ctx: Any, *grads: torch.Tensor) -> None:
-        raise RuntimeError(
-            "apply_tesseract does not support higher-order derivatives: the "
-            "Tesseract's vector_jacobian_product cannot itself be differentiated."
-        )

@@ -124,6 +124,47 @@ class Call:
             **self.referring(),
         )
 
+    def hvp(
+        self,
+        wanted: list[str],
+        tangents: Sequence[torch.Tensor | None],
+        saved: Sequence[torch.Tensor],
+        cotangents: Sequence[torch.Tensor | None],
+    ) -> dict:
+        """The HVP at the sent inputs for the ``wanted`` inputs: the derivative
+        along ``tangents`` (one per differentiable input, None: zero) of the
+        VJP of the non-zero ``cotangents``; {} where either is all zero."""
+        sent = self.sendable(self.output_wires, cotangents)
+        along = self.sendable(self.slot_wires, tangents)
+        if not sent or not along or not wanted:
+            return {}
+        assert self.sent is not None
+        # One set is differentiated and moved: the wanted inputs and those
+        # moved, a wanted one that does not move along zeros.
+        differentiated = [w for w in self.slot_wires if w in wanted or w in along]
+        zeros = {
+            w: to_sendable(torch.zeros_like(t), self.on_device, None)
+            for w, t in zip(self.slot_wires, saved, strict=True)
+            if w in differentiated and w not in along
+        }
+        method = getattr(self.client(), "hessian_vector_product", None)
+        try:
+            if method is None:
+                raise NotImplementedError("the client has no hessian_vector_product")
+            return method(
+                inputs=self.sent,
+                hvp_inputs=differentiated,
+                hvp_outputs=list(sent),
+                tangent_vector={w: along[w] if w in along else zeros[w] for w in differentiated},
+                cotangent_vector=sent,
+            )
+        except NotImplementedError as e:
+            raise RuntimeError(
+                "apply_tesseract does not support higher-order derivatives of this Tesseract: its "
+                "vector_jacobian_product can be differentiated only through a hessian_vector_product "
+                "endpoint (tesscpp's, docs/derivatives.md), which it lacks."
+            ) from e
+
     def apply(self, tensors: Sequence[torch.Tensor]) -> None:
         """Runs apply and records its flat result and differentiable outputs.
         A tesscpp Tesseract is asked to keep the forward when a backward may

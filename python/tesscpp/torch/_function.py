@@ -8,10 +8,11 @@ from typing import Any
 import torch
 
 from ._arrays import as_tensor
-from ._autograd import FirstOrderOnly, save_inputs
+from ._autograd import save_inputs
 from ._batching import batched_gradients, batched_output_tangents, is_legacy_batched
 from ._call import Call, gradients
 from ._paths import LeafPath
+from ._second_order import TesseractGradients
 from ._vmap import VMAP_METHODS, expand_leaf, leaves_of, parallel_leaves, stack_leaf, with_batch_dim
 
 
@@ -36,13 +37,13 @@ class TesseractFunction(torch.autograd.Function):
         needs = ctx.needs_input_grad[1 : 1 + len(call.slot_wires)]
         if any(is_legacy_batched(c) for c in cotangents):
             grads = batched_gradients(call, needs, saved, cotangents)
+        elif torch.is_grad_enabled():
+            # create_graph=True: gradients that can be differentiated again,
+            # by the Tesseract's HVP and JVP (docs/derivatives.md §4).
+            made = iter(TesseractGradients.apply(call, tuple(needs), len(saved), *saved, *cotangents))
+            grads = [next(made) if need else None for need in needs]
         else:
             grads = gradients(call, needs, saved, cotangents)
-        if torch.is_grad_enabled():
-            # create_graph=True: keep the gradients usable but make any attempt
-            # to differentiate them again fail loudly.
-            depends_on = [*saved, *(c for c in cotangents if c is not None)]
-            grads = [g if g is None else FirstOrderOnly.apply(g, *depends_on) for g in grads]
         return (None, *grads, *(None,) * call.plain_count)
 
     @staticmethod

@@ -155,3 +155,18 @@ def test_ten_thousand_steps_on_the_device_keep_memory_flat(devkept):
     assert hits == 10_000
     assert after["tesscpp_residual_entries"] == 0
     assert growth < leak_bound([4 * (1 + (i * 37) % (1 << 16)) for i in range(10_000)])
+
+
+def test_hessian_vector_products_on_the_device(devkept):
+    """The module's HVP (tesscpp.derivatives.torch_hvp) with CUDA tangents and
+    cotangents, and torch.autograd.functional.hvp through apply_tesseract on the
+    device: torch's own answer, on the device."""
+    x = torch.randn(4096, device="cuda", dtype=torch.float32)
+    u, v = torch.randn_like(x), torch.randn_like(x)
+    answer = on_device(devkept.hessian_vector_product({"x": x}, ["x"], ["y"], {"x": v}, {"y": u})["x"])
+    _, want = torch.autograd.functional.hvp(lambda x: (u * x * (x @ x)).sum(), x, v)
+    torch.testing.assert_close(answer, want, rtol=1e-4, atol=1e-2)
+    _, through = torch.autograd.functional.hvp(lambda x: (u * apply_tesseract(devkept, {"x": x})["y"]).sum(), x, v)
+    assert through.device.type == "cuda"
+    torch.testing.assert_close(through, want, rtol=1e-4, atol=1e-2)
+

@@ -218,3 +218,33 @@ def test_jax_forward_over_reverse_uses_the_hvp(module: tesscpp.Tesseract) -> Non
     np.testing.assert_allclose(
         np.asarray(jax.jit(jax.hessian(through))(x)), np.asarray(jax.hessian(own)(x)), rtol=1e-12
     )
+
+
+def test_jax_reverse_over_reverse_uses_the_hvp(module: tesscpp.Tesseract) -> None:
+    """jax.grad of a function of jax.grad (a gradient penalty): the VJP's and
+    the HVP's transposes."""
+    import jax
+    import jax.numpy as jnp
+
+    from tesscpp.jax import apply_tesseract
+
+    jax.config.update("jax_enable_x64", True)
+    w2 = jnp.asarray([0.5, -1.5, 2.0])
+
+    def through(x):
+        return jnp.sum(jnp.asarray(U) * apply_tesseract(module, {"x": x, "scale": 2.0})["y"])
+
+    def own(x):
+        return jnp.sum(jnp.asarray(U) * native(x, 2.0))
+
+    def through_quadratic(x):  # its cotangent y depends on x: the VJP's transpose (a JVP) runs too
+        return 0.5 * jnp.sum(apply_tesseract(module, {"x": x, "scale": 2.0})["y"] ** 2)
+
+    def own_quadratic(x):
+        return 0.5 * jnp.sum(native(x, 2.0) ** 2)
+
+    x = jnp.asarray(X)
+    for mine, theirs in ((through, own), (through_quadratic, own_quadratic)):
+        got = jax.grad(lambda x, f=mine: jnp.sum(w2 * jax.grad(f)(x)))(x)
+        want = jax.grad(lambda x, f=theirs: jnp.sum(w2 * jax.grad(f)(x)))(x)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)

@@ -26,11 +26,14 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import PY_FIXTURES, ROOT, live_children
+from conftest import EXTENDED, PY_FIXTURES, ROOT, live_children
 
 FIXTURES = sorted(
-    {p.parent.name for p in PY_FIXTURES.glob("*/tesseract_api.py")}
-    | {p.parent.name for p in (ROOT / "python" / "tests" / "fixtures").glob("*/tesseract_api.py")}
+    (
+        {p.parent.name for p in PY_FIXTURES.glob("*/tesseract_api.py")}
+        | {p.parent.name for p in (ROOT / "python" / "tests" / "fixtures").glob("*/tesseract_api.py")}
+    )
+    - EXTENDED
 )
 X = [1.0, 2.0, 3.0]
 

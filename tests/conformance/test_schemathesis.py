@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import PY_FIXTURES, ROOT
+from conftest import EXTENDED, PY_FIXTURES, ROOT
 
 SEED = 20261207
 EXAMPLES_PER_OPERATION = 10  # the coverage phase adds its boundary cases: 50 to 3 600 requests a server
@@ -41,7 +41,9 @@ EXAMPLES_PER_OPERATION = 10  # the coverage phase adds its boundary cases: 50 to
 # and answers with times and its pid.
 NOT_COMPARED = {"nap"}
 _FOLDERS = (PY_FIXTURES, ROOT / "python" / "tests" / "fixtures")
-PY_MODULES = sorted({p.parent.name for folder in _FOLDERS for p in folder.glob("*/tesseract_api.py")} - NOT_COMPARED)
+PY_MODULES = sorted(
+    {p.parent.name for folder in _FOLDERS for p in folder.glob("*/tesseract_api.py")} - NOT_COMPARED - EXTENDED
+)
 # The examples this build made (TESSCPP_EXAMPLES_DIR, as CTest sets it).
 _BUILT = Path(os.environ.get("TESSCPP_EXAMPLES_DIR", "/nonexistent"))
 CPP_EXAMPLES = sorted(p.name[3:-3] for p in _BUILT.glob("lib*.so"))

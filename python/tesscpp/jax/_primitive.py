@@ -222,6 +222,10 @@ def _transpose(
     keep: bool = False,
     **_: Any,
 ) -> list[Any]:
+    if kind in ("vjp", "hvp"):
+        return _transpose_second(
+            cotangents, args, spec=spec, kind=kind, has_tangent=has_tangent, avals=avals, batch=batch
+        )
     assert kind == "jvp"
     n = len(spec.primal_paths)
     primals = args[:n]
@@ -241,6 +245,46 @@ def _transpose(
             out.append(jnp.sum(grads[i], axis=0))
         else:
             out.append(grads[i])
+    return out
+
+
+def _transpose_second(
+    cotangents: Any, args: Any, *, spec: Spec, kind: str, has_tangent: Any, avals: Any, batch: Any
+) -> list[Any]:
+    """Reverse mode over a VJP (reverse over reverse): the VJP uᵀJ is linear
+    in u, its transpose in u is the JVP J·g; the HVP is linear in its tangent
+    v and, on one set of inputs, symmetric: its transpose in v is the HVP of g
+    with the wanted and the moved sets swapped (docs/derivatives.md §1)."""
+    if batch is not None:
+        raise RuntimeError("Cannot take higher-order derivatives of a batch sent at once (vmap_method='parallel')")
+    n, m = len(spec.primal_paths), len(avals)
+    primals = args[:n]
+    if any(ad.is_undefined_primal(p) for p in primals):
+        raise RuntimeError("Cannot take higher-order derivatives: the point itself is not linear")
+    wanted = tuple(has_tangent[:n])
+    has_g = tuple(w and not _is_zero(c) for w, c in zip(wanted, cotangents, strict=True))
+    full_g = [jnp.zeros(p.shape, p.dtype) if not h else c for p, c, h in zip(primals, cotangents, has_g, strict=True)]
+    if kind == "vjp":  # transposed in u: J g on every output with an undefined cotangent argument
+        out: list[Any] = [None] * n
+        answered = [ad.is_undefined_primal(a) for a in args[n:]]
+        jvp = bind(spec, "jvp", (*primals, *full_g), has_g, avals) if any(has_g) else None
+        for j, undefined in enumerate(answered):
+            out.append(
+                None if not undefined else jvp[j] if jvp is not None else jnp.zeros(avals[j].shape, avals[j].dtype)
+            )
+        return out
+    # hvp, transposed in its tangents v (the cotangents u are constants here).
+    cotangent_args = args[n : n + m]
+    if any(ad.is_undefined_primal(c) for c in cotangent_args):
+        raise RuntimeError("Cannot take higher-order derivatives: third order")
+    moved = tuple(has_tangent[n + m :])
+    swapped = (*moved, *has_tangent[n : n + m], *has_g)
+    hvp = bind(spec, "hvp", (*primals, *cotangent_args, *full_g), swapped, avals) if any(has_g) else None
+    out = [None] * (n + m)
+    for i, undefined in enumerate(ad.is_undefined_primal(a) for a in args[n + m :]):
+        out.append(
+            None if not undefined else hvp[i] if hvp is not None else jnp.zeros(primals[i].shape, primals[i].dtype)
+        )
     return out
 
 

@@ -140,7 +140,13 @@ def main() -> None:
 
 def report(samples: list, worst: float, elapsed: float, steps: int) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    print(f"<!-- commit {commit.stdout.strip()}; bench/forward_reuse_churn.py --steps {steps} -->")
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if "model name" in line), "?")
+    arenas = os.environ.get("MALLOC_ARENA_MAX")
+    setting = f"; MALLOC_ARENA_MAX={arenas}" if arenas else ""
+    print(
+        f"<!-- commit {commit.stdout.strip()}; {cpu}, {len(os.sched_getaffinity(0))} cores{setting}; "
+        f"bench/forward_reuse_churn.py --steps {steps} -->"
+    )
     print(f"# forward reuse under churn: {steps} steps, {THREADS} threads, {WORKERS} workers\n")
     print(f"hammerstein_torch, N = {N}, `--residual-host-mib {BUDGET_MIB}` per worker "
           f"({WORKERS * BUDGET_MIB} MiB in all); {elapsed:.0f} s in all.\n")  # fmt: skip

@@ -9,7 +9,7 @@ line from the module's own differentiable function, forward over reverse::
         \"\"\"jax.jvp of jax.vjp (tesscpp.derivatives.jax_hvp).\"\"\"
         def f(x):  # the differentiated inputs -> the outputs asked about
             return {"y": solve(x["x"], inputs.scale)}
-        return derivatives.jax_hvp(f, {p: inputs.x for p in hvp_inputs}, tangent_vector, cotangent_vector)
+        return derivatives.jax_hvp(f, {p: getattr(inputs, p) for p in hvp_inputs}, tangent_vector, cotangent_vector)
 
 ``f`` takes a dict of the differentiated inputs (``hvp_inputs``; hold the
 others fixed by closing over them) and returns a dict of the outputs

@@ -386,7 +386,9 @@ class Checker {
     for (double delta : {h, -h}) {
       TESS_ASSIGN_OR_RETURN(Tensor moved, WithElement(in.tensor, index, delta));
       Value perturbed = inputs_;
-      *Walk(perturbed, in.parsed) = Value(std::move(moved));
+      Value* slot = Walk(perturbed, in.parsed);
+      if (slot == nullptr) return Status::Internal("input ", in.path, " is gone from the inputs");
+      *slot = Value(std::move(moved));
       TESS_ASSIGN_OR_RETURN(Value answer,
                             t_.VectorJacobianProduct(perturbed, {in.path}, {out.path}, *cotangents));
       TESS_ASSIGN_OR_RETURN(Tensor g, TensorIn(answer, in.path, kVjp));

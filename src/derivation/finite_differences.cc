@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <vector>
 
 #include "tesscpp/autodiff/detail/fields.h"
+#include "tesscpp/internal/component/kept_state.h"
 #include "tesscpp/internal/core/path.h"
 
 // tesseract-core 1.15's runtime/experimental/finite_differences.py, in C++:
@@ -435,55 +437,81 @@ Status FdVjp(const ApplyFn& apply, const FiniteDifferences& o, const ModelView& 
   return Status::OK();
 }
 
-// Central differences of the VJP along the tangent: x ± h v on hvp_inputs,
-// h = eps / max|v|, (VJP(x + h v) - VJP(x - h v)) / 2h.
-Status FdHvp(const VjpFn& vjp, const HvpFiniteDifferences& o, const ModelView& inputs, const PathSet& ins,
-             const PathSet& outs, const TensorMap& tangent, const TensorMap& cotangent, TensorMap& hvp) {
-  const PointFn gradient = [&](const ModelView& point) -> Result<Value> {
+// The VJP's answer at one point, by path (a flat dict: the answer's keys
+// are whole paths, nested ones included).
+PointFn GradientOf(const VjpFn& vjp, const PathSet& ins, const PathSet& outs, const TensorMap& cotangent) {
+  return [&vjp, &ins, &outs, &cotangent](const ModelView& point) -> Result<Value> {
+    // Not from state an apply kept at the unperturbed inputs: a VJP that
+    // answers from it (forward reuse) would give both sides the same.
+    component::ScopedKept none(nullptr);
     TensorMap at;
     TESS_RETURN_IF_ERROR(vjp(point, ins, outs, cotangent, at));
     Value::Dict answer;
     for (auto& [path, t] : at) answer.set(path, Value(std::move(t)));
     return Value(std::move(answer));
   };
-  Evaluator e(gradient, inputs.value());
+}
+
+Status RequireHost(const TensorMap& vectors, std::string_view what) {
+  for (const auto& [path, t] : vectors) {
+    if (!t.device().host_accessible()) {
+      return Status::InvalidArgument("finite differences: the ", what, " at '", path, "' is on ",
+                                     t.device().ToString(), "; the differences read host arrays only");
+    }
+  }
+  return Status::OK();
+}
+
+// Central differences of the VJP along the tangent: x ± h v on hvp_inputs,
+// h = eps / max|v|, (VJP(x + h v) - VJP(x - h v)) / 2h.
+Status FdHvp(const VjpFn& vjp, const HvpFiniteDifferences& o, const ModelView& inputs, const PathSet& ins,
+             const PathSet& outs, const TensorMap& tangent, const TensorMap& cotangent, TensorMap& hvp) {
+  TESS_RETURN_IF_ERROR(RequireHost(tangent, "tangent"));
+  TESS_RETURN_IF_ERROR(RequireHost(cotangent, "cotangent"));
+  Evaluator e(GradientOf(vjp, ins, outs, cotangent), inputs.value());
   std::map<std::string, std::vector<double>> along;
   double largest = 0;
   for (const auto& in : ins) {
+    TESS_ASSIGN_OR_RETURN(const Numbers* x, e.Input(in));  // refuses device inputs
     auto t = tangent.find(in);
     if (t == tangent.end()) return Status::InvalidArgument("finite differences: no tangent for '", in, "'");
     TESS_ASSIGN_OR_RETURN(along[in], ReadValues(t->second));
-    TESS_ASSIGN_OR_RETURN(const Numbers* x, e.Input(in));
     if (along[in].size() != x->size())
       return Status::InvalidArgument("finite differences: tangent '", in, "' has the wrong size");
     for (double v : along[in]) largest = std::max(largest, std::abs(v));
   }
-  if (largest == 0) {  // the derivative along nothing
+  const double h = largest > 0 ? o.eps / largest : 0;
+  std::optional<Value> at_plus, at_minus;
+  if (h > 0) {  // else the derivative along nothing: zeros
+    Replacements plus, minus;
     for (const auto& in : ins) {
       TESS_ASSIGN_OR_RETURN(const Numbers* x, e.Input(in));
-      TESS_ASSIGN_OR_RETURN(Tensor zero, Float64Tensor(std::vector<double>(x->size(), 0.0), x->dims));
-      hvp.insert_or_assign(in, std::move(zero));
+      for (size_t k = 0; k < x->size(); ++k) {
+        plus[in].push_back(x->values[k] + h * along[in][k]);
+        minus[in].push_back(x->values[k] - h * along[in][k]);
+      }
     }
-    return Status::OK();
+    TESS_ASSIGN_OR_RETURN(at_plus, e.Run(plus));
+    TESS_ASSIGN_OR_RETURN(at_minus, e.Run(minus));
   }
-  const double h = o.eps / largest;
-  Replacements plus, minus;
   for (const auto& in : ins) {
     TESS_ASSIGN_OR_RETURN(const Numbers* x, e.Input(in));
-    for (size_t k = 0; k < x->size(); ++k) {
-      plus[in].push_back(x->values[k] + h * along[in][k]);
-      minus[in].push_back(x->values[k] - h * along[in][k]);
+    std::vector<double> d(x->size(), 0.0);
+    if (h > 0) {
+      const Value* a = at_plus->as_dict().find(in);
+      const Value* b = at_minus->as_dict().find(in);
+      if (a == nullptr || b == nullptr || !a->is_tensor() || !b->is_tensor())
+        return Status::InvalidArgument("finite differences: the VJP gave no '", in, "'");
+      TESS_ASSIGN_OR_RETURN(std::vector<double> ga, ReadValues(a->as_tensor()));
+      TESS_ASSIGN_OR_RETURN(std::vector<double> gb, ReadValues(b->as_tensor()));
+      if (ga.size() != d.size() || gb.size() != d.size())
+        return Status::InvalidArgument("finite differences: the VJP's '", in, "' has the wrong size");
+      for (size_t k = 0; k < d.size(); ++k) d[k] = (ga[k] - gb[k]) / (2 * h);
     }
+    TESS_ASSIGN_OR_RETURN(Tensor t, Float64Tensor(std::move(d), x->dims));
+    hvp.insert_or_assign(in, std::move(t));
   }
-  TESS_ASSIGN_OR_RETURN(Value at_plus, e.Run(plus));
-  TESS_ASSIGN_OR_RETURN(Value at_minus, e.Run(minus));
-  return ForEachQuotient(at_plus, at_minus, ins, 2 * h,
-                         [&](const std::string& in, const std::vector<double>& d) {
-                           TESS_ASSIGN_OR_RETURN(const Numbers* x, e.Input(in));
-                           TESS_ASSIGN_OR_RETURN(Tensor t, Float64Tensor(d, x->dims));
-                           hvp.insert_or_assign(in, std::move(t));
-                           return Status::OK();
-                         });
+  return Status::OK();
 }
 
 }  // namespace

@@ -100,15 +100,30 @@ bool SameInputs(const Value& a, const Value& b) {
 
 Result<Value> DetachedCopy(const Value& inputs) { return WithTensorsCopied(inputs, HostCopy); }
 
+Result<Value> KeyOf(const Value& device_inputs) {
+  TESS_ASSIGN_OR_RETURN(Value host, DetachedCopy(device_inputs));
+  Value::List devices;
+  for (int ordinal : core::DevicesOf(device_inputs)) devices.push_back(Value(int64_t{ordinal}));
+  return Value(Value::Dict{{"devices", Value(std::move(devices))}, {"inputs", std::move(host)}});
+}
+
 Result<Value> OwnDeviceCopy(const Value& inputs) {
-  return WithTensorsCopied(inputs, [](const Tensor& tensor) -> Result<Tensor> {
+  auto copy_one = [](const Tensor& tensor) -> Result<Tensor> {
     if (tensor.device().type != DeviceType::kCUDA) return tensor;
     TESS_ASSIGN_OR_RETURN(Tensor copy,
                           cuda::AllocateDevice(tensor.dtype(), tensor.shape(), tensor.device().id));
     TESS_RETURN_IF_ERROR(
         cuda::CopyOnDeviceAsync(copy.data(), tensor.data(), tensor.nbytes(), tensor.device().id, 1));
     return copy;
-  });
+  };
+  TESS_ASSIGN_OR_RETURN(Value owned, WithTensorsCopied(inputs, copy_one));
+  // Waited for, so that no early answer (a 422, a 406) leaves a read of the
+  // client's memory queued behind it: only the copies' stream, per device.
+  for (int ordinal : core::DevicesOf(inputs)) {
+    TESS_ASSIGN_OR_RETURN(cuda::StreamMark copied, cuda::StreamMark::OnLegacyStream(ordinal));
+    TESS_RETURN_IF_ERROR(copied.Wait());
+  }
+  return owned;
 }
 
 }  // namespace tesscpp::runtime

@@ -11,7 +11,7 @@ namespace tesscpp::runtime {
 /// \brief Whether two request inputs are the same: like Value equality, but
 /// floats compare by their bits (-0.0 is not 0.0 to a function that reads
 /// the sign, and NaN is itself). Tensors compare by dtype, shape, device and
-/// bytes, so both sides must be host copies for device inputs (DetachedCopy).
+/// bytes, so device inputs are compared as their KeyOf.
 bool SameInputs(const Value& a, const Value& b);
 
 /// \brief A host copy of `inputs` that shares no tensor memory with them:
@@ -22,12 +22,18 @@ bool SameInputs(const Value& a, const Value& b);
 /// (kNotAcceptable) while TESSERACT_FORBID_DEVICE_HOST_COPY is set.
 Result<Value> DetachedCopy(const Value& inputs);
 
+/// \brief What device inputs are compared as: their DetachedCopy and the
+/// devices that held them, so that the same bytes sent from the host or from
+/// another device do not find state that lives on this one.
+Result<Value> KeyOf(const Value& device_inputs);
+
 /// \brief `inputs` with every CUDA tensor replaced by a copy in this
 /// process's device memory (host tensors shared): what a kept apply runs on,
 /// since a GPU transport's inputs are the client's memory, lent for one call,
 /// while the state an apply keeps may hold them (a pullback saves its
-/// inputs). The copies are queued on the legacy default stream, after the
-/// inputs' writers, and finish there before anything that stream orders later.
+/// inputs). The copies run on the legacy default stream, after the inputs'
+/// writers, and are finished when this returns: the client's memory is read
+/// by nothing after it, whatever the call's outcome.
 Result<Value> OwnDeviceCopy(const Value& inputs);
 
 }  // namespace tesscpp::runtime

@@ -309,8 +309,11 @@ Runtime::Impl::RunOutcome Runtime::Impl::RunInRunDirectory(const std::string& en
 
 std::optional<Value> Runtime::Impl::KeptApplyBody(EndpointId endpoint, bool keep,
                                                   const Value& request_body) const {
-  if (residuals == nullptr || endpoint != EndpointId::kApply || !keep || !request_body.is_dict())
+  // Where host copies are forbidden the apply could not be kept anyway (its key is one).
+  if (residuals == nullptr || endpoint != EndpointId::kApply || !keep || !request_body.is_dict() ||
+      core::ImplicitHostCopiesForbidden()) {
     return std::nullopt;
+  }
   const Value* inputs = request_body.as_dict().find("inputs");
   if (inputs == nullptr || !core::HoldsDeviceTensors(*inputs)) return std::nullopt;
   Result<Value> owned = runtime::OwnDeviceCopy(*inputs);
@@ -328,22 +331,22 @@ Runtime::Impl::Reuse Runtime::Impl::BeginReuse(EndpointId endpoint, bool keep,
   if (residuals == nullptr || !request_body.is_dict()) return reuse;
   reuse.inputs = request_body.as_dict().find("inputs");
   if (reuse.inputs == nullptr) return reuse;
-  // Device inputs are compared as host copies (docs/forward-reuse.md §2).
+  // Device inputs are compared as their host copies and devices (docs/forward-reuse.md §3a).
   const bool on_device = core::HoldsDeviceTensors(*reuse.inputs);
   if (endpoint == EndpointId::kApply) {
     // Lent device inputs are kept only where the apply runs on its own copy.
     if (!keep || (on_device && !inputs_owned)) return reuse;
     // The inputs as they are now: shared with the request where nobody can
     // change them, else copied before the call runs.
-    Result<Value> kept_at = lent || on_device || component->MayChangeInputs()
-                                ? runtime::DetachedCopy(*reuse.inputs)
-                                : Result<Value>(*reuse.inputs);
+    Result<Value> kept_at = on_device                              ? runtime::KeyOf(*reuse.inputs)
+                            : lent || component->MayChangeInputs() ? runtime::DetachedCopy(*reuse.inputs)
+                                                                   : Result<Value>(*reuse.inputs);
     reuse.keep = kept_at.ok();
     if (kept_at.ok()) reuse.kept_at = *std::move(kept_at);
     return reuse;
   }
   if (!reference) return reuse;
-  Result<Value> compared = on_device ? runtime::DetachedCopy(*reuse.inputs) : Result<Value>(Value());
+  Result<Value> compared = on_device ? runtime::KeyOf(*reuse.inputs) : Result<Value>(Value());
   if (!compared.ok()) return reuse;  // not comparable here: the call neither refers nor says so
   reuse.referred = true;
   runtime::ResidualStore::Found found = residuals->Find(*reference, on_device ? *compared : *reuse.inputs);

@@ -148,7 +148,11 @@ def batch(bind: Bind, args: Any, dims: Any, **params: Any) -> tuple[list, list]:
     batched = [d is not None for d in dims]
     size = next(a.shape[0] for a, b in zip(moved, batched, strict=True) if b)
     n = len(spec.primal_paths)
-    sequential = method == "sequential" or (method != "parallel" and kind == "vjp" and any(batched[n:]))
+    # An hvp's primals, cotangents and tangents pair up in ways one broadcast
+    # call cannot carry: one call per element, unless sent at once.
+    sequential = method == "sequential" or (
+        method != "parallel" and (kind == "hvp" or (kind == "vjp" and any(batched[n:])))
+    )
     if sequential or (method == "auto_experimental" and not _vectorizable(spec, kind, batched)):
         return _sequential(bind, moved, batched, params)
     if method == "parallel":

@@ -183,14 +183,14 @@ def _jvp_of_vjp(
     terms = []
     has_x = tuple(not _is_zero(t) for t in along_x)
     if any(has_x):
-        full_x = [jnp.zeros(p.shape, p.dtype) if _is_zero(t) else t for p, t in zip(primals, along_x, strict=True)]
+        full_x = [jnp.zeros_like(p) if _is_zero(t) else t for p, t in zip(primals, along_x, strict=True)]
         terms.append(bind(spec, "hvp", (*primals, *cotangents, *full_x), (*has_tangent, *has_x), avals))
     has_u = tuple(not _is_zero(t) for t in along_u)
     if any(has_u):
-        full_u = [jnp.zeros(c.shape, c.dtype) if _is_zero(t) else t for c, t in zip(cotangents, along_u, strict=True)]
+        full_u = [jnp.zeros_like(c) if _is_zero(t) else t for c, t in zip(cotangents, along_u, strict=True)]
         terms.append(bind(spec, "vjp", (*primals, *full_u), (*has_tangent[:n], *has_u), avals))
     if not terms:
-        return out, [jnp.zeros(p.shape, p.dtype) for p in primals]
+        return out, [jnp.zeros_like(p) for p in primals]
     return out, [sum(parts[1:], parts[0]) for parts in zip(*terms, strict=True)]
 
 
@@ -263,7 +263,7 @@ def _transpose_second(
         raise RuntimeError("Cannot take higher-order derivatives: the point itself is not linear")
     wanted = tuple(has_tangent[:n])
     has_g = tuple(w and not _is_zero(c) for w, c in zip(wanted, cotangents, strict=True))
-    full_g = [jnp.zeros(p.shape, p.dtype) if not h else c for p, c, h in zip(primals, cotangents, has_g, strict=True)]
+    full_g = [jnp.zeros_like(p) if not h else c for p, c, h in zip(primals, cotangents, has_g, strict=True)]
     if kind == "vjp":  # transposed in u: J g on every output with an undefined cotangent argument
         out: list[Any] = [None] * n
         answered = [ad.is_undefined_primal(a) for a in args[n:]]
@@ -282,9 +282,7 @@ def _transpose_second(
     hvp = bind(spec, "hvp", (*primals, *cotangent_args, *full_g), swapped, avals) if any(has_g) else None
     out = [None] * (n + m)
     for i, undefined in enumerate(ad.is_undefined_primal(a) for a in args[n + m :]):
-        out.append(
-            None if not undefined else hvp[i] if hvp is not None else jnp.zeros(primals[i].shape, primals[i].dtype)
-        )
+        out.append(None if not undefined else hvp[i] if hvp is not None else jnp.zeros_like(primals[i]))
     return out
 
 

@@ -145,9 +145,6 @@ void DeriveJvp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
     });
 }
 
-// vector_jacobian_product, by reverse mode on the kept tape: one reverse
-// sweep after the forward pass of a kept apply at these inputs
-// (DeriveApply), after a forward pass of its own otherwise.
 // The cotangents as weights of the tape's dependents (`wanted`, in order); an
 // output the tape has but the call does not ask about (`asked`) weighs zero.
 inline Result<std::vector<double>> DependentWeights(const Taped& taped, const PathSet& wanted,
@@ -191,6 +188,9 @@ inline Status ByInput(const ModelView& in, const Taped& taped, const std::vector
   return Status::OK();
 }
 
+// vector_jacobian_product, by reverse mode on the kept tape: one reverse
+// sweep after the forward pass of a kept apply at these inputs
+// (DeriveApply), after a forward pass of its own otherwise.
 template <typename Fn>
 void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
                const std::map<std::string, Dtype>& output_fields, uint64_t function) {
@@ -222,6 +222,7 @@ void DeriveVjp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
     });
 }
 
+// hessian_vector_product (tesscpp's), forward over reverse on the tape.
 template <typename Fn>
 void DeriveHvp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
                const std::map<std::string, Dtype>& output_fields, uint64_t function) {
@@ -264,6 +265,7 @@ void DeriveHvp(Component& c, const Fn& fn, const std::map<std::string, Dtype>& i
         "Derived: forward over reverse on the ADOL-C tape (ADOL-C's lagra_hess_vec).");
 }
 
+// jacobian, by ADOL-C's driver on the kept tape.
 template <typename Fn>
 void DeriveJacobian(Component& c, const Fn& fn, const std::map<std::string, Dtype>& input_fields,
                     const std::map<std::string, Dtype>& output_fields, uint64_t function) {

@@ -70,30 +70,22 @@ def test_a_python_module_serves_its_own(module: tesscpp.Tesseract) -> None:
 
 def test_a_python_module_refuses_vectors_that_do_not_fit(module: tesscpp.Tesseract) -> None:
     """The JVP's and VJP's rules, under hvp_ names: a 422 naming the field."""
+
+    def body(tangent: dict, cotangent: dict) -> dict:
+        return {
+            "inputs": {"x": X},
+            "hvp_inputs": ["x"],
+            "hvp_outputs": ["y"],
+            "tangent_vector": tangent,
+            "cotangent_vector": cotangent,
+        }
+
     with pytest.raises(Exception, match="tangent vector with keys conforming to hvp_inputs"):
-        module.call(
-            "hessian_vector_product",
-            {
-                "inputs": {"x": X},
-                "hvp_inputs": ["x"],
-                "hvp_outputs": ["y"],
-                "tangent_vector": {},
-                "cotangent_vector": {"y": U},
-            },
-        )
+        module.call("hessian_vector_product", body({}, {"y": U}))
     with pytest.raises(Exception, match="Tangent vector 'x'"):
         module.hessian_vector_product({"x": X}, ["x"], ["y"], {"x": V[:2]}, {"y": U})
     with pytest.raises(Exception, match="cotangent vector with keys conforming to hvp_outputs"):
-        module.call(
-            "hessian_vector_product",
-            {
-                "inputs": {"x": X},
-                "hvp_inputs": ["x"],
-                "hvp_outputs": ["y"],
-                "tangent_vector": {"x": V},
-                "cotangent_vector": {},
-            },
-        )
+        module.call("hessian_vector_product", body({"x": V}, {}))
 
 
 def test_tesseract_runtime_serves_the_module_without_it() -> None:

@@ -297,6 +297,16 @@ class Checker {
     return it != options_.eps_for.end() ? it->second : options_.eps;
   }
 
+  // The inputs with element `index` of `in` moved by `delta`.
+  Result<Value> Perturbed(const Leaf& in, int64_t index, double delta) const {
+    TESS_ASSIGN_OR_RETURN(Tensor moved, WithElement(in.tensor, index, delta));
+    Value perturbed = inputs_;
+    Value* slot = Walk(perturbed, in.parsed);
+    if (slot == nullptr) return Status::Internal("input ", in.path, " is gone from the inputs");
+    *slot = Value(std::move(moved));
+    return perturbed;
+  }
+
   // d(out)/d(in[index]) by central differences, over out's elements; kept per
   // (in, out, index) for the whole run, since endpoints share the samples.
   Result<std::vector<double>> FiniteDifference(const Leaf& in, const Leaf& out, int64_t index) {
@@ -305,11 +315,7 @@ class Checker {
     const double h = Step(in);
     std::vector<Tensor> sides;
     for (double delta : {h, -h}) {
-      TESS_ASSIGN_OR_RETURN(Tensor moved, WithElement(in.tensor, index, delta));
-      Value perturbed = inputs_;
-      Value* slot = Walk(perturbed, in.parsed);
-      if (slot == nullptr) return Status::Internal("input ", in.path, " is gone from the inputs");
-      *slot = Value(std::move(moved));
+      TESS_ASSIGN_OR_RETURN(Value perturbed, Perturbed(in, index, delta));
       TESS_ASSIGN_OR_RETURN(Value answer, t_.Apply(perturbed));
       const Value* value = Walk(std::as_const(answer), out.parsed);
       if (value == nullptr) return Status::Internal("apply's answer has no ", out.path);
@@ -384,11 +390,7 @@ class Checker {
     const double h = Step(in);
     std::vector<Tensor> sides;
     for (double delta : {h, -h}) {
-      TESS_ASSIGN_OR_RETURN(Tensor moved, WithElement(in.tensor, index, delta));
-      Value perturbed = inputs_;
-      Value* slot = Walk(perturbed, in.parsed);
-      if (slot == nullptr) return Status::Internal("input ", in.path, " is gone from the inputs");
-      *slot = Value(std::move(moved));
+      TESS_ASSIGN_OR_RETURN(Value perturbed, Perturbed(in, index, delta));
       TESS_ASSIGN_OR_RETURN(Value answer,
                             t_.VectorJacobianProduct(perturbed, {in.path}, {out.path}, *cotangents));
       TESS_ASSIGN_OR_RETURN(Tensor g, TensorIn(answer, in.path, kVjp));

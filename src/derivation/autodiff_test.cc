@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status_matchers.h"
+#include "support/test_tensors.h"
 
 namespace tesscpp {
 namespace {
@@ -313,11 +314,7 @@ Component Coupled() {
   return c;
 }
 
-Tensor Vector(std::vector<double> values) {
-  auto t = *NewTensor<double>({static_cast<int64_t>(values.size())});
-  std::copy(values.begin(), values.end(), t.second.begin());
-  return t.first;
-}
+using testing::Vector;
 
 TEST(Autodiff, DerivesHessianVectorProductsForwardOverReverse) {
   const Component c = Coupled();

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/test_tensors.h"
+
 namespace tesscpp {
 namespace {
 
@@ -145,21 +147,16 @@ Component Scaled() {
   return c;
 }
 
-Tensor Of(std::vector<double> values) {
-  auto t = *NewTensor<double>({static_cast<int64_t>(values.size())});
-  std::copy(values.begin(), values.end(), t.second.begin());
-  return t.first;
-}
-
 TEST(FiniteDifferences, HessianVectorProductsFromTheVjp) {
   const Component c = Scaled();
   EXPECT_NE(c.hessian_vector_product().doc.find("Central finite differences"), std::string::npos);
   const std::vector<double> x{1.0, -2.0, 0.5}, u{0.3, 1.0, -0.7}, v{-1.0, 0.25, 2.0};
-  const Value inputs = Value::Dict{{"x", Value(Of(x))}};
+  const Value inputs = Value::Dict{{"x", Value(testing::Vector(x))}};
   TensorMap hvp;
-  ASSERT_TRUE(c.hessian_vector_product()
-                  .fn(ModelView(inputs), {"x"}, {"y"}, {{"x", Of(v)}}, {{"y", Of(u)}}, hvp)
-                  .ok());
+  ASSERT_TRUE(
+      c.hessian_vector_product()
+          .fn(ModelView(inputs), {"x"}, {"y"}, {{"x", testing::Vector(v)}}, {{"y", testing::Vector(u)}}, hvp)
+          .ok());
   // H v = 2 v (u.x) + 2 x (u.v) + 2 u (x.v).
   double ux = 0, uv = 0, xv = 0;
   for (size_t i = 0; i < 3; ++i) ux += u[i] * x[i], uv += u[i] * v[i], xv += x[i] * v[i];
@@ -168,7 +165,8 @@ TEST(FiniteDifferences, HessianVectorProductsFromTheVjp) {
   }
   TensorMap zero;  // along nothing: zeros, no division by a zero step
   ASSERT_TRUE(c.hessian_vector_product()
-                  .fn(ModelView(inputs), {"x"}, {"y"}, {{"x", Of({0, 0, 0})}}, {{"y", Of(u)}}, zero)
+                  .fn(ModelView(inputs), {"x"}, {"y"}, {{"x", testing::Vector({0, 0, 0})}},
+                      {{"y", testing::Vector(u)}}, zero)
                   .ok());
   EXPECT_EQ(zero.at("x").data_as<double>()[2], 0.0);
 }

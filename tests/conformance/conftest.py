@@ -43,8 +43,13 @@ PY_FIXTURES = ROOT / "tests" / "fixtures" / "python"
 # Python fixtures that define a tesscpp endpoint (docs/derivatives.md): tesscpp serves it and
 # tesseract-runtime ignores it, so their documents and the requests made from them differ by
 # design; they are not compared with tesseract-runtime's (python/tests/test_hvp.py tests them,
-# the same module under tesseract-runtime included).
-EXTENDED = {"devkept", "hvp"}
+# the same module under tesseract-runtime included). Read from the modules themselves.
+EXTENDED = {
+    api.parent.name
+    for folder in (PY_FIXTURES, ROOT / "python" / "tests" / "fixtures")
+    for api in folder.glob("*/tesseract_api.py")
+    if "\ndef hessian_vector_product(" in api.read_text()
+}
 TEST_CASES = ROOT / "tests" / "fixtures" / "test_cases"
 GOLDEN_RUNTIME = ROOT / "tests" / "data" / "golden" / "runtime"
 

@@ -135,6 +135,11 @@ def _is_zero(t: Any) -> bool:
     return t is None or isinstance(t, ad.Zero)
 
 
+def _filled(likes: Any, vectors: Any, present: Any) -> list[Any]:
+    """Each vector where `present` says it is, else zeros like its partner in `likes`."""
+    return [v if p else jnp.zeros_like(like) for like, v, p in zip(likes, vectors, present, strict=True)]
+
+
 def _nondifferentiable_input(name: str) -> ValueError:
     return ValueError(
         f"Non-symbolic-zero tangent provided for non-differentiable input '{name}'. "
@@ -158,7 +163,7 @@ def _jvp(
         name, differentiable = spec.input_name(path)
         if given and not differentiable:
             raise _nondifferentiable_input(name)
-    full = [jnp.zeros(p.shape, p.dtype) if _is_zero(t) else t for p, t in zip(primals, tangents, strict=True)]
+    full = _filled(primals, tangents, has)
     # Differentiated: a tesscpp Tesseract's apply keeps its forward for the
     # JVP, or for the VJP this JVP is transposed into (forward reuse).
     keep = batch is None and _lowering.reuses(spec.tesseract)
@@ -183,11 +188,11 @@ def _jvp_of_vjp(
     terms = []
     has_x = tuple(not _is_zero(t) for t in along_x)
     if any(has_x):
-        full_x = [jnp.zeros_like(p) if _is_zero(t) else t for p, t in zip(primals, along_x, strict=True)]
+        full_x = _filled(primals, along_x, has_x)
         terms.append(bind(spec, "hvp", (*primals, *cotangents, *full_x), (*has_tangent, *has_x), avals))
     has_u = tuple(not _is_zero(t) for t in along_u)
     if any(has_u):
-        full_u = [jnp.zeros_like(c) if _is_zero(t) else t for c, t in zip(cotangents, along_u, strict=True)]
+        full_u = _filled(cotangents, along_u, has_u)
         terms.append(bind(spec, "vjp", (*primals, *full_u), (*has_tangent[:n], *has_u), avals))
     if not terms:
         return out, [jnp.zeros_like(p) for p in primals]
@@ -263,7 +268,7 @@ def _transpose_second(
         raise RuntimeError("Cannot take higher-order derivatives: the point itself is not linear")
     wanted = tuple(has_tangent[:n])
     has_g = tuple(w and not _is_zero(c) for w, c in zip(wanted, cotangents, strict=True))
-    full_g = [jnp.zeros_like(p) if not h else c for p, c, h in zip(primals, cotangents, has_g, strict=True)]
+    full_g = _filled(primals, cotangents, has_g)
     if kind == "vjp":  # transposed in u: J g on every output with an undefined cotangent argument
         out: list[Any] = [None] * n
         answered = [ad.is_undefined_primal(a) for a in args[n:]]

@@ -15,6 +15,12 @@ from ._arrays import as_tensor, is_zero, to_sendable
 from ._paths import LeafPath, Templates
 from ._tree import flatten_outputs, unflatten
 
+_NO_HVP = (
+    "apply_tesseract does not support higher-order derivatives of this Tesseract: its "
+    "vector_jacobian_product can be differentiated only through a hessian_vector_product "
+    "endpoint (tesscpp's, docs/derivatives.md), which it lacks."
+)
+
 
 @dataclass
 class Call:
@@ -148,9 +154,9 @@ class Call:
             if w in differentiated and w not in along
         }
         method = getattr(self.client(), "hessian_vector_product", None)
+        if method is None:  # a client of tesseract-core's
+            raise RuntimeError(_NO_HVP)
         try:
-            if method is None:
-                raise NotImplementedError("the client has no hessian_vector_product")
             return method(
                 inputs=self.sent,
                 hvp_inputs=differentiated,
@@ -158,12 +164,8 @@ class Call:
                 tangent_vector={w: along[w] if w in along else zeros[w] for w in differentiated},
                 cotangent_vector=sent,
             )
-        except NotImplementedError as e:
-            raise RuntimeError(
-                "apply_tesseract does not support higher-order derivatives of this Tesseract: its "
-                "vector_jacobian_product can be differentiated only through a hessian_vector_product "
-                "endpoint (tesscpp's, docs/derivatives.md), which it lacks."
-            ) from e
+        except NotImplementedError as e:  # a Tesseract without the endpoint
+            raise RuntimeError(_NO_HVP) from e
 
     def apply(self, tensors: Sequence[torch.Tensor]) -> None:
         """Runs apply and records its flat result and differentiable outputs.

@@ -40,7 +40,6 @@ class LinearMap(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
         ctx.apply_map, ctx.transpose, ctx.count = inputs[0], inputs[1], inputs[2]
-        ctx.depends_on = [(a.shape, a.dtype, a.device) if a is not None else None for a in inputs[3 + ctx.count :]]
         ctx.save_for_backward(*inputs[3 + ctx.count :])
         ctx.set_materialize_grads(False)
 
@@ -90,7 +89,7 @@ class TesseractGradients(torch.autograd.Function):
         if any(cotangent_needs):
             outputs = [(j, wire) for j, (wire, need) in enumerate(zip(call.output_wires, cotangent_needs, strict=True))
                        if need]  # fmt: skip
-            forward, transpose = _jvp(call, saved, moved, outputs, cotangents), _vjp(call, saved, moved, outputs)
+            forward, transpose = _jvp(call, moved, outputs, cotangents), _vjp(call, saved, moved, outputs)
             jvp = LinearMap.apply(forward, transpose, len(upstream), *upstream, *args)
             for (j, _), value in zip(outputs, jvp, strict=True):
                 u_bar[j] = value
@@ -114,8 +113,7 @@ def _hvp(call: Call, saved: Sequence[torch.Tensor], cotangents: Sequence[Any], a
     return apply_map
 
 
-def _jvp(call: Call, saved: Sequence[torch.Tensor], moved: list[str], outputs: list[tuple[int, str]],
-         cotangents: Sequence[Any]) -> Map:  # fmt: skip
+def _jvp(call: Call, moved: list[str], outputs: list[tuple[int, str]], cotangents: Sequence[Any]) -> Map:
     """g (one per `moved` wire) -> J g on the `outputs` (shaped like their cotangents)."""
 
     def apply_map(vectors: Sequence[torch.Tensor | None]) -> list[torch.Tensor]:
